@@ -1,0 +1,67 @@
+"""What the nicd cores return: frozen records the shell (or the composing core) carries out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nicd.wire import ControlPacket, DataPacket, MsgType
+
+__all__ = [
+    "Deliver",
+    "PeerDead",
+    "SendComplete",
+    "SendFailed",
+    "SendPacket",
+    "TransportAction",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SendPacket:
+    """Put ``packet`` on the link towards node ``node``."""
+
+    node: int
+    packet: DataPacket | ControlPacket
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    """A whole message arrived, in stream order, for local port ``port``."""
+
+    port: int
+    src_node: int
+    src_port: int
+    msg_type: MsgType
+    payload: bytes
+    am_handler: int = 0
+    args: tuple[int, int, int, int] = (0, 0, 0, 0)
+    mcast_group: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SendComplete:
+    """Every fragment of the message ``handle`` sent from ``port`` was acknowledged."""
+
+    port: int
+    handle: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendFailed:
+    """The message ``handle`` from ``port`` will never be delivered."""
+
+    port: int
+    handle: int
+    dst_node: int
+    reason: str
+    """``peer_dead``, ``no_port`` or ``closed``."""
+
+
+@dataclass(frozen=True, slots=True)
+class PeerDead:
+    """Node ``node`` stopped answering past the dead-peer limit; it stays dead for this run."""
+
+    node: int
+
+
+TransportAction = SendPacket | Deliver | SendComplete | SendFailed | PeerDead

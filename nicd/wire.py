@@ -1,0 +1,321 @@
+"""Myrinet-framed GRIM packets: bytes <-> frozen records, CRC. No protocol logic.
+
+Frame layout (one UDP datagram = one Myrinet packet), all integers big-endian::
+
+    route length (8) | route bytes (route length) | body | CRC32 (32, over all before it)
+
+Every body starts with the same word: packet type 0x0636 (16, GRIM's Myricom id) | message
+type (8) | flags (8). Data bodies then carry the rest of the data header and the payload;
+control (ACK/NACK) bodies carry three more words and nothing else (GRIM 4.1.1: "control
+messages are only 8 bytes long"; ours are 16 because UDP lacks Myrinet's in-order, lossless
+links and the stream key must travel along).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+from enum import IntEnum, IntFlag
+
+from nicd.errors import BadPacket
+
+__all__ = [
+    "CONTROL_HEADER",
+    "CONTROL_TYPES",
+    "CRC",
+    "DATA_HEADER",
+    "GRIM_PACKET_TYPE",
+    "MAX_NODE",
+    "MAX_PORT",
+    "ControlPacket",
+    "DataPacket",
+    "FragFlags",
+    "MsgType",
+    "NackReason",
+    "decode_untrusted",
+    "encode",
+    "encode_control",
+    "encode_data",
+]
+
+GRIM_PACKET_TYPE = 0x0636  # GRIM's Myrinet packet type (seed 002, Fig 4.2)
+MAX_NODE = 0xFFFF  # node ids are 16-bit
+MAX_PORT = 0xFFFF  # ports (GRIM endpoints / logical channels) are 16-bit
+MAX_ROUTE_BYTES = 255
+
+# Data header, 12 words (48 bytes), after GRIM Fig 4.2:
+#   w0  packet type 0x0636 (16) | message type (8) | fragment flags (8)
+#   w1  NI token (16) | multicast group (16)
+#   w2  sequence number (32), per (source LC, destination node, destination LC) stream
+#   w3  source node (16) | source endpoint = source LC (16)
+#   w4  destination node (16) | destination endpoint = destination LC (16)
+#   w5  active-message handler (16) | fragment payload length (16)
+#   w6  message length in bytes (32)
+#   w7  offset of this fragment in the message (32)
+#   w8..w11  user arguments 0-3 (32 each)
+DATA_HEADER = struct.Struct(">HBBHHIHHHHHHII4I")
+
+# Control header (ACK, NACK), 4 words (16 bytes):
+#   w0  packet type 0x0636 (16) | message type (8) | NACK reason (8)
+#   w1  sequence number (32): ACK = next expected (cumulative), NACK = the one wanted
+#   w2  node sending the control (16) | the stream's source LC (16)
+#   w3  node the control goes to (16) | the stream's destination LC (16)
+CONTROL_HEADER = struct.Struct(">HBBIHHHH")
+
+CRC = struct.Struct(">I")
+_FIRST_WORD = struct.Struct(">HBB")
+
+
+class MsgType(IntEnum):
+    """Message types (6 significant bits on the wire, DESIGN §3). All reserved now."""
+
+    GM_DATA = 1
+    AM_DATA = 2
+    MPI_EAGER = 3
+    MPI_RTS = 4
+    MPI_CTS = 5
+    RM_WRITE_V = 6
+    RM_WRITE_P = 7
+    RM_READ = 8
+    RM_READ_REPLY = 9
+    ACK = 10
+    NACK = 11
+    MCAST_DATA = 12
+    MCAST_ACK = 13
+    AB_COLL = 14
+    NICVM_SOURCE = 15
+    NICVM_DATA = 16
+    MGMT_HELLO = 17
+    MGMT_ROUTING = 18
+    MGMT_STATS = 19
+
+    def is_control(self) -> bool:
+        """True for the short-form control messages."""
+        return self in CONTROL_TYPES
+
+
+CONTROL_TYPES = frozenset({MsgType.ACK, MsgType.NACK, MsgType.MCAST_ACK})
+_MSG_TYPES = {int(t): t for t in MsgType}
+
+
+class FragFlags(IntFlag):
+    """Fragment flags of a data packet."""
+
+    NONE = 0
+    FIRST = 0x01
+    LAST = 0x02
+    ONLY = FIRST | LAST
+
+
+_FRAG_MASK = int(FragFlags.ONLY)
+
+
+class NackReason(IntEnum):
+    """Why a receiver refused a data packet."""
+
+    GAP = 1
+    """A packet after a lost one arrived; retransmit from ``seq`` now."""
+    NO_BUFFER = 2
+    """The destination port had no receive token (GRIM 4.3.3); back off and retry."""
+    RESUME = 3
+    """Receive tokens came back after NO_BUFFER; retransmit from ``seq`` now."""
+    NO_PORT = 4
+    """No endpoint is open at the destination LC; the sends fail."""
+
+
+_NACK_REASONS = {int(r): r for r in NackReason}
+
+
+@dataclass(frozen=True, slots=True)
+class DataPacket:
+    """One fragment of a message on the wire."""
+
+    msg_type: MsgType
+    flags: FragFlags
+    token: int
+    """NI token the sender uses to name this packet in its scoreboard."""
+    seq: int
+    src_node: int
+    src_port: int
+    dst_node: int
+    dst_port: int
+    msg_len: int
+    """Length of the whole message; equal in every fragment."""
+    offset: int
+    """Where this fragment's payload sits in the message."""
+    payload: bytes
+    mcast_group: int = 0
+    am_handler: int = 0
+    args: tuple[int, int, int, int] = (0, 0, 0, 0)
+    route: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class ControlPacket:
+    """An ACK or NACK for one stream, in the short control form."""
+
+    msg_type: MsgType
+    seq: int
+    from_node: int
+    """The node sending this control (the data receiver)."""
+    to_node: int
+    """The node it goes to (the data sender)."""
+    src_port: int
+    """The stream's source LC (at ``to_node``)."""
+    dst_port: int
+    """The stream's destination LC (at ``from_node``)."""
+    reason: NackReason | None = None
+    route: bytes = b""
+
+
+Packet = DataPacket | ControlPacket
+
+
+def _frame(route: bytes, body: bytes) -> bytes:
+    if len(route) > MAX_ROUTE_BYTES:
+        raise ValueError(f"route of {len(route)} bytes exceeds {MAX_ROUTE_BYTES}")
+    framed = bytes((len(route),)) + route + body
+    return framed + CRC.pack(zlib.crc32(framed))
+
+
+def encode_data(p: DataPacket) -> bytes:
+    """Encode a data packet, route and CRC included."""
+    header = DATA_HEADER.pack(
+        GRIM_PACKET_TYPE,
+        int(p.msg_type),
+        int(p.flags),
+        p.token,
+        p.mcast_group,
+        p.seq,
+        p.src_node,
+        p.src_port,
+        p.dst_node,
+        p.dst_port,
+        p.am_handler,
+        len(p.payload),
+        p.msg_len,
+        p.offset,
+        *p.args,
+    )
+    return _frame(p.route, header + p.payload)
+
+
+def encode_control(p: ControlPacket) -> bytes:
+    """Encode an ACK/NACK, route and CRC included."""
+    body = CONTROL_HEADER.pack(
+        GRIM_PACKET_TYPE,
+        int(p.msg_type),
+        int(p.reason) if p.reason is not None else 0,
+        p.seq,
+        p.from_node,
+        p.src_port,
+        p.to_node,
+        p.dst_port,
+    )
+    return _frame(p.route, body)
+
+
+def encode(p: Packet) -> bytes:
+    """Encode either kind of packet."""
+    if isinstance(p, DataPacket):
+        return encode_data(p)
+    return encode_control(p)
+
+
+def decode_untrusted(buf: bytes | bytearray | memoryview) -> Packet:
+    """Decode one datagram; raise only :class:`BadPacket` (with a counter ``reason``)."""
+    view = memoryview(buf)
+    n = len(view)
+    if n < 1 + _FIRST_WORD.size + CRC.size:
+        raise BadPacket("truncated", f"{n} bytes")
+    (crc,) = CRC.unpack_from(view, n - CRC.size)
+    if zlib.crc32(view[: n - CRC.size]) != crc:
+        raise BadPacket("crc")
+    route_len = view[0]
+    start = 1 + route_len
+    end = n - CRC.size
+    if end - start < _FIRST_WORD.size:
+        raise BadPacket("truncated", "route longer than the packet")
+    route = bytes(view[1:start])
+    packet_type, raw_type, flags = _FIRST_WORD.unpack_from(view, start)
+    if packet_type != GRIM_PACKET_TYPE:
+        raise BadPacket("packet_type", hex(packet_type))
+    msg_type = _MSG_TYPES.get(raw_type)
+    if msg_type is None:
+        raise BadPacket("msg_type", str(raw_type))
+    if msg_type in CONTROL_TYPES:
+        return _decode_control(view, start, end, msg_type, flags, route)
+    return _decode_data(view, start, end, msg_type, flags, route)
+
+
+def _decode_control(
+    view: memoryview, start: int, end: int, msg_type: MsgType, flags: int, route: bytes
+) -> ControlPacket:
+    if end - start != CONTROL_HEADER.size:
+        raise BadPacket("truncated" if end - start < CONTROL_HEADER.size else "length")
+    _, _, _, seq, from_node, src_port, to_node, dst_port = CONTROL_HEADER.unpack_from(view, start)
+    reason: NackReason | None = None
+    if msg_type is MsgType.NACK:
+        reason = _NACK_REASONS.get(flags)
+        if reason is None:
+            raise BadPacket("nack_reason", str(flags))
+    elif flags:
+        raise BadPacket("flags", str(flags))
+    return ControlPacket(msg_type, seq, from_node, to_node, src_port, dst_port, reason, route)
+
+
+def _decode_data(
+    view: memoryview, start: int, end: int, msg_type: MsgType, flags: int, route: bytes
+) -> DataPacket:
+    if end - start < DATA_HEADER.size:
+        raise BadPacket("truncated")
+    if flags & ~_FRAG_MASK:
+        raise BadPacket("flags", str(flags))
+    (
+        _,
+        _,
+        _,
+        token,
+        group,
+        seq,
+        src_node,
+        src_port,
+        dst_node,
+        dst_port,
+        handler,
+        frag_len,
+        msg_len,
+        offset,
+        a0,
+        a1,
+        a2,
+        a3,
+    ) = DATA_HEADER.unpack_from(view, start)
+    payload_start = start + DATA_HEADER.size
+    if end - payload_start != frag_len:
+        raise BadPacket("length", f"header says {frag_len}, datagram has {end - payload_start}")
+    if offset + frag_len > msg_len:
+        raise BadPacket("length", "fragment past the end of its message")
+    ff = FragFlags(flags)
+    if FragFlags.FIRST in ff and offset != 0:
+        raise BadPacket("offset", "FIRST fragment at a non-zero offset")
+    if FragFlags.LAST in ff and offset + frag_len != msg_len:
+        raise BadPacket("offset", "LAST fragment does not end the message")
+    return DataPacket(
+        msg_type,
+        ff,
+        token,
+        seq,
+        src_node,
+        src_port,
+        dst_node,
+        dst_port,
+        msg_len,
+        offset,
+        bytes(view[payload_start:end]),
+        group,
+        handler,
+        (a0, a1, a2, a3),
+        route,
+    )
