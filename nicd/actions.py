@@ -1,13 +1,25 @@
-"""What the nicd cores return: frozen records the shell (or the composing core) carries out."""
+"""What the nicd cores return: frozen records the shell (or the composing core) carries out.
+
+The transport core returns :data:`TransportAction`; the NIC core turns those into
+:data:`NicAction` (datagrams for the link, records for host connections) for the shell.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 from nicd.wire import ControlPacket, DataPacket, MsgType
+
+if TYPE_CHECKING:
+    from nicd.hostlink import HostRecord
 
 __all__ = [
     "Deliver",
+    "NicAction",
+    "ToHost",
+    "Transmit",
     "PeerDead",
     "SendComplete",
     "SendFailed",
@@ -65,3 +77,22 @@ class PeerDead:
 
 
 TransportAction = SendPacket | Deliver | SendComplete | SendFailed | PeerDead
+
+
+@dataclass(frozen=True, slots=True)
+class Transmit:
+    """Send ``datagram`` (encoded, faults applied) to the UDP address ``addr``."""
+
+    addr: tuple[str, int]
+    datagram: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ToHost:
+    """Write ``record`` (a :mod:`nicd.hostlink` record) to host connection ``conn``."""
+
+    conn: int
+    record: HostRecord
+
+
+NicAction = Transmit | ToHost

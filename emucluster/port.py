@@ -1,0 +1,323 @@
+"""The host side of the PCI bus: a GM-port client over nicd's Unix SOCK_SEQPACKET socket.
+
+The analogue of the GM library: open a port, send with send tokens, provide receive
+buffers (receive tokens), and poll or wait for RECV / SENT / ERROR events. Waiting follows
+the wait policy (``EMU_WAIT``: ``spin`` polls like GM and burns CPU as on the real
+cluster, ``block`` sleeps in the kernel, ``hybrid`` spins ``EMU_SPIN_US`` then blocks).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Literal
+
+from nicd import hostlink as hl
+from nicd.hostlink import ErrorEvent, RecvEvent, SentEvent
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+__all__ = [
+    "ErrorEvent",
+    "Event",
+    "Port",
+    "PortError",
+    "RecvEvent",
+    "SendFailedError",
+    "SentEvent",
+    "WaitPolicy",
+    "wait_policy_from_env",
+]
+
+Event = RecvEvent | SentEvent | ErrorEvent
+WaitPolicy = Literal["spin", "block", "hybrid"]
+DEFAULT_SPIN_US = 50.0  # hybrid: microseconds of polling before sleeping in the kernel
+_SOCKET_BUFFER_BYTES = 1024 * 1024
+
+
+class PortError(Exception):
+    """The NIC refused a request, or the PCI connection failed. Fix the call or the setup."""
+
+
+class SendFailedError(PortError):
+    """A send will never be delivered (dead peer, closed port, no route, too large)."""
+
+    def __init__(self, event: ErrorEvent) -> None:
+        super().__init__(
+            f"send {event.handle} to node {event.dst_node} failed: {event.reason}"
+        )
+        self.event = event
+        self.handle = event.handle
+        self.dst_node = event.dst_node
+        self.reason = event.reason
+
+
+def wait_policy_from_env() -> tuple[WaitPolicy, float]:
+    """``(policy, spin seconds)`` from ``EMU_WAIT`` and ``EMU_SPIN_US``."""
+    policy = os.environ.get("EMU_WAIT", "hybrid").strip().lower() or "hybrid"
+    if policy not in ("spin", "block", "hybrid"):
+        raise PortError(f"EMU_WAIT={policy!r}: expected spin, block or hybrid")
+    spin_us = float(os.environ.get("EMU_SPIN_US", DEFAULT_SPIN_US))
+    return policy, spin_us / 1e6  # type: ignore[return-value]
+
+
+class Port:
+    """One open GM port of this host's NIC. Not thread-safe."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        opened: hl.Opened,
+        *,
+        auto_replenish: bool,
+        wait: WaitPolicy,
+        spin_s: float,
+    ) -> None:
+        self._sock = sock
+        self.port_id = opened.port
+        """This port's number (the GRIM logical channel)."""
+        self.node_id = opened.node_id
+        """This node's id (its rank)."""
+        self.num_nodes = opened.num_nodes
+        """Nodes in the job (from the NIC's routing table)."""
+        self.free_send_tokens = opened.send_tokens
+        """Sends this port may still start before one completes."""
+        self.auto_replenish = auto_replenish
+        """Give the NIC a new receive buffer for every message received."""
+        self.wait_policy: WaitPolicy = wait
+        self._spin_s = spin_s
+        self._assembler = hl.Assembler()
+        self._recvq: deque[RecvEvent] = deque()
+        self._doneq: deque[SentEvent | ErrorEvent] = deque()
+        self._outstanding: set[int] = set()
+        self._next_handle = 1
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        socket_path: str | None = None,
+        port: int | None = None,
+        *,
+        receive_buffers: int = 64,
+        auto_replenish: bool = True,
+        wait: WaitPolicy | None = None,
+        timeout: float = 10.0,
+    ) -> Port:
+        """Connect to the NIC at ``socket_path`` (default ``EMU_NIC_SOCKET``) and open
+        ``port`` (default: any free one) with ``receive_buffers`` receive tokens."""
+        path = socket_path or os.environ.get("EMU_NIC_SOCKET")
+        if not path:
+            raise PortError("no NIC socket: pass socket_path or run under emurun (EMU_NIC_SOCKET)")
+        env_policy, spin_s = wait_policy_from_env()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            for opt in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+                sock.setsockopt(socket.SOL_SOCKET, opt, _SOCKET_BUFFER_BYTES)
+            sock.settimeout(timeout)
+            sock.connect(path)
+            for record in hl.encode_record(hl.OpenReq(hl.ANY_PORT if port is None else port)):
+                sock.send(record)
+            reply = hl.Assembler().feed(sock.recv(hl.MAX_RECORD_BYTES))
+        except OSError as exc:
+            sock.close()
+            raise PortError(f"cannot open a port on the NIC at {path}: {exc}") from exc
+        if not isinstance(reply, hl.Opened):
+            sock.close()
+            reason = reply.reason if isinstance(reply, hl.Refused) else repr(reply)
+            raise PortError(f"the NIC refused to open port {port}: {reason}")
+        sock.setblocking(False)
+        self = cls(
+            sock, reply, auto_replenish=auto_replenish, wait=wait or env_policy, spin_s=spin_s
+        )
+        if receive_buffers:
+            self.provide_receive_buffers(receive_buffers)
+        return self
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def send(
+        self,
+        dst_node: int,
+        dst_port: int,
+        payload: bytes | bytearray | memoryview,
+        *,
+        msg_type: int = 1,
+        am_handler: int = 0,
+        args: tuple[int, int, int, int] = (0, 0, 0, 0),
+        timeout: float | None = None,
+    ) -> int:
+        """Start sending ``payload`` to port ``dst_port`` of node ``dst_node``; return its
+        handle. Waits for a send token when all are in use."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.free_send_tokens <= 0:
+            if not self._pump(deadline):
+                raise TimeoutError("no send token came back in time")
+        handle = self._next_handle
+        self._next_handle = (handle + 1) & 0xFFFFFFFF or 1
+        self.free_send_tokens -= 1
+        self._outstanding.add(handle)
+        req = hl.SendReq(handle, dst_node, dst_port, bytes(payload), msg_type, am_handler, args)
+        self._write(hl.encode_record(req))
+        return handle
+
+    def provide_receive_buffers(self, count: int) -> None:
+        """Give the NIC ``count`` more receive tokens."""
+        if count > 0:
+            self._write(hl.encode_record(hl.ProvideReq(count)))
+
+    # -- events -----------------------------------------------------------------------------
+
+    def poll(self) -> list[Event]:
+        """Every event available now, without waiting."""
+        self._drain()
+        events: list[Event] = [*self._recvq, *self._doneq]
+        self._recvq.clear()
+        self._doneq.clear()
+        return events
+
+    def wait(self, timeout: float | None = None) -> Event | None:
+        """The next event of any kind, or None after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self._recvq:
+                return self._recvq.popleft()
+            if self._doneq:
+                return self._doneq.popleft()
+            if not self._pump(deadline):
+                return None
+
+    def recv(self, timeout: float | None = None) -> RecvEvent:
+        """The next message. SENT events are absorbed; an ERROR raises SendFailedError."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._raise_failures()
+            if self._recvq:
+                return self._recvq.popleft()
+            if not self._pump(deadline):
+                raise TimeoutError(f"no message within {timeout} s")
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every send started so far has completed; raise on the first failure."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._raise_failures()
+            if not self._outstanding:
+                return
+            if not self._pump(deadline):
+                raise TimeoutError(f"{len(self._outstanding)} sends still outstanding")
+
+    @property
+    def outstanding(self) -> int:
+        """Sends started and not yet completed."""
+        return len(self._outstanding)
+
+    def close(self) -> None:
+        """Close the port; sends still in flight fail at the NIC."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._sock.setblocking(True)
+            self._sock.settimeout(1.0)
+            for record in hl.encode_record(hl.CloseReq()):
+                self._sock.send(record)
+        except OSError:
+            pass
+        finally:
+            self._sock.close()
+
+    def fileno(self) -> int:
+        """The PCI socket's descriptor, for select/poll loops."""
+        return self._sock.fileno()
+
+    def __enter__(self) -> Port:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _raise_failures(self) -> None:
+        for i, event in enumerate(self._doneq):
+            if isinstance(event, ErrorEvent):
+                del self._doneq[i]
+                raise SendFailedError(event)
+        self._doneq.clear()  # SENT events: absorbed
+
+    def _write(self, records: list[bytes]) -> None:
+        for record in records:
+            while True:
+                try:
+                    self._sock.send(record)
+                    break
+                except (BlockingIOError, InterruptedError):
+                    # The NIC is behind: take in what it has for us, then wait to write.
+                    self._drain()
+                    select.select([self._sock], [self._sock], [], 1.0)
+                except OSError as exc:
+                    raise PortError(f"lost the NIC: {exc}") from exc
+
+    def _drain(self) -> int:
+        """Read every record available now; return how many events it produced."""
+        got = 0
+        while True:
+            try:
+                record = self._sock.recv(hl.MAX_RECORD_BYTES)
+            except (BlockingIOError, InterruptedError):
+                return got
+            except OSError as exc:
+                raise PortError(f"lost the NIC: {exc}") from exc
+            if not record:
+                raise PortError("the NIC closed the port (nicd exited?)")
+            event = self._assembler.feed(record)
+            if event is not None:
+                got += self._take(event)
+
+    def _take(self, event: hl.HostRecord) -> int:
+        if isinstance(event, RecvEvent):
+            self._recvq.append(event)
+            if self.auto_replenish:
+                self.provide_receive_buffers(1)
+        elif isinstance(event, SentEvent | ErrorEvent):
+            self._outstanding.discard(event.handle)
+            self.free_send_tokens += 1
+            self._doneq.append(event)
+        elif isinstance(event, hl.Refused):
+            raise PortError(f"the NIC refused a request: {event.reason}")
+        else:
+            raise PortError(f"unexpected record from the NIC: {event!r}")
+        return 1
+
+    def _pump(self, deadline: float | None) -> bool:
+        """Wait, by the wait policy, until at least one event arrived; False on timeout."""
+        if self._drain():
+            return True
+        policy = self.wait_policy
+        if policy != "block":
+            spin_until = None if policy == "spin" else time.monotonic() + self._spin_s
+            while True:
+                if self._drain():
+                    return True
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    return False
+                if spin_until is not None and now >= spin_until:
+                    break
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self._sock], [], [], remaining)
+            if ready and self._drain():
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False

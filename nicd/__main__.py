@@ -1,0 +1,164 @@
+"""``nicd``: command line -> NicConfig -> daemon.run()."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from nicd.config import FaultConfig, NicConfig, TransportConfig
+from nicd.errors import UsageError
+
+__all__ = ["build_parser", "config_from_args", "main"]
+
+# Fault flags and the environment variables the launcher passes them on with.
+_FAULT_ENV = {
+    "loss": "EMU_LOSS",
+    "dup": "EMU_DUP",
+    "reorder": "EMU_REORDER",
+    "corrupt": "EMU_CORRUPT",
+    "delay_ms": "EMU_DELAY_MS",
+    "fault_seed": "EMU_FAULT_SEED",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The nicd command line."""
+    p = argparse.ArgumentParser(
+        prog="nicd",
+        description=(
+            "NIC firmware daemon of one emulated Myrinet node: GRIM/GM reliable transport over "
+            "UDP, GM ports for host processes over a Unix SOCK_SEQPACKET socket. Prints one "
+            "line 'NICD_READY {json}' on stdout when it listens; SIGTERM/SIGINT stop it."
+        ),
+    )
+    p.add_argument("--node-id", type=int, required=True, help="this node's id (its host's rank)")
+    p.add_argument("--run-dir", required=True, help="directory for the PCI socket nic<ID>.sock")
+    p.add_argument(
+        "--listen",
+        default="127.0.0.1:0",
+        metavar="HOST:PORT",
+        help="UDP address of the link (port 0: any free port; default %(default)s)",
+    )
+    p.add_argument("--advertise", metavar="HOST", help="address peers reach this NIC at")
+    p.add_argument(
+        "--routes",
+        metavar="FILE",
+        help="JSON routing table {node: [host, port]}; without it the launcher sends one",
+    )
+    p.add_argument("--stats", metavar="FILE", help="write the counters as JSON here on exit")
+    t = p.add_argument_group("transport")
+    t.add_argument("--mtu", type=int, default=4096, help="payload bytes per packet (%(default)s)")
+    t.add_argument("--window", type=int, default=64, help="go-back-N window W (%(default)s)")
+    t.add_argument("--ack-every", type=int, default=16, help="ACK after this many packets")
+    t.add_argument("--rto-min-ms", type=float, default=10.0, help="RTO lower bound")
+    t.add_argument("--rto-max-ms", type=float, default=1000.0, help="RTO upper bound")
+    t.add_argument(
+        "--dead-peer-s",
+        type=float,
+        default=5.0,
+        help="seconds without an answer after which a peer is dead (%(default)s)",
+    )
+    g = p.add_argument_group("GM ports")
+    g.add_argument("--max-ports", type=int, default=16, help="ports per NIC (%(default)s)")
+    g.add_argument("--send-tokens", type=int, default=64, help="send tokens per port")
+    g.add_argument(
+        "--max-message", type=int, default=1 << 24, help="largest message in bytes (%(default)s)"
+    )
+    f = p.add_argument_group(
+        "fault injection (seeded; each also read from EMU_LOSS, EMU_DUP, EMU_REORDER, "
+        "EMU_CORRUPT, EMU_DELAY_MS, EMU_FAULT_SEED)"
+    )
+    f.add_argument("--loss", type=float, help="probability an outgoing datagram is lost")
+    f.add_argument("--dup", type=float, help="probability it is duplicated")
+    f.add_argument("--reorder", type=float, help="probability it is held back and overtaken")
+    f.add_argument("--corrupt", type=float, help="probability one bit of it is flipped")
+    f.add_argument("--delay-ms", type=float, help="extra one-way delay in milliseconds")
+    f.add_argument("--fault-seed", type=int, help="seed of the fault plan")
+    p.add_argument("--log-level", default="WARNING", help="logging level on stderr")
+    return p
+
+
+def _fault(args: argparse.Namespace, name: str, kind: type[float] | type[int]) -> float:
+    value = getattr(args, name)
+    if value is None:
+        env = os.environ.get(_FAULT_ENV[name])
+        if env is None or env == "":
+            return 0
+        try:
+            value = kind(env)
+        except ValueError:
+            raise UsageError(f"{_FAULT_ENV[name]}={env!r} is not a number") from None
+    if name != "fault_seed" and name != "delay_ms" and not 0.0 <= value <= 1.0:
+        raise UsageError(f"--{name.replace('_', '-')} must be a probability in [0, 1]")
+    if value < 0:
+        raise UsageError(f"--{name.replace('_', '-')} must not be negative")
+    return value
+
+
+def config_from_args(args: argparse.Namespace) -> NicConfig:
+    """Check the flags and build the config; raise UsageError with a readable message."""
+    host, sep, port = args.listen.rpartition(":")
+    if not sep or not port.isdigit():
+        raise UsageError(f"--listen {args.listen!r} is not HOST:PORT")
+    if not 0 <= args.node_id <= 0xFFFF:
+        raise UsageError("--node-id must be in 0..65535")
+    if args.mtu < 1 or args.mtu > 60000:
+        raise UsageError("--mtu must be in 1..60000 (one UDP datagram per packet)")
+    if args.window < 1:
+        raise UsageError("--window must be at least 1")
+    transport = TransportConfig(
+        mtu=args.mtu,
+        window=args.window,
+        ack_every=max(1, args.ack_every),
+        rto_min_s=args.rto_min_ms / 1000,
+        rto_max_s=args.rto_max_ms / 1000,
+        dead_peer_timeout_s=args.dead_peer_s,
+        max_message=args.max_message,
+    )
+    faults = FaultConfig(
+        loss=_fault(args, "loss", float),
+        dup=_fault(args, "dup", float),
+        reorder=_fault(args, "reorder", float),
+        corrupt=_fault(args, "corrupt", float),
+        delay_ms=_fault(args, "delay_ms", float),
+        seed=int(_fault(args, "fault_seed", int)),
+    )
+    return NicConfig(
+        node_id=args.node_id,
+        run_dir=args.run_dir,
+        listen_host=host or "127.0.0.1",
+        listen_port=int(port),
+        advertise_host=args.advertise,
+        routes_file=args.routes,
+        max_ports=args.max_ports,
+        send_tokens=args.send_tokens,
+        max_message=args.max_message,
+        stats_file=args.stats,
+        transport=transport,
+        faults=faults,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``nicd`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format=f"nicd[{args.node_id}] %(levelname)s %(message)s"
+    )
+    try:
+        config = config_from_args(args)
+        from nicd.daemon import run  # noqa: PLC0415  (keeps --help fast)
+
+        return run(config)
+    except UsageError as exc:
+        parser.error(str(exc))
+    except OSError as exc:
+        print(f"nicd[{args.node_id}]: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,296 @@
+"""The nicd shell: the UDP link, the PCI socket, one timer, signals. No protocol logic.
+
+Every input goes to :class:`~nicd.nic.NicCore` with ``now`` from the monotonic clock (uvloop's
+``loop.time()`` only has millisecond resolution, too coarse for loopback RTTs); the actions
+that come back are carried out at once. A burst of datagrams is followed by one ``flush``
+(batched ACKs), and the single timer is re-armed only when the core's deadline moved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import stat
+import time
+from collections import deque
+from typing import TYPE_CHECKING
+
+from nicd import hostlink as hl
+from nicd.actions import ToHost, Transmit
+from nicd.errors import ProtocolViolation, UsageError
+from nicd.nic import Addr, NicCore
+
+if TYPE_CHECKING:
+    from nicd.actions import NicAction
+    from nicd.config import NicConfig
+
+__all__ = ["load_routes", "resolve_routes", "run", "socket_path"]
+
+log = logging.getLogger("nicd")
+UDP_BUFFER_BYTES = 4 * 1024 * 1024  # kernel socket buffers asked for on the link
+HOST_BUFFER_BYTES = 1024 * 1024  # ... and on each PCI connection
+
+
+def socket_path(run_dir: str, node_id: int) -> str:
+    """Where node ``node_id``'s PCI socket lives."""
+    return os.path.join(run_dir, f"nic{node_id}.sock")
+
+
+def resolve_routes(table: dict[int, tuple[str, int]]) -> dict[int, Addr]:
+    """Resolve host names to IPv4 addresses as the link will see them in ``recvfrom``."""
+    resolved: dict[int, Addr] = {}
+    for node, (host, port) in table.items():
+        info = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM)
+        resolved[int(node)] = (str(info[0][4][0]), int(port))
+    return resolved
+
+
+def load_routes(path: str) -> dict[int, tuple[str, int]]:
+    """Read a JSON routing table ``{"0": ["host", port], ...}``."""
+    with open(path, encoding="utf-8") as f:
+        raw = json.load(f)
+    try:
+        return {int(node): (str(addr[0]), int(addr[1])) for node, addr in raw.items()}
+    except (AttributeError, TypeError, ValueError, IndexError) as exc:
+        raise UsageError(f"{path}: not a routing table {{node: [host, port]}}: {exc}") from None
+
+
+class _HostConn:
+    __slots__ = ("assembler", "conn_id", "outq", "sock", "writing")
+
+    def __init__(self, conn_id: int, sock: socket.socket, max_message: int) -> None:
+        self.conn_id = conn_id
+        self.sock = sock
+        self.assembler = hl.Assembler(max_message)
+        self.outq: deque[bytes] = deque()
+        self.writing = False
+
+
+class _Shell(asyncio.DatagramProtocol):
+    def __init__(self, core: NicCore, loop: asyncio.AbstractEventLoop) -> None:
+        self.core = core
+        self.loop = loop
+        self.udp: asyncio.DatagramTransport | None = None
+        self.conns: dict[int, _HostConn] = {}
+        self._next_conn = 1
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+        self._flush_scheduled = False
+
+    # -- link -------------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.DatagramTransport)
+        self.udp = transport
+
+    def datagram_received(self, data: bytes, addr: Addr) -> None:  # type: ignore[override]
+        actions = self.core.on_datagram(data, (addr[0], addr[1]), now=time.monotonic())
+        if actions:
+            self._execute(actions)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self._flush)
+
+    def error_received(self, exc: Exception) -> None:
+        self.core.link.drop("socket_error")  # e.g. ICMP port unreachable from a dead peer
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        self._execute(self.core.flush(now=time.monotonic()))
+        self._rearm()
+
+    # -- timer ------------------------------------------------------------------------------
+
+    def _rearm(self) -> None:
+        deadline = self.core.next_deadline()
+        if deadline == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_at = deadline
+        if deadline is not None:
+            self._timer = self.loop.call_later(max(0.0, deadline - time.monotonic()), self._fire)
+
+    def _fire(self) -> None:
+        deadline = self._timer_at
+        self._timer = self._timer_at = None
+        now = max(deadline or 0.0, time.monotonic())
+        self._execute(self.core.on_timer(now=now))
+        self._rearm()
+
+    # -- host connections -------------------------------------------------------------------
+
+    def accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                sock, _ = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            sock.setblocking(False)
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, HOST_BUFFER_BYTES)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, HOST_BUFFER_BYTES)
+            conn = _HostConn(self._next_conn, sock, self.core.config.max_message)
+            self._next_conn += 1
+            self.conns[conn.conn_id] = conn
+            self.loop.add_reader(sock.fileno(), self._readable, conn)
+
+    def _readable(self, conn: _HostConn) -> None:
+        while conn.conn_id in self.conns:
+            try:
+                record = conn.sock.recv(hl.MAX_RECORD_BYTES)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                record = b""
+            if not record:
+                self._disconnect(conn)
+                break
+            try:
+                whole = conn.assembler.feed(record)
+            except ProtocolViolation as exc:
+                log.warning("host connection %d: %s; closing it", conn.conn_id, exc)
+                self.core.link.drop("host_record")
+                self._disconnect(conn)
+                break
+            if whole is None:
+                continue
+            if isinstance(whole, hl.SetRoutesReq):
+                whole = hl.SetRoutesReq(resolve_routes(whole.routes))
+            self._execute(self.core.on_host(conn.conn_id, whole, now=time.monotonic()))
+        self._rearm()
+
+    def _disconnect(self, conn: _HostConn) -> None:
+        if self.conns.pop(conn.conn_id, None) is None:
+            return
+        self.loop.remove_reader(conn.sock.fileno())
+        if conn.writing:
+            self.loop.remove_writer(conn.sock.fileno())
+        conn.sock.close()
+        self._execute(self.core.on_disconnect(conn.conn_id, now=time.monotonic()))
+
+    def _write_host(self, conn: _HostConn, records: list[bytes]) -> None:
+        self.core.link.host_records_out += 1
+        if conn.outq:
+            conn.outq.extend(records)
+            return
+        for i, record in enumerate(records):
+            try:
+                conn.sock.send(record)
+            except (BlockingIOError, InterruptedError):
+                conn.outq.extend(records[i:])
+                conn.writing = True
+                self.loop.add_writer(conn.sock.fileno(), self._writable, conn)
+                return
+            except OSError:
+                self.loop.call_soon(self._disconnect, conn)
+                return
+
+    def _writable(self, conn: _HostConn) -> None:
+        while conn.outq:
+            try:
+                conn.sock.send(conn.outq[0])
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                self._disconnect(conn)
+                return
+            conn.outq.popleft()
+        conn.writing = False
+        self.loop.remove_writer(conn.sock.fileno())
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def _execute(self, actions: list[NicAction]) -> None:
+        udp = self.udp
+        for action in actions:
+            if isinstance(action, Transmit):
+                assert udp is not None
+                udp.sendto(action.datagram, action.addr)
+            elif isinstance(action, ToHost):
+                conn = self.conns.get(action.conn)
+                if conn is not None:
+                    self._write_host(conn, hl.encode_record(action.record))
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        for conn in list(self.conns.values()):
+            self.loop.remove_reader(conn.sock.fileno())
+            if conn.writing:
+                self.loop.remove_writer(conn.sock.fileno())
+            conn.sock.close()
+        self.conns.clear()
+        if self.udp is not None:
+            self.udp.close()
+
+
+async def _serve(config: NicConfig, ready: bool) -> NicCore:
+    loop = asyncio.get_running_loop()
+    core = NicCore(config)
+    if config.routes_file:
+        core.set_routes(resolve_routes(load_routes(config.routes_file)))
+
+    udp_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for opt in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+        with contextlib.suppress(OSError):
+            udp_sock.setsockopt(socket.SOL_SOCKET, opt, UDP_BUFFER_BYTES)
+    udp_sock.bind((config.listen_host, config.listen_port))
+    udp_sock.setblocking(False)
+    shell = _Shell(core, loop)
+    await loop.create_datagram_endpoint(lambda: shell, sock=udp_sock)
+
+    path = socket_path(config.run_dir, config.node_id)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    old_umask = os.umask(0o177)
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+    listener.listen(64)
+    listener.setblocking(False)
+    loop.add_reader(listener.fileno(), shell.accept, listener)
+
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        if ready:
+            host = config.advertise_host or udp_sock.getsockname()[0]
+            port = udp_sock.getsockname()[1]
+            line = {"node": config.node_id, "udp": [host, port], "socket": path}
+            print("NICD_READY " + json.dumps(line), flush=True)
+        await stop.wait()
+    finally:
+        loop.remove_reader(listener.fileno())
+        listener.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        shell.close()
+    return core
+
+
+def run(config: NicConfig, *, ready_line: bool = True) -> int:
+    """Run one nicd until SIGTERM/SIGINT; write the stats file; return the exit status."""
+    try:
+        import uvloop  # noqa: PLC0415  (optional fast path)
+
+        runner = uvloop.run
+    except ImportError:  # pragma: no cover - uvloop is a dependency, but keep nicd usable
+        runner = asyncio.run
+    core = runner(_serve(config, ready_line))
+    if config.stats_file:
+        tmp = config.stats_file + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(core.stats(), f, indent=1, sort_keys=True)
+        os.replace(tmp, config.stats_file)
+    return 0

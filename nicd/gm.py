@@ -1,0 +1,123 @@
+"""GM ports: which host connection owns which port, send tokens and receive tokens.
+
+A port is a GM endpoint and a GRIM logical channel at once (GRIM 4.3.1: one LC per endpoint).
+
+Invariants: a port is owned by at most one connection; a port's free send tokens never exceed
+what it was opened with and never go negative (a send without a token is refused, not queued);
+receive tokens are only consumed by ``admit`` for a message that will be delivered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nicd.channels import Admission
+from nicd.errors import UsageError
+
+__all__ = ["PortState", "PortTable"]
+
+
+@dataclass(slots=True)
+class PortState:
+    """One open port."""
+
+    port: int
+    conn: int
+    """The shell's id for the host connection that opened it."""
+    send_tokens: int
+    """Free send tokens (outstanding sends the host may still start)."""
+    receive_tokens: int = 0
+    """Receive buffers the host has provided and no message has used yet."""
+    sends_outstanding: int = 0
+
+
+class PortTable:
+    """The NIC's ports, by number and by connection."""
+
+    def __init__(self, *, max_ports: int, send_tokens: int) -> None:
+        self._max_ports = max_ports
+        self._send_tokens = send_tokens
+        self._ports: dict[int, PortState] = {}
+        self._by_conn: dict[int, int] = {}
+        self.refused_no_buffer = 0
+        self.refused_no_port = 0
+
+    def open(self, conn: int, requested: int | None) -> PortState:
+        """Open ``requested`` (or the lowest free port) for ``conn``; raise UsageError if
+        the connection has a port already, the port is taken, or none is free."""
+        if conn in self._by_conn:
+            raise UsageError(f"connection already owns port {self._by_conn[conn]}")
+        if requested is None:
+            free = [p for p in range(self._max_ports) if p not in self._ports]
+            if not free:
+                raise UsageError(f"all {self._max_ports} ports are open")
+            requested = free[0]
+        elif not 0 <= requested < self._max_ports:
+            raise UsageError(f"port {requested} is outside 0..{self._max_ports - 1}")
+        elif requested in self._ports:
+            raise UsageError(f"port {requested} is already open")
+        state = PortState(requested, conn, self._send_tokens)
+        self._ports[requested] = state
+        self._by_conn[conn] = requested
+        return state
+
+    def close_conn(self, conn: int) -> int | None:
+        """Forget the port of ``conn``; return its number, if it had one."""
+        port = self._by_conn.pop(conn, None)
+        if port is not None:
+            del self._ports[port]
+        return port
+
+    def port_of(self, conn: int) -> PortState | None:
+        """The port ``conn`` owns, if any."""
+        port = self._by_conn.get(conn)
+        return None if port is None else self._ports[port]
+
+    def get(self, port: int) -> PortState | None:
+        """The open port ``port``, if open."""
+        return self._ports.get(port)
+
+    def take_send_token(self, state: PortState) -> None:
+        """Use one send token; UsageError when none is free (the host ignored its count)."""
+        if state.send_tokens <= 0:
+            raise UsageError("send without a free send token")
+        state.send_tokens -= 1
+        state.sends_outstanding += 1
+
+    def return_send_token(self, port: int) -> None:
+        """A send finished (SENT or ERROR): its token goes back, if the port is still open."""
+        state = self._ports.get(port)
+        if state is not None and state.sends_outstanding > 0:
+            state.sends_outstanding -= 1
+            state.send_tokens += 1
+
+    def provide(self, state: PortState, count: int) -> None:
+        """The host gave ``count`` more receive buffers."""
+        state.receive_tokens += count
+
+    def admit(self, dst_port: int, src_node: int, src_port: int, msg_len: int) -> Admission:
+        """Transport hook: may a new message enter ``dst_port``? OK uses one receive token."""
+        state = self._ports.get(dst_port)
+        if state is None:
+            self.refused_no_port += 1
+            return Admission.NO_PORT
+        if state.receive_tokens <= 0:
+            self.refused_no_buffer += 1
+            return Admission.NO_BUFFER
+        state.receive_tokens -= 1
+        return Admission.OK
+
+    def stats(self) -> dict[str, object]:
+        """Per-port token counts and refusals."""
+        return {
+            "ports": {
+                str(p.port): {
+                    "send_tokens": p.send_tokens,
+                    "receive_tokens": p.receive_tokens,
+                    "sends_outstanding": p.sends_outstanding,
+                }
+                for p in self._ports.values()
+            },
+            "refused_no_buffer": self.refused_no_buffer,
+            "refused_no_port": self.refused_no_port,
+        }

@@ -1,0 +1,381 @@
+"""The host <-> nicd ("PCI") record codec: struct for small records, msgpack for structured ones.
+
+One Unix SOCK_SEQPACKET record is one message on the PCI bus. Every record starts with a
+one-byte opcode. A message payload longer than ``CHUNK_BYTES`` travels as its head record
+(which states the total length) followed by ``CONT`` records, so no record outgrows the
+socket buffer; :class:`Assembler` puts them back together. No I/O here.
+
+Invariants: records of one connection arrive in order (SEQPACKET guarantees it), so a
+head record is always followed by exactly the ``CONT`` records its length implies, and
+nothing else of that connection comes in between.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+
+import msgpack
+
+from nicd.errors import ProtocolViolation
+
+__all__ = [
+    "ANY_PORT",
+    "CHUNK_BYTES",
+    "MAX_RECORD_BYTES",
+    "Assembler",
+    "CloseReq",
+    "ErrorEvent",
+    "HostOp",
+    "HostRecord",
+    "OpenReq",
+    "Opened",
+    "ProvideReq",
+    "RecvEvent",
+    "Refused",
+    "RoutesOk",
+    "SendReq",
+    "SentEvent",
+    "SetRoutesReq",
+    "StatsReply",
+    "StatsReq",
+    "encode_record",
+]
+
+CHUNK_BYTES = 64 * 1024  # payload bytes per record; SEQPACKET's default limit is ~208 KiB
+MAX_RECORD_BYTES = CHUNK_BYTES + 256  # receive buffer size that fits any record
+ANY_PORT = 0xFFFF  # OpenReq.port meaning "any free port"
+
+
+class HostOp(IntEnum):
+    """First byte of every record."""
+
+    OPEN = 1
+    SEND = 2
+    PROVIDE = 3
+    CLOSE = 4
+    SET_ROUTES = 5
+    GET_STATS = 6
+    OPENED = 20
+    RECV = 21
+    SENT = 22
+    ERROR = 23
+    ROUTES_OK = 24
+    STATS = 25
+    REFUSED = 26
+    CONT = 40
+
+
+# OPEN:     op (8) | port (16)
+_OPEN = struct.Struct(">BH")
+# SEND:     op (8) | msg type (8) | handle (32) | dst node (16) | dst port (16) | AM handler (16)
+#           | user args 4 x 32 | message length (32), then the first chunk of payload
+_SEND = struct.Struct(">BBIHHH4II")
+# PROVIDE:  op (8) | receive tokens added (32)
+_PROVIDE = struct.Struct(">BI")
+# OPENED:   op (8) | port (16) | node id (16) | nodes in the job (16) | send tokens (16)
+_OPENED = struct.Struct(">BHHHH")
+# RECV:     op (8) | msg type (8) | src node (16) | src port (16) | AM handler (16)
+#           | multicast group (16) | user args 4 x 32 | message length (32), then payload
+_RECV = struct.Struct(">BBHHHH4II")
+# SENT:     op (8) | handle (32)
+_SENT = struct.Struct(">BI")
+# ERROR:    op (8) | handle (32) | dst node (16), then the reason in UTF-8
+_ERROR = struct.Struct(">BIH")
+_OP = struct.Struct(">B")
+
+Args = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class OpenReq:
+    """Open a GM port (``ANY_PORT`` for any free one)."""
+
+    port: int = ANY_PORT
+
+
+@dataclass(frozen=True, slots=True)
+class SendReq:
+    """Send ``payload`` to (``dst_node``, ``dst_port``); ``handle`` names it in SENT/ERROR."""
+
+    handle: int
+    dst_node: int
+    dst_port: int
+    payload: bytes
+    msg_type: int = 1
+    am_handler: int = 0
+    args: Args = (0, 0, 0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ProvideReq:
+    """Give the NIC ``count`` more receive tokens (buffers for incoming messages)."""
+
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class CloseReq:
+    """Close the port; its pending sends fail."""
+
+
+@dataclass(frozen=True, slots=True)
+class SetRoutesReq:
+    """Management: the routing table, node id -> (host, UDP port)."""
+
+    routes: dict[int, tuple[str, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class StatsReq:
+    """Management: ask for the counters."""
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """The port is open."""
+
+    port: int
+    node_id: int
+    num_nodes: int
+    send_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecvEvent:
+    """A message arrived for this port (it used one receive token)."""
+
+    src_node: int
+    src_port: int
+    payload: bytes
+    msg_type: int = 1
+    am_handler: int = 0
+    args: Args = (0, 0, 0, 0)
+    mcast_group: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SentEvent:
+    """The send ``handle`` was acknowledged by the destination NIC; its token is back."""
+
+    handle: int
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    """The send ``handle`` failed (``peer_dead``, ``no_port``, ``no_route``, ``closed``, ...);
+    its send token is back."""
+
+    handle: int
+    dst_node: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RoutesOk:
+    """Management: the routing table was installed."""
+
+
+@dataclass(frozen=True, slots=True)
+class StatsReply:
+    """Management: the counters."""
+
+    stats: dict[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A request was refused (misuse); ``reason`` says why."""
+
+    reason: str
+
+
+HostRecord = (
+    OpenReq
+    | SendReq
+    | ProvideReq
+    | CloseReq
+    | SetRoutesReq
+    | StatsReq
+    | Opened
+    | RecvEvent
+    | SentEvent
+    | ErrorEvent
+    | RoutesOk
+    | StatsReply
+    | Refused
+)
+
+
+def _chunked(head: bytes, payload: bytes) -> list[bytes]:
+    first = head + payload[:CHUNK_BYTES]
+    if len(payload) <= CHUNK_BYTES:
+        return [first]
+    cont = bytes((HostOp.CONT,))
+    view = memoryview(payload)
+    rest = [cont + view[i : i + CHUNK_BYTES] for i in range(CHUNK_BYTES, len(payload), CHUNK_BYTES)]
+    return [first, *rest]
+
+
+def _packb(op: HostOp, obj: object) -> bytes:
+    return bytes((op,)) + msgpack.packb(obj, use_bin_type=True)
+
+
+def encode_record(rec: HostRecord) -> list[bytes]:
+    """Encode a record as the list of SEQPACKET records that carry it."""
+    if isinstance(rec, SendReq):
+        head = _SEND.pack(
+            HostOp.SEND,
+            rec.msg_type,
+            rec.handle,
+            rec.dst_node,
+            rec.dst_port,
+            rec.am_handler,
+            *rec.args,
+            len(rec.payload),
+        )
+        return _chunked(head, rec.payload)
+    if isinstance(rec, RecvEvent):
+        head = _RECV.pack(
+            HostOp.RECV,
+            rec.msg_type,
+            rec.src_node,
+            rec.src_port,
+            rec.am_handler,
+            rec.mcast_group,
+            *rec.args,
+            len(rec.payload),
+        )
+        return _chunked(head, rec.payload)
+    if isinstance(rec, SentEvent):
+        return [_SENT.pack(HostOp.SENT, rec.handle)]
+    if isinstance(rec, ProvideReq):
+        return [_PROVIDE.pack(HostOp.PROVIDE, rec.count)]
+    if isinstance(rec, ErrorEvent):
+        return [_ERROR.pack(HostOp.ERROR, rec.handle, rec.dst_node) + rec.reason.encode()]
+    if isinstance(rec, OpenReq):
+        return [_OPEN.pack(HostOp.OPEN, rec.port)]
+    if isinstance(rec, Opened):
+        return [_OPENED.pack(HostOp.OPENED, rec.port, rec.node_id, rec.num_nodes, rec.send_tokens)]
+    if isinstance(rec, CloseReq):
+        return [_OP.pack(HostOp.CLOSE)]
+    if isinstance(rec, StatsReq):
+        return [_OP.pack(HostOp.GET_STATS)]
+    if isinstance(rec, RoutesOk):
+        return [_OP.pack(HostOp.ROUTES_OK)]
+    if isinstance(rec, SetRoutesReq):
+        table = {node: [host, port] for node, (host, port) in rec.routes.items()}
+        return [_packb(HostOp.SET_ROUTES, table)]
+    if isinstance(rec, StatsReply):
+        return [_packb(HostOp.STATS, rec.stats)]
+    return [bytes((HostOp.REFUSED,)) + rec.reason.encode()]
+
+
+class Assembler:
+    """Decodes the records of one connection, joining chunked payloads.
+
+    ``feed`` raises :class:`ProtocolViolation` for a malformed record; the caller decides
+    whether that ends the connection.
+    """
+
+    def __init__(self, max_message: int = 1 << 30) -> None:
+        self._max_message = max_message
+        self._head: SendReq | RecvEvent | None = None
+        self._parts: list[bytes] = []
+        self._missing = 0
+
+    def feed(self, record: bytes) -> HostRecord | None:
+        """Take one SEQPACKET record; return a whole record when one is complete."""
+        try:
+            return self._feed(record)
+        except (struct.error, IndexError, ValueError, TypeError, UnicodeDecodeError) as exc:
+            raise ProtocolViolation(f"malformed host record: {exc}") from None
+        except msgpack.UnpackException as exc:
+            raise ProtocolViolation(f"malformed host record: {exc}") from None
+
+    def _feed(self, record: bytes) -> HostRecord | None:
+        op = record[0]
+        if self._missing:
+            if op != HostOp.CONT:
+                raise ProtocolViolation(f"expected CONT, got opcode {op}")
+            part = record[1:]
+            if len(part) > self._missing:
+                raise ProtocolViolation("CONT longer than the message")
+            self._parts.append(part)
+            self._missing -= len(part)
+            return self._finish() if not self._missing else None
+        if op == HostOp.SEND:
+            m, handle, node, port, am, a0, a1, a2, a3, total = _SEND.unpack_from(record)[1:]
+            first = record[_SEND.size :]
+            head: SendReq | RecvEvent = SendReq(handle, node, port, b"", m, am, (a0, a1, a2, a3))
+            return self._start(head, total, first)
+        if op == HostOp.RECV:
+            m, node, port, am, group, a0, a1, a2, a3, total = _RECV.unpack_from(record)[1:]
+            first = record[_RECV.size :]
+            head = RecvEvent(node, port, b"", m, am, (a0, a1, a2, a3), group)
+            return self._start(head, total, first)
+        if op == HostOp.SENT:
+            return SentEvent(_SENT.unpack(record)[1])
+        if op == HostOp.PROVIDE:
+            return ProvideReq(_PROVIDE.unpack(record)[1])
+        if op == HostOp.ERROR:
+            _, handle, node = _ERROR.unpack_from(record)
+            return ErrorEvent(handle, node, record[_ERROR.size :].decode())
+        if op == HostOp.OPEN:
+            return OpenReq(_OPEN.unpack(record)[1])
+        if op == HostOp.OPENED:
+            return Opened(*_OPENED.unpack(record)[1:])
+        if op == HostOp.CLOSE:
+            return CloseReq()
+        if op == HostOp.GET_STATS:
+            return StatsReq()
+        if op == HostOp.ROUTES_OK:
+            return RoutesOk()
+        if op == HostOp.SET_ROUTES:
+            return SetRoutesReq(_decode_routes(msgpack.unpackb(record[1:], strict_map_key=False)))
+        if op == HostOp.STATS:
+            stats = msgpack.unpackb(record[1:], strict_map_key=False)
+            if not isinstance(stats, dict):
+                raise ProtocolViolation("STATS is not a map")
+            return StatsReply(stats)
+        if op == HostOp.REFUSED:
+            return Refused(record[1:].decode())
+        raise ProtocolViolation(f"unknown opcode {op}")
+
+    def _start(self, head: SendReq | RecvEvent, total: int, first: bytes) -> HostRecord | None:
+        if total > self._max_message:
+            raise ProtocolViolation(f"message of {total} bytes exceeds {self._max_message}")
+        if len(first) > total:
+            raise ProtocolViolation("payload longer than its stated length")
+        self._head, self._parts, self._missing = head, [first], total - len(first)
+        return self._finish() if not self._missing else None
+
+    def _finish(self) -> HostRecord:
+        head, parts = self._head, self._parts
+        assert head is not None
+        self._head, self._parts = None, []
+        payload = parts[0] if len(parts) == 1 else b"".join(parts)
+        if isinstance(head, SendReq):
+            return SendReq(
+                head.handle, head.dst_node, head.dst_port, payload, head.msg_type,
+                head.am_handler, head.args,
+            )  # fmt: skip
+        return RecvEvent(
+            head.src_node, head.src_port, payload, head.msg_type, head.am_handler, head.args,
+            head.mcast_group,
+        )  # fmt: skip
+
+
+def _decode_routes(obj: object) -> dict[int, tuple[str, int]]:
+    if not isinstance(obj, dict):
+        raise ProtocolViolation("routing table is not a map")
+    routes: dict[int, tuple[str, int]] = {}
+    for node, addr in obj.items():
+        if not isinstance(node, int) or not isinstance(addr, list | tuple) or len(addr) != 2:
+            raise ProtocolViolation(f"bad route entry {node!r}: {addr!r}")
+        host, port = addr
+        if not isinstance(host, str) or not isinstance(port, int):
+            raise ProtocolViolation(f"bad route entry {node!r}: {addr!r}")
+        routes[node] = (host, port)
+    return routes

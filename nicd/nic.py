@@ -1,0 +1,246 @@
+"""NicCore: one NIC's firmware as a sans-IO core composing GM ports, transport and faults.
+
+Inputs: a datagram from the link, a record from a host connection, a host disconnecting,
+a timer firing, the end of a burst (``flush``); each takes ``now`` and returns
+:data:`~nicd.actions.NicAction` s. Packets are decoded here (the packet boundary) and encoded
+here, after which the seeded fault plan decides their fate.
+
+Invariants: nothing a peer or a host sends raises out of this class: a bad datagram is a
+counted drop, host misuse is a ``Refused`` record to that host; only datagrams from
+addresses in the routing table and addressed to this node reach the transport; every send a
+host starts ends in exactly one SENT or ERROR event to it while its port is open.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nicd import hostlink as hl
+from nicd.actions import (
+    Deliver,
+    NicAction,
+    PeerDead,
+    SendComplete,
+    SendFailed,
+    SendPacket,
+    ToHost,
+    Transmit,
+)
+from nicd.channels import Transport
+from nicd.errors import BadPacket, UsageError
+from nicd.faults import FaultPlan
+from nicd.gm import PortTable
+from nicd.stats import LinkStats
+from nicd.wire import ControlPacket, MsgType, decode_untrusted, encode
+
+if TYPE_CHECKING:
+    from nicd.actions import TransportAction
+    from nicd.config import NicConfig
+
+__all__ = ["Addr", "NicCore"]
+
+Addr = tuple[str, int]
+# Message types a host may put on the wire; control and management types are the NIC's own.
+_HOST_MSG_TYPES = {int(t): t for t in MsgType if not t.is_control()}
+
+
+class NicCore:
+    """The NIC of node ``config.node_id``."""
+
+    def __init__(self, config: NicConfig) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.ports = PortTable(max_ports=config.max_ports, send_tokens=config.send_tokens)
+        self.transport = Transport(config.node_id, config.transport, self.ports.admit)
+        self.faults: FaultPlan[Addr] = FaultPlan(config.faults)
+        self.link = LinkStats()
+        self._routes: dict[int, Addr] = {}
+        self._nodes_by_addr: dict[Addr, int] = {}
+        self._fault_free = not config.faults.active
+
+    # -- inputs -----------------------------------------------------------------------------
+
+    def set_routes(self, routes: dict[int, Addr]) -> None:
+        """Install the routing table (node id -> resolved UDP address)."""
+        self._routes = dict(routes)
+        self._nodes_by_addr = {addr: node for node, addr in routes.items()}
+
+    @property
+    def routes(self) -> dict[int, Addr]:
+        """The routing table in force."""
+        return dict(self._routes)
+
+    def on_datagram(self, data: bytes, addr: Addr, *, now: float) -> list[NicAction]:
+        """A datagram arrived on the link from ``addr``."""
+        link = self.link
+        link.datagrams_in += 1
+        link.bytes_in += len(data)
+        node = self._nodes_by_addr.get(addr)
+        if node is None:
+            link.drop("unknown_source")
+            return []
+        try:
+            packet = decode_untrusted(data)
+        except BadPacket as exc:
+            link.drop(exc.reason)
+            return []
+        if isinstance(packet, ControlPacket):
+            if packet.to_node != self.node_id or packet.from_node != node:
+                link.drop("misrouted")
+                return []
+            return self._convert(self.transport.on_control(packet, now=now), now)
+        if packet.dst_node != self.node_id or packet.src_node != node:
+            link.drop("misrouted")
+            return []
+        return self._convert(self.transport.on_data(packet, now=now), now)
+
+    def on_host(self, conn: int, record: hl.HostRecord, *, now: float) -> list[NicAction]:
+        """A whole record arrived from host connection ``conn``."""
+        self.link.host_records_in += 1
+        if isinstance(record, hl.SendReq):
+            return self._host_send(conn, record, now)
+        if isinstance(record, hl.ProvideReq):
+            state = self.ports.port_of(conn)
+            if state is None:
+                return self._refuse(conn, "PROVIDE before OPEN")
+            self.ports.provide(state, record.count)
+            return self._convert(self.transport.resume_port(state.port, now=now), now)
+        if isinstance(record, hl.OpenReq):
+            requested = None if record.port == hl.ANY_PORT else record.port
+            try:
+                state = self.ports.open(conn, requested)
+            except UsageError as exc:
+                return self._refuse(conn, str(exc))
+            opened = hl.Opened(state.port, self.node_id, len(self._routes), state.send_tokens)
+            actions: list[NicAction] = [ToHost(conn, opened)]
+            actions += self._convert(self.transport.resume_port(state.port, now=now), now)
+            return actions
+        if isinstance(record, hl.CloseReq):
+            return self.on_disconnect(conn, now=now)
+        if isinstance(record, hl.SetRoutesReq):
+            self.set_routes(record.routes)
+            return [ToHost(conn, hl.RoutesOk())]
+        if isinstance(record, hl.StatsReq):
+            return [ToHost(conn, hl.StatsReply(self.stats()))]
+        return self._refuse(conn, f"{type(record).__name__} is not a host request")
+
+    def on_disconnect(self, conn: int, *, now: float) -> list[NicAction]:
+        """Host connection ``conn`` closed (or sent CLOSE): its port closes, sends fail."""
+        port = self.ports.close_conn(conn)
+        if port is None:
+            return []
+        return self._convert(self.transport.close_port(port, now=now), now)
+
+    def on_timer(self, *, now: float) -> list[NicAction]:
+        """Fire every timer whose deadline has passed."""
+        actions = self._convert(self.transport.on_timer(now=now), now)
+        if not self._fault_free:
+            actions += self._transmit_all(self.faults.on_timer(now=now))
+        return actions
+
+    def flush(self, *, now: float) -> list[NicAction]:
+        """End of a burst of input: send the acknowledgements held back for batching."""
+        return self._convert(self.transport.flush(now=now), now)
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def next_deadline(self) -> float | None:
+        """The earliest moment ``on_timer`` wants to run."""
+        deadlines = [self.transport.next_deadline()]
+        if not self._fault_free:
+            deadlines.append(self.faults.next_deadline())
+        present = [d for d in deadlines if d is not None]
+        return min(present) if present else None
+
+    def stats(self) -> dict[str, object]:
+        """Every counter, JSON-able."""
+        return {
+            "node": self.node_id,
+            "link": self.link.as_dict(),
+            "transport": self.transport.stats(),
+            "gm": self.ports.stats(),
+            "faults": self.faults.stats(),
+        }
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _refuse(self, conn: int, reason: str) -> list[NicAction]:
+        self.link.drop("host_misuse")
+        return [ToHost(conn, hl.Refused(reason))]
+
+    def _host_send(self, conn: int, req: hl.SendReq, now: float) -> list[NicAction]:
+        state = self.ports.port_of(conn)
+        if state is None:
+            return self._refuse(conn, "SEND before OPEN")
+        msg_type = _HOST_MSG_TYPES.get(req.msg_type)
+        if msg_type is None:
+            return self._refuse(conn, f"message type {req.msg_type} is not for hosts to send")
+        try:
+            self.ports.take_send_token(state)
+        except UsageError as exc:
+            return self._refuse(conn, str(exc))
+        failure = None
+        if req.dst_node not in self._routes:
+            failure = "no_route"
+        elif len(req.payload) > self.config.max_message:
+            failure = "too_large"
+        if failure is not None:
+            self.ports.return_send_token(state.port)
+            return [ToHost(conn, hl.ErrorEvent(req.handle, req.dst_node, failure))]
+        actions = self.transport.send(
+            now=now,
+            src_port=state.port,
+            dst_node=req.dst_node,
+            dst_port=req.dst_port,
+            msg_type=msg_type,
+            payload=req.payload,
+            handle=req.handle,
+            am_handler=req.am_handler,
+            args=req.args,
+        )
+        return self._convert(actions, now)
+
+    def _convert(self, actions: list[TransportAction], now: float) -> list[NicAction]:
+        out: list[NicAction] = []
+        for action in actions:
+            if isinstance(action, SendPacket):
+                addr = self._routes.get(action.node)
+                if addr is None:
+                    self.link.drop("no_route_out")
+                    continue
+                datagram = encode(action.packet)
+                if self._fault_free:
+                    out += self._transmit_all([(addr, datagram)])
+                else:
+                    out += self._transmit_all(self.faults.on_send(addr, datagram, now=now))
+            elif isinstance(action, Deliver):
+                state = self.ports.get(action.port)
+                if state is None:
+                    self.link.drop("port_closed")
+                    continue
+                event = hl.RecvEvent(
+                    action.src_node, action.src_port, action.payload, int(action.msg_type),
+                    action.am_handler, action.args, action.mcast_group,
+                )  # fmt: skip
+                out.append(ToHost(state.conn, event))
+            elif isinstance(action, SendComplete):
+                out += self._finish_send(action.port, hl.SentEvent(action.handle))
+            elif isinstance(action, SendFailed):
+                error = hl.ErrorEvent(action.handle, action.dst_node, action.reason)
+                out += self._finish_send(action.port, error)
+            elif isinstance(action, PeerDead):
+                self.link.peers_dead.append(action.node)
+        return out
+
+    def _finish_send(self, port: int, event: hl.SentEvent | hl.ErrorEvent) -> list[NicAction]:
+        state = self.ports.get(port)
+        if state is None:
+            return []
+        self.ports.return_send_token(port)
+        return [ToHost(state.conn, event)]
+
+    def _transmit_all(self, datagrams: list[tuple[Addr, bytes]]) -> list[NicAction]:
+        link = self.link
+        link.datagrams_out += len(datagrams)
+        link.bytes_out += sum(len(d) for _, d in datagrams)
+        return [Transmit(addr, datagram) for addr, datagram in datagrams]
