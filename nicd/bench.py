@@ -1,0 +1,261 @@
+"""``python -m nicd.bench``: port-to-port latency, message rate and bandwidth between two nicds,
+beside the floor: a plain-Python relay over the same three hops (Unix socket, UDP, Unix
+socket) with the same wait policy on the hosts.
+
+Every figure comes from one run on this machine; compare the ratios, not the absolutes.
+``--json FILE`` writes the environment, parameters, raw samples and summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import select
+import socket
+import statistics
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from emucluster.port import Port, WaitPolicy
+from nicd.localcluster import NicCluster
+
+__all__ = ["main"]
+
+SIZES = (8, 4096, 65536)
+RELAY_MTU = 4096
+_FRAG = struct.Struct(">II")  # relay fragment header: message length, offset
+
+
+# -- nicd side ----------------------------------------------------------------------------------
+
+
+def _port_peer(sock_path: str, wait: WaitPolicy, mode: str, count: int, ready: Any) -> None:
+    with Port.open(sock_path, 0, receive_buffers=128, wait=wait) as port:
+        ready.set()
+        if mode == "echo":
+            for _ in range(count):
+                event = port.recv(timeout=120)
+                port.send(event.src_node, event.src_port, event.payload)
+        else:  # sink: count messages, then say so
+            for _ in range(count):
+                port.recv(timeout=120)
+            port.send(0, 0, b"done")
+        port.flush(timeout=120)
+
+
+def _bench_ports(sockets: dict[int, str], wait: WaitPolicy, iters: int, stream: int) -> dict[str, Any]:
+    ctx = mp.get_context("fork")
+    out: dict[str, Any] = {"latency_us": {}, "samples_us": {}}
+    with Port.open(sockets[0], 0, receive_buffers=128, wait=wait) as port:
+        for size in SIZES:
+            n = iters if size <= 4096 else max(50, iters // 10)
+            samples = _run_peer(ctx, sockets[1], wait, "echo", n + 20, lambda: _pingpong(port, size, n))
+            out["samples_us"][str(size)] = samples
+            out["latency_us"][str(size)] = statistics.median(samples)
+        for size, key in ((8, "rate_msgs_per_s"), (65536, "bandwidth_MB_per_s")):
+            count = stream if size == 8 else max(200, stream // 20)
+            elapsed = _run_peer(ctx, sockets[1], wait, "sink", count, lambda: _stream(port, size, count))
+            out[key] = count / elapsed if size == 8 else count * size / elapsed / 1e6
+    return out
+
+
+def _run_peer(ctx: Any, sock: str, wait: WaitPolicy, mode: str, count: int, body: Any) -> Any:
+    ready = ctx.Event()
+    peer = ctx.Process(target=_port_peer, args=(sock, wait, mode, count, ready))
+    peer.start()
+    try:
+        if not ready.wait(30):
+            raise RuntimeError("benchmark peer did not start")
+        return body()
+    finally:
+        peer.join(120)
+        if peer.is_alive():
+            peer.kill()
+
+
+def _pingpong(port: Port, size: int, n: int) -> list[float]:
+    msg = b"x" * size
+    for _ in range(20):
+        port.send(1, 0, msg)
+        port.recv(timeout=60)
+    samples = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        port.send(1, 0, msg)
+        port.recv(timeout=60)
+        samples.append((time.perf_counter() - t0) / 2 * 1e6)
+    return samples
+
+
+def _stream(port: Port, size: int, count: int) -> float:
+    msg = b"x" * size
+    t0 = time.perf_counter()
+    for _ in range(count):
+        port.send(1, 0, msg, timeout=120)
+    port.recv(timeout=120)
+    return time.perf_counter() - t0
+
+
+# -- raw relay floor ------------------------------------------------------------------------------
+
+
+def _relay(unix_path: str, udp: socket.socket, peer: tuple[str, int], ready: Any) -> None:
+    """A NIC stand-in: Unix SEQPACKET <-> UDP, fragments of RELAY_MTU, no reliability."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(unix_path)
+    listener.listen(1)
+    ready.set()
+    conn, _ = listener.accept()
+    parts: list[bytes] = []
+    while True:
+        readable, _, _ = select.select([conn, udp], [], [])
+        if conn in readable:
+            msg = conn.recv(1 << 20)
+            if not msg:
+                return
+            for off in range(0, max(1, len(msg)), RELAY_MTU):
+                udp.sendto(_FRAG.pack(len(msg), off) + msg[off : off + RELAY_MTU], peer)
+        if udp in readable:
+            datagram = udp.recv(65536)
+            total, off = _FRAG.unpack_from(datagram)
+            parts.append(datagram[_FRAG.size :])
+            if off + len(datagram) - _FRAG.size >= total:
+                conn.send(b"".join(parts))
+                parts = []
+
+
+def _relay_host(path: str, wait: WaitPolicy, n: int, size: int, echo: bool) -> list[float]:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sock.connect(path)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+    sock.setblocking(wait == "block")
+
+    def recv() -> bytes:
+        while True:
+            try:
+                return sock.recv(1 << 20)
+            except BlockingIOError:
+                if wait == "hybrid":
+                    select.select([sock], [], [])
+
+    samples = []
+    msg = b"x" * size
+    for i in range(n + 20):
+        if echo:
+            sock.send(recv())
+            continue
+        t0 = time.perf_counter()
+        sock.send(msg)
+        recv()
+        if i >= 20:
+            samples.append((time.perf_counter() - t0) / 2 * 1e6)
+    sock.close()
+    return samples
+
+
+def _bench_relay(run_dir: str, wait: WaitPolicy, iters: int) -> dict[str, Any]:
+    ctx = mp.get_context("fork")
+    out: dict[str, Any] = {"latency_us": {}, "samples_us": {}}
+    for size in SIZES:
+        n = iters if size <= 4096 else max(50, iters // 10)
+        udps = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2)]
+        for u in udps:
+            u.bind(("127.0.0.1", 0))
+        paths = [os.path.join(run_dir, f"relay{i}-{size}.sock") for i in range(2)]
+        procs = []
+        for i in range(2):
+            ready = ctx.Event()
+            peer = udps[1 - i].getsockname()
+            procs.append(ctx.Process(target=_relay, args=(paths[i], udps[i], peer, ready)))
+            procs[-1].start()
+            ready.wait(30)
+        echo = ctx.Process(target=_relay_host, args=(paths[1], wait, n, size, True))
+        echo.start()
+        samples = _relay_host(paths[0], wait, n, size, False)
+        echo.join(60)
+        for p in procs:
+            p.join(10)
+            if p.is_alive():
+                p.kill()
+        for u in udps:
+            u.close()
+        out["samples_us"][str(size)] = samples
+        out["latency_us"][str(size)] = statistics.median(samples)
+    return out
+
+
+# -- driver ---------------------------------------------------------------------------------------
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, Any] = {
+        "environment": {
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "wait_policy": args.wait,
+            "nicd_priority": "none (default scheduling, same as hosts)",
+            "nodes": 2,
+        },
+        "parameters": {"iters": args.iters, "stream": args.stream, "mtu": 4096},
+    }
+    with tempfile.TemporaryDirectory(prefix="nicd-bench-") as run_dir:
+        results["relay"] = _bench_relay(run_dir, args.wait, args.iters)
+        for label, flags in (("nicd", []), ("nicd_loss5", ["--loss", "0.05", "--fault-seed", "1"])):
+            sub = Path(run_dir) / label
+            sub.mkdir()
+            with NicCluster(2, sub, flags) as cluster:
+                results[label] = _bench_ports(cluster.sockets, args.wait, args.iters, args.stream)
+                results[label]["stats"] = [cluster.stats(n) for n in range(2)]
+    lat, floor = results["nicd"]["latency_us"], results["relay"]["latency_us"]
+    results["summary"] = {
+        "latency_8B_us": lat["8"],
+        "relay_8B_us": floor["8"],
+        "latency_ratio_8B": lat["8"] / floor["8"],
+        "rate_msgs_per_s": results["nicd"]["rate_msgs_per_s"],
+        "bandwidth_MB_per_s": results["nicd"]["bandwidth_MB_per_s"],
+        "bandwidth_MB_per_s_loss5": results["nicd_loss5"]["bandwidth_MB_per_s"],
+    }
+    return results
+
+
+def _print(results: dict[str, Any]) -> None:
+    env = results["environment"]
+    print(f"nicd bench: 2 nodes on loopback, wait={env['wait_policy']}, {env['nicd_priority']}")
+    print(f"{'':28}{'relay floor':>14}{'nicd':>14}{'nicd 5% loss':>14}")
+    for size in SIZES:
+        row = [results[k]["latency_us"][str(size)] for k in ("relay", "nicd", "nicd_loss5")]
+        print(f"{'one-way latency ' + str(size) + ' B (us)':28}" + "".join(f"{v:14.1f}" for v in row))
+    for key, label in (("rate_msgs_per_s", "8 B message rate (/s)"), ("bandwidth_MB_per_s", "64 KiB MB/s")):
+        row = [results[k][key] for k in ("nicd", "nicd_loss5")]
+        print(f"{label:28}{'-':>14}" + "".join(f"{v:14.1f}" for v in row))
+    s = results["summary"]
+    print(f"8 B latency / relay floor: {s['latency_ratio_8B']:.2f}x (target <= 2x)")
+    print(f"64 KiB bandwidth: {s['bandwidth_MB_per_s']:.0f} MB/s (target >= 250), "
+          f"with 5% loss {s['bandwidth_MB_per_s_loss5']:.0f} MB/s (target > 100)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print a table."""
+    p = argparse.ArgumentParser(prog="python -m nicd.bench", description=__doc__)
+    p.add_argument("--iters", type=int, default=2000, help="ping-pongs per size (64 KiB: /10)")
+    p.add_argument("--stream", type=int, default=20000, help="8 B messages streamed (64 KiB: /20)")
+    p.add_argument("--wait", choices=["block", "spin", "hybrid"], default="block")
+    p.add_argument("--json", metavar="FILE", help="write all results here")
+    args = p.parse_args(argv)
+    results = _run(args)
+    _print(results)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""Start N real nicd processes on loopback and exchange their routes, without the launcher.
+
+For nicd's own benchmark and integration tests; emurun does the same for whole jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from nicd import manage
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+__all__ = ["NicCluster", "run_hosts"]
+
+READY_TIMEOUT_S = 30.0
+
+
+class NicCluster:
+    """N nicds with routes exchanged, as emurun's rendezvous does."""
+
+    def __init__(self, n: int, run_dir: Path, args: Sequence[str] = ()) -> None:
+        self.n = n
+        self.run_dir = run_dir
+        self.args = list(args)
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.udp: dict[int, tuple[str, int]] = {}
+        self.sockets: dict[int, str] = {}
+
+    def __enter__(self) -> NicCluster:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:  # noqa: ANN401
+        self.stop()
+
+    def start(self, extra_routes: dict[int, tuple[str, int]] | None = None) -> None:
+        for node in range(self.n):
+            cmd = [sys.executable, "-m", "nicd", "--node-id", str(node)]
+            cmd += ["--run-dir", str(self.run_dir), "--stats", str(self.stats_path(node))]
+            self.procs.append(
+                subprocess.Popen(cmd + self.args, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+            )
+        for node, proc in enumerate(self.procs):
+            ready = _read_ready(proc)
+            self.udp[node] = (ready["udp"][0], ready["udp"][1])
+            self.sockets[node] = ready["socket"]
+        routes = {**self.udp, **(extra_routes or {})}
+        for path in self.sockets.values():
+            manage.set_routes(path, routes, timeout=10)
+
+    def stats_path(self, node: int) -> Path:
+        return self.run_dir / f"stats{node}.json"
+
+    def stats(self, node: int) -> dict[str, Any]:
+        return manage.read_stats(self.sockets[node], timeout=10)  # type: ignore[return-value]
+
+    def kill(self, node: int) -> None:
+        self.procs[node].send_signal(signal.SIGKILL)
+        self.procs[node].wait(timeout=10)
+
+    def stop(self) -> list[int]:
+        codes = []
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                codes.append(proc.wait(timeout=10))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                codes.append(proc.wait(timeout=10))
+            if proc.stdout:
+                proc.stdout.close()
+        return codes
+
+
+def _read_ready(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    line = b""
+    while not line.endswith(b"\n"):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("nicd did not say NICD_READY in time")
+        ready, _, _ = select.select([proc.stdout], [], [], remaining)
+        if ready:
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            if not chunk:
+                raise RuntimeError(f"nicd exited before it was ready (code {proc.wait()})")
+            line += chunk
+    text = line.decode().strip()
+    assert text.startswith("NICD_READY "), text
+    return json.loads(text.removeprefix("NICD_READY "))
+
+
+def run_hosts(  # a test helper: each host program prints a JSON line
+    script: Path, sockets: dict[int, str], args: Sequence[str], timeout: float
+) -> list[dict[str, Any]]:
+    """Run one host process per node; return each one's JSON result (its last stdout line)."""
+    n = len(sockets)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(node), str(n), sockets[node], *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+        )
+        for node in range(n)
+    ]
+    results = []
+    deadline = time.monotonic() + timeout
+    try:
+        for node, proc in enumerate(procs):
+            out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            assert proc.returncode == 0, f"host {node} exited {proc.returncode}:\n{err.decode()}"
+            results.append(json.loads(out.decode().strip().splitlines()[-1]))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return results

@@ -1,0 +1,128 @@
+"""Real nicd processes on loopback: reliable delivery under faults, dead peers, garbage."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from emucluster.port import Port, SendFailedError
+from nicd.localcluster import NicCluster, run_hosts
+
+HOSTS = Path(__file__).parent / "hosts"
+pytestmark = pytest.mark.slow
+
+
+def test_all_pairs_exchange_survives_loss_dup_reorder(tmp_path: Path) -> None:
+    faults = ["--loss", "0.2", "--dup", "0.05", "--reorder", "0.05", "--fault-seed", "7"]
+    per_node = 2500  # 4 nodes x 2500 = 10,000 messages, 0 B .. 64 KiB
+    with NicCluster(4, tmp_path, faults) as cluster:
+        results = run_hosts(HOSTS / "exchange.py", cluster.sockets, [str(per_node), "11"], 400)
+        stats = [cluster.stats(n) for n in range(4)]
+    for result in results:
+        assert result["errors"] == [], result
+        assert result["received"] == result["expected"] > 0
+    assert sum(r["received"] for r in results) == 4 * per_node
+    for s in stats:
+        assert s["faults"]["dropped"] > 0
+        assert s["faults"]["duplicated"] > 0
+        assert s["transport"]["retransmissions"] > 0
+
+
+def test_stats_file_written_on_sigterm(tmp_path: Path) -> None:
+    cluster = NicCluster(2, tmp_path)
+    with cluster:
+        with Port.open(cluster.sockets[0]) as a, Port.open(cluster.sockets[1]) as b:
+            a.send(1, b.port_id, b"ping")
+            assert b.recv(timeout=30).payload == b"ping"
+            a.flush(timeout=30)
+    assert cluster.stop() == [0, 0]
+    for node in range(2):
+        saved = json.loads(cluster.stats_path(node).read_text())
+        assert saved["node"] == node
+        assert saved["link"]["datagrams_out"] > 0
+        assert not os.path.exists(cluster.sockets[node])
+
+
+def test_killed_peer_fails_its_sends_while_others_continue(tmp_path: Path) -> None:
+    with NicCluster(3, tmp_path, ["--dead-peer-s", "1.5"]) as cluster:
+        a = Port.open(cluster.sockets[0], 0)
+        b = Port.open(cluster.sockets[1], 0)
+        c = Port.open(cluster.sockets[2], 0)
+        a.send(2, 0, b"before")
+        assert c.recv(timeout=30).payload == b"before"
+        a.flush(timeout=30)
+        cluster.kill(2)
+        started = time.monotonic()
+        a.send(2, 0, b"into the void")
+        with pytest.raises(SendFailedError) as failure:
+            a.flush(timeout=60)
+        assert failure.value.dst_node == 2
+        assert failure.value.reason == "peer_dead"
+        assert time.monotonic() - started < 30  # generous: the limit is 1.5 s plus backoff
+        for i in range(50):
+            a.send(1, 0, f"still here {i}".encode())
+        got = [b.recv(timeout=30).payload for _ in range(50)]
+        assert got == [f"still here {i}".encode() for i in range(50)]
+        a.flush(timeout=30)
+        with pytest.raises(SendFailedError, match="peer_dead"):
+            a.send(2, 0, b"again")
+            a.flush(timeout=30)
+        for port in (a, b):
+            port.close()
+        c.close()
+
+
+def test_garbage_datagrams_never_stop_nicd(tmp_path: Path) -> None:
+    rogue = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rogue.bind(("127.0.0.1", 0))
+    outsider = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    outsider.bind(("127.0.0.1", 0))
+    cluster = NicCluster(2, tmp_path)
+    try:
+        # The rogue socket is in the routing table as node 9, so its bytes reach the decoder.
+        cluster.start(extra_routes={9: rogue.getsockname()})
+        rng = random.Random(3)
+        target = cluster.udp[0]
+        for _ in range(3000):
+            junk = rng.randbytes(rng.choice([0, 1, 5, 20, 60, 200, 4200]))
+            rogue.sendto(junk, target)
+            outsider.sendto(junk, target)
+        with Port.open(cluster.sockets[0]) as a, Port.open(cluster.sockets[1]) as b:
+            for i in range(20):
+                b.send(0, a.port_id, bytes([i]) * 100)
+            assert [a.recv(timeout=30).payload for _ in range(20)] == [
+                bytes([i]) * 100 for i in range(20)
+            ]
+        link = cluster.stats(0)["link"]
+        assert link["drops"]["unknown_source"] >= 3000
+        assert link["drops_total"] >= 6000 - 5  # a random 0x0636 frame with a valid CRC is unlikely
+        assert cluster.procs[0].poll() is None
+    finally:
+        cluster.stop()
+        rogue.close()
+        outsider.close()
+
+
+def test_nicd_help_and_bad_flags() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "nicd", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0
+    for flag in ("--loss", "--mtu", "--routes", "--stats", "--fault-seed", "--dead-peer-s"):
+        assert flag in out.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "nicd", "--node-id", "0", "--run-dir", "/tmp", "--loss", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2
+    assert "probability" in bad.stderr

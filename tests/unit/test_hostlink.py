@@ -1,0 +1,94 @@
+"""Host link codec: every record round-trips, chunking is invisible, bad records are refused."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nicd import hostlink as hl
+from nicd.errors import ProtocolViolation
+
+u16 = st.integers(0, 0xFFFF)
+u32 = st.integers(0, 0xFFFFFFFF)
+args = st.tuples(u32, u32, u32, u32)
+payloads = st.one_of(
+    st.binary(max_size=300),
+    st.integers(0, 3 * hl.CHUNK_BYTES + 7).map(lambda n: bytes(i % 251 for i in range(n))),
+)
+
+records = st.one_of(
+    st.builds(hl.OpenReq, u16),
+    st.builds(hl.SendReq, u32, u16, u16, payloads, st.integers(0, 255), u16, args),
+    st.builds(hl.ProvideReq, u32),
+    st.just(hl.CloseReq()),
+    st.just(hl.StatsReq()),
+    st.just(hl.RoutesOk()),
+    st.builds(hl.Opened, u16, u16, u16, u16),
+    st.builds(hl.RecvEvent, u16, u16, payloads, st.integers(0, 255), u16, args, u16),
+    st.builds(hl.SentEvent, u32),
+    st.builds(hl.ErrorEvent, u32, u16, st.text(max_size=40)),
+    st.builds(hl.Refused, st.text(max_size=40)),
+    st.builds(
+        hl.SetRoutesReq,
+        st.dictionaries(u16, st.tuples(st.text(max_size=20), u16), max_size=8),
+    ),
+    st.builds(hl.StatsReply, st.dictionaries(st.text(max_size=10), u32, max_size=8)),
+)
+
+
+def feed_all(assembler: hl.Assembler, wire: list[bytes]) -> hl.HostRecord | None:
+    out = None
+    for i, record in enumerate(wire):
+        out = assembler.feed(record)
+        assert (out is None) == (i < len(wire) - 1)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(records, min_size=1, max_size=4))
+def test_records_round_trip_in_sequence(recs: list[hl.HostRecord]) -> None:
+    assembler = hl.Assembler()
+    for rec in recs:
+        wire = hl.encode_record(rec)
+        assert all(len(r) <= hl.MAX_RECORD_BYTES for r in wire)
+        assert feed_all(assembler, wire) == rec
+
+
+def test_large_payload_is_chunked() -> None:
+    payload = bytes(range(256)) * 1000
+    wire = hl.encode_record(hl.SendReq(7, 1, 2, payload))
+    assert len(wire) == 4
+    assert wire[1][0] == hl.HostOp.CONT
+
+
+@pytest.mark.parametrize(
+    "record",
+    [b"\xff", b"\x02\x01", b"\x16", b"\x05\xc1", b"\x19\x01"],
+    ids=["unknown-op", "short-send", "short-sent", "bad-msgpack", "stats-not-map"],
+)
+def test_malformed_records_raise_protocol_violation(record: bytes) -> None:
+    with pytest.raises(ProtocolViolation):
+        hl.Assembler().feed(record)
+
+
+def test_cont_without_head_and_head_without_cont_are_refused() -> None:
+    with pytest.raises(ProtocolViolation):
+        hl.Assembler().feed(bytes((hl.HostOp.CONT,)) + b"abc")
+    assembler = hl.Assembler()
+    wire = hl.encode_record(hl.SendReq(1, 1, 1, b"x" * (hl.CHUNK_BYTES + 1)))
+    assert assembler.feed(wire[0]) is None
+    with pytest.raises(ProtocolViolation):
+        assembler.feed(hl.encode_record(hl.SentEvent(3))[0])
+
+
+def test_message_over_the_limit_is_refused() -> None:
+    wire = hl.encode_record(hl.SendReq(1, 1, 1, b"x" * 100))
+    with pytest.raises(ProtocolViolation):
+        hl.Assembler(max_message=99).feed(wire[0])
+
+
+def test_bad_routing_entries_are_refused() -> None:
+    bad = bytes((hl.HostOp.SET_ROUTES,)) + b"\x81\x00\x91\x01"  # {0: [1]}
+    with pytest.raises(ProtocolViolation):
+        hl.Assembler().feed(bad)
