@@ -1,0 +1,179 @@
+"""One started process as the supervisor sees it: spawn, wait, signal, measure, forward output.
+
+Each child gets its own process group (so a Ctrl-C on the terminal reaches emurun alone, and
+stopping a host also stops what it started) and a pidfd: exactly one watcher task waits on it,
+reads the CPU times of the zombie (which still holds them), then reaps it and sets ``exited``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import psutil  # type: ignore[import-untyped,unused-ignore]
+import trio
+
+from launcher.report import ProcessUsage
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+__all__ = ["Child", "LineReader", "spawn", "write_all"]
+
+_CHUNK = 65536
+_LINE_LIMIT = 65536  # a longer line is forwarded in pieces
+
+
+@dataclass(eq=False, slots=True)
+class Child:
+    """A started nicd or host process."""
+
+    role: str
+    """``nicd`` or ``host``."""
+    node: int
+    """Its node id (the host's rank)."""
+    process: trio.Process
+    pidfd: int
+    """Readable once the process has exited (and not yet been reaped)."""
+    started: float = field(default_factory=time.monotonic)
+    exited: trio.Event = field(default_factory=trio.Event)
+    """Set when the process is reaped; ``returncode`` and ``usage`` are final then."""
+    stopping: bool = False
+    """The supervisor asked it to stop: its exit is not a failure."""
+    usage: ProcessUsage | None = None
+
+    @property
+    def pid(self) -> int:
+        """Its process id (also its process group id)."""
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """As subprocess reports it: negative for a signal; None while running."""
+        return self.process.returncode
+
+    @property
+    def name(self) -> str:
+        """How messages name it: ``rank 3`` or ``nicd of node 3``."""
+        return f"rank {self.node}" if self.role == "host" else f"nicd of node {self.node}"
+
+    async def wait(self) -> None:
+        """Wait for the exit, measure, reap. Only one task may call this, once."""
+        await trio.lowlevel.wait_readable(self.pidfd)
+        ended = time.monotonic()
+        user = system = 0.0
+        with contextlib.suppress(psutil.Error, OSError):
+            times = psutil.Process(self.pid).cpu_times()  # the zombie still has them
+            user = times.user + times.children_user
+            system = times.system + times.children_system
+        await self.process.wait()
+        os.close(self.pidfd)
+        self.usage = ProcessUsage(
+            self.role, self.node, self.pid, user, system, ended - self.started, self.returncode
+        )
+        self.exited.set()
+
+    def signal(self, signum: int, *, group: bool) -> None:
+        """Send ``signum`` to the process (or its whole process group) if it still runs."""
+        if self.exited.is_set() and not group:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if group:
+                os.killpg(self.pid, signum)
+            else:
+                os.kill(self.pid, signum)
+
+
+async def spawn(
+    role: str, node: int, argv: Sequence[str], env: Mapping[str, str], *, pipe_stderr: bool = True
+) -> Child:
+    """Start one process (stdout and stderr piped, stdin from /dev/null, its own group)."""
+    process = await trio.lowlevel.open_process(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if pipe_stderr else None,
+        env=dict(env),
+        process_group=0,
+    )
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except OSError:
+        process.kill()
+        await process.wait()
+        raise
+    return Child(role, node, process, pidfd)
+
+
+class LineReader:
+    """Whole lines from a byte stream, as many as have arrived, for forwarding."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self._stream = stream
+        self._buf = bytearray()
+        self._eof = False
+
+    async def read_lines(self) -> bytes | None:
+        """One or more complete lines; at EOF (or past the line limit) whatever is left
+        without its newline; None once everything has been read."""
+        while True:
+            end = self._buf.rfind(b"\n")
+            if end >= 0:
+                block = bytes(self._buf[: end + 1])
+                del self._buf[: end + 1]
+                return block
+            if self._eof or len(self._buf) >= _LINE_LIMIT:
+                if not self._buf:
+                    return None
+                block = bytes(self._buf)
+                self._buf.clear()
+                return block
+            try:
+                chunk = await self._stream.receive_some(_CHUNK)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                chunk = b""
+            if chunk:
+                self._buf += chunk
+            else:
+                self._eof = True
+
+
+def tag_lines(block: bytes, prefix: bytes) -> bytes:
+    """Put ``prefix`` before every line of ``block``; a last line without newline gets one."""
+    lines = block.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return b"".join(prefix + line + b"\n" for line in lines)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write everything (blocking); a closed reader (EPIPE) discards the output."""
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except BrokenPipeError:
+            return
+        except InterruptedError:
+            continue
+        view = view[n:]
+
+
+def exit_code_of(returncode: int) -> int:
+    """emurun's status for a rank's returncode: itself, or 128 + N when killed by signal N."""
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+def describe_exit(returncode: int) -> str:
+    """``exited with code 3`` or ``was killed by SIGKILL``."""
+    if returncode >= 0:
+        return f"exited with code {returncode}"
+    try:
+        return f"was killed by {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"was killed by signal {-returncode}"

@@ -1,0 +1,84 @@
+"""The last resort after a job: kill what is left of it, unlink its segments, remove its run
+directory.
+
+Every process of a job (nicd, host, and whatever a host started) carries ``EMU_JOB_ID`` in
+its environment; shared-memory segments are named ``emu_<job_id>_*`` in /dev/shm; socket
+files live in the run directory. The sweep finds all three by those marks, so it also
+cleans up after a host's own children, which the supervisor never saw.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil  # type: ignore[import-untyped,unused-ignore]
+
+from launcher.plan import ENV_JOB_ID, shm_prefix
+
+__all__ = ["SHM_DIR", "SweepReport", "job_processes", "job_segments", "sweep"]
+
+SHM_DIR = Path("/dev/shm")
+_KILL_WAIT_S = 5.0
+
+
+@dataclass(slots=True)
+class SweepReport:
+    """What the sweep found left over (empty after a clean job)."""
+
+    killed: list[str] = field(default_factory=list)
+    """``name[pid]`` of each process killed."""
+    segments: list[str] = field(default_factory=list)
+    """Shared-memory segments unlinked."""
+    survivors: list[int] = field(default_factory=list)
+    """Pids that would not die (should stay empty)."""
+
+    def __bool__(self) -> bool:
+        return bool(self.killed or self.segments or self.survivors)
+
+
+def job_processes(job_id: str) -> list[psutil.Process]:
+    """Live processes (not zombies) whose environment says they belong to ``job_id``."""
+    me = os.getpid()
+    found = []
+    for proc in psutil.process_iter():
+        if proc.pid == me:
+            continue
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if proc.environ().get(ENV_JOB_ID) == job_id:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def job_segments(job_id: str, shm_dir: Path = SHM_DIR) -> list[Path]:
+    """Shared-memory segments of ``job_id``."""
+    try:
+        return sorted(shm_dir.glob(shm_prefix(job_id) + "*"))
+    except OSError:
+        return []
+
+
+def sweep(job_id: str, run_dir: str | None, shm_dir: Path = SHM_DIR) -> SweepReport:
+    """SIGKILL every process of the job, unlink its segments, remove ``run_dir``."""
+    report = SweepReport()
+    procs = job_processes(job_id)
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            report.killed.append(f"{proc.name()}[{proc.pid}]")
+            proc.kill()
+    _, alive = psutil.wait_procs(procs, timeout=_KILL_WAIT_S)
+    report.survivors = [p.pid for p in alive]
+    for segment in job_segments(job_id, shm_dir):
+        with contextlib.suppress(FileNotFoundError):
+            segment.unlink()
+            report.segments.append(segment.name)
+    if run_dir is not None:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return report

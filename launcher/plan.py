@@ -1,0 +1,287 @@
+"""What a job is: the LaunchPlan, and the pure rules that turn it into command lines,
+environments and CPU placements for every nicd and host process.
+
+Invariants: nothing here touches the operating system; filesystem lookups arrive as callables
+(``which``, ``is_file``, ``is_executable``) and the parent environment as a mapping, so every
+rule is tested without processes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from launcher.errors import EXIT_NOT_EXECUTABLE, ProgramNotFound, UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+__all__ = [
+    "FAULT_ENV",
+    "FaultFlags",
+    "LaunchPlan",
+    "Placement",
+    "Program",
+    "fault_seed_for",
+    "host_env",
+    "nicd_argv",
+    "nicd_env",
+    "placements",
+    "resolve_program",
+    "shm_prefix",
+    "validate_job_id",
+]
+
+BindTo = Literal["core", "none"]
+NicPriority = Literal["rt", "nice", "none"]
+
+# The environment variables a host learns its place from (read by emucluster).
+ENV_RANK = "EMU_RANK"
+ENV_SIZE = "EMU_SIZE"
+ENV_NIC_SOCKET = "EMU_NIC_SOCKET"
+ENV_RUN_DIR = "EMU_RUN_DIR"
+ENV_JOB_ID = "EMU_JOB_ID"
+
+# Fault flags, their environment defaults (the names nicd reads too) and value types.
+FAULT_ENV: dict[str, str] = {
+    "loss": "EMU_LOSS",
+    "dup": "EMU_DUP",
+    "reorder": "EMU_REORDER",
+    "corrupt": "EMU_CORRUPT",
+    "delay_ms": "EMU_DELAY_MS",
+    "fault_seed": "EMU_FAULT_SEED",
+}
+_PROBABILITIES = ("loss", "dup", "reorder", "corrupt")
+_JOB_ID = re.compile(r"[A-Za-z0-9]{1,32}")
+_SEED_STRIDE = 1 << 16  # node ids are 16 bits on the wire
+
+
+@dataclass(frozen=True, slots=True)
+class FaultFlags:
+    """Seeded faults every nicd of the job injects on its outgoing datagrams."""
+
+    loss: float = 0.0
+    """Probability a datagram is dropped."""
+    dup: float = 0.0
+    """Probability a datagram is sent twice."""
+    reorder: float = 0.0
+    """Probability a datagram is held back and overtaken."""
+    corrupt: float = 0.0
+    """Probability one bit of a datagram is flipped."""
+    delay_ms: float = 0.0
+    """Extra one-way delay of every datagram, in milliseconds."""
+    seed: int = 0
+    """The job's fault seed; node ``n`` uses :func:`fault_seed_for` (seed, n)."""
+
+    def __post_init__(self) -> None:
+        for name in _PROBABILITIES:
+            p = getattr(self, name)
+            if not 0.0 <= p <= 1.0:
+                raise UsageError(f"--{name} {p!r} is not a probability in [0, 1]")
+        if not self.delay_ms >= 0.0:
+            raise UsageError(f"--delay-ms {self.delay_ms!r} must not be negative")
+        if self.seed < 0:
+            raise UsageError(f"--fault-seed {self.seed!r} must not be negative")
+
+    @property
+    def active(self) -> bool:
+        """True when any fault is injected."""
+        return any((self.loss, self.dup, self.reorder, self.corrupt, self.delay_ms))
+
+    @classmethod
+    def from_values(cls, given: Mapping[str, str | None], env: Mapping[str, str]) -> FaultFlags:
+        """Build from flag values (None: absent), falling back to ``EMU_LOSS`` ... in ``env``.
+
+        ``given`` is keyed like :data:`FAULT_ENV`; a value that is not a number raises
+        UsageError naming the flag or variable it came from.
+        """
+        values: dict[str, float | int] = {}
+        for name, var in FAULT_ENV.items():
+            raw, origin = given.get(name), f"--{name.replace('_', '-')}"
+            if raw is None:
+                raw, origin = env.get(var) or None, var
+            if raw is None:
+                continue
+            try:
+                values[name] = int(raw) if name == "fault_seed" else float(raw)
+            except ValueError:
+                raise UsageError(f"{origin}={raw!r} is not a number") from None
+        seed = int(values.pop("fault_seed", 0))
+        return cls(**{k: float(v) for k, v in values.items()}, seed=seed)
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """The host command line, resolved."""
+
+    argv: tuple[str, ...]
+    """What is executed, interpreter first for Python scripts and modules."""
+    display: str
+    """How messages name it (``app.py``, ``-m pkg``, ``./a.out``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchPlan:
+    """Everything emurun decided before starting a process."""
+
+    np: int
+    """Nodes: one nicd and one host process each."""
+    program: Program
+    """What every host runs."""
+    job_id: str
+    """Names the job's shared-memory segments (``emu_<job_id>_*``) and marks its processes."""
+    python: str
+    """Interpreter for nicd (``python -m nicd``), Python scripts and ``-m`` modules."""
+    timeout: float | None = None
+    """Seconds the whole job may take; then it is stopped with EXIT_TIMEOUT."""
+    tag_output: bool = False
+    """Prefix every forwarded output line with ``[rank]``."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Extra host environment from ``-x VAR[=VAL]``."""
+    faults: FaultFlags = field(default_factory=FaultFlags)
+    """Fault injection for every nicd."""
+    stats_dir: str | None = None
+    """Directory for each nicd's counters (``nic<N>.json``) and ``job.json``."""
+    cpu_report: bool = False
+    """Print each process's CPU seconds and wall time at exit."""
+    bind_to: BindTo = "core"
+    """``core``: node i's host and nicd share CPU i mod ncpu; ``none``: the kernel decides."""
+    nic_priority: NicPriority = "rt"
+    """``rt``: nicd at SCHED_FIFO, falling back to ``nice`` (hosts at nice 19) if refused."""
+    nicd_args: tuple[str, ...] = ()
+    """Extra nicd flags (``--nicd-args``), after the ones emurun sets."""
+    listen_host: str = "127.0.0.1"
+    """Address every nicd binds its UDP link to."""
+    ready_timeout: float = 60.0
+    """Seconds every nicd gets to print NICD_READY."""
+    stop_grace: float = 3.0
+    """Seconds between SIGTERM and SIGKILL when stopping a process."""
+    quiet: bool = False
+    """Say nothing on stderr except failures."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.np <= 0xFFFF:
+            raise UsageError(f"-np {self.np} is not in 1..65535")
+        if self.timeout is not None and not self.timeout > 0:
+            raise UsageError(f"--timeout {self.timeout!r} must be positive")
+        validate_job_id(self.job_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """The CPUs one node's processes may run on (None: wherever the kernel likes)."""
+
+    node: int
+    host_cpus: frozenset[int] | None
+    nicd_cpus: frozenset[int] | None
+
+
+def validate_job_id(job_id: str) -> str:
+    """Job ids are 1-32 ASCII letters and digits, so ``emu_<id>_`` prefixes never nest."""
+    if not _JOB_ID.fullmatch(job_id):
+        raise UsageError(f"job id {job_id!r}: use 1-32 ASCII letters and digits")
+    return job_id
+
+
+def shm_prefix(job_id: str) -> str:
+    """Prefix of the job's shared-memory segment names in /dev/shm."""
+    return f"emu_{job_id}_"
+
+
+def fault_seed_for(seed: int, node: int) -> int:
+    """Node ``node``'s fault seed: distinct per node, so nodes do not lose the same packets."""
+    return seed * _SEED_STRIDE + node
+
+
+def resolve_program(
+    argv: Sequence[str],
+    module: str | None,
+    *,
+    python: str,
+    which: Callable[[str], str | None],
+    is_file: Callable[[str], bool],
+    is_executable: Callable[[str], bool],
+) -> Program:
+    """Turn ``PROGRAM [ARGS]`` or ``-m MODULE [ARGS]`` into an argv, as mpirun would.
+
+    A ``*.py`` file runs under ``python``; anything else must be an executable file or a
+    command on PATH. Raises ProgramNotFound (exit 127, or 126 when not executable).
+    """
+    if module is not None:
+        if not module:
+            raise UsageError("-m needs a module name")
+        return Program((python, "-m", module, *argv), f"-m {module}")
+    if not argv or not argv[0]:
+        raise UsageError("no PROGRAM given: emurun -np N PROGRAM [ARGS...] or -m MODULE")
+    name, args = argv[0], tuple(argv[1:])
+    if name.endswith(".py"):
+        if not is_file(name):
+            raise ProgramNotFound(f"{name}: no such file")
+        return Program((python, name, *args), name)
+    if "/" in name:
+        if not is_file(name):
+            raise ProgramNotFound(f"{name}: no such file")
+        if not is_executable(name):
+            raise ProgramNotFound(
+                f"{name}: not executable (run a Python script as {name}.py or 'python {name}')",
+                EXIT_NOT_EXECUTABLE,
+            )
+        return Program((name, *args), name)
+    found = which(name)
+    if found is None:
+        raise ProgramNotFound(f"{name}: command not found")
+    return Program((found, *args), name)
+
+
+def nicd_argv(plan: LaunchPlan, node: int, run_dir: str) -> list[str]:
+    """The command line of node ``node``'s nicd."""
+    argv = [plan.python, "-m", "nicd", "--node-id", str(node), "--run-dir", run_dir]
+    argv += ["--listen", f"{plan.listen_host}:0"]
+    if plan.stats_dir is not None:
+        argv += ["--stats", f"{plan.stats_dir}/nic{node}.json"]
+    f = plan.faults  # always explicit: an EMU_LOSS left in the environment must not leak in
+    argv += ["--loss", repr(f.loss), "--dup", repr(f.dup), "--reorder", repr(f.reorder)]
+    argv += ["--corrupt", repr(f.corrupt), "--delay-ms", repr(f.delay_ms)]
+    argv += ["--fault-seed", str(fault_seed_for(f.seed, node))]
+    argv += plan.nicd_args
+    return argv
+
+
+def nicd_env(plan: LaunchPlan, parent: Mapping[str, str]) -> dict[str, str]:
+    """nicd's environment: emurun's, marked with the job id (the cleanup sweep looks for it)."""
+    env = {k: v for k, v in parent.items() if k not in FAULT_ENV.values()}
+    env[ENV_JOB_ID] = plan.job_id
+    return env
+
+
+def host_env(
+    plan: LaunchPlan, rank: int, run_dir: str, socket: str, parent: Mapping[str, str]
+) -> dict[str, str]:
+    """Host ``rank``'s environment: emurun's, then ``-x`` additions, then its place.
+
+    ``PYTHONUNBUFFERED=1`` unless set, so Python output is forwarded as it is printed.
+    """
+    env = dict(parent)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.update(plan.env)
+    env[ENV_RANK] = str(rank)
+    env[ENV_SIZE] = str(plan.np)
+    env[ENV_NIC_SOCKET] = socket
+    env[ENV_RUN_DIR] = run_dir
+    env[ENV_JOB_ID] = plan.job_id
+    return env
+
+
+def placements(plan: LaunchPlan, cpus: Sequence[int]) -> list[Placement]:
+    """Where each node's processes run. ``core``: node i's host and nicd share the i-th
+    allowed CPU, round-robin (a same-core wake-up costs ~5 us, a cross-core one ~30 us:
+    DESIGN §10); ``none``: no binding."""
+    if plan.bind_to == "none" or not cpus:
+        return [Placement(node, None, None) for node in range(plan.np)]
+    ordered = sorted(cpus)
+    out = []
+    for node in range(plan.np):
+        core = frozenset({ordered[node % len(ordered)]})
+        out.append(Placement(node, core, core))
+    return out

@@ -1,0 +1,285 @@
+"""emurun end to end: real nicds, real hosts, real signals.
+
+After every test the job must have left nothing: no process carrying its EMU_JOB_ID, no
+/dev/shm segment with its prefix, nothing in the TMPDIR it ran with. Every wait has a
+generous timeout; no test asserts a duration.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+
+from launcher.cleanup import job_processes, job_segments, sweep
+
+ROOT = Path(__file__).resolve().parents[2]
+HOST = str(Path(__file__).parent / "hosts" / "emurun_host.py")
+DEMO = str(ROOT / "examples" / "port_demo.py")
+EMURUN = [sys.executable, "-m", "launcher.cli"]
+WAIT_S = 90.0
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+class Job:
+    """One emurun invocation with its own job id and TMPDIR, checked for leftovers."""
+
+    def __init__(self) -> None:
+        self.id = uuid.uuid4().hex[:12]
+        self.tmpdir = tempfile.mkdtemp(prefix="emut-", dir="/tmp")  # short: socket paths
+        self.env = {**os.environ, "TMPDIR": self.tmpdir}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._out = b""
+
+    def argv(self, args: list[str]) -> list[str]:
+        return [*EMURUN, "--job-id", self.id, *args]
+
+    def run(self, *args: str, timeout: float = WAIT_S) -> Result:
+        done = subprocess.run(
+            self.argv(list(args)),
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+        return Result(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+    def start(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            self.argv(list(args)),
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+
+    def wait_ready(self, count: int) -> dict[int, int]:
+        """Read stdout until ``count`` hosts said ``ready RANK PID``; return rank -> pid."""
+        assert self.proc is not None
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + WAIT_S
+        pids: dict[int, int] = {}
+        while len(pids) < count:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"only {sorted(pids)} ready: {self._out!r}"
+            readable, _, _ = select.select([self.proc.stdout], [], [], remaining)
+            if not readable:
+                continue
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            assert chunk, f"emurun closed stdout early: {self._out!r}"
+            self._out += chunk
+            for line in self._out.decode().splitlines():
+                words = line.split()
+                if len(words) == 3 and words[0] == "ready":
+                    pids[int(words[1])] = int(words[2])
+        return pids
+
+    def finish(self) -> Result:
+        assert self.proc is not None
+        out, err = self.proc.communicate(timeout=WAIT_S)
+        return Result(self.proc.returncode, (self._out + out).decode(), err.decode())
+
+    def nicd_pid(self, node: int) -> int:
+        for proc in job_processes(self.id):
+            cmd = proc.cmdline()
+            if "nicd" in cmd and cmd[cmd.index("--node-id") + 1] == str(node):
+                return int(proc.pid)
+        raise AssertionError(f"no nicd of node {node}")
+
+    def assert_clean(self) -> None:
+        left = [(p.pid, p.cmdline()) for p in job_processes(self.id)]
+        assert left == [], left
+        assert job_segments(self.id) == []
+        assert os.listdir(self.tmpdir) == []
+
+    def teardown(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+        sweep(self.id, None)
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+@pytest.fixture
+def job():  # type: ignore[no-untyped-def]
+    j = Job()
+    yield j
+    j.teardown()
+
+
+# -- launching ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "nodes",
+    [1, 2, pytest.param(8, marks=pytest.mark.slow), pytest.param(16, marks=pytest.mark.slow)],
+)
+def test_port_demo_on_n_nodes(job: Job, nodes: int) -> None:
+    r = job.run("-np", str(nodes), DEMO)
+    assert r.code == 0, r.err
+    assert f"{nodes} nodes on the emulated Myrinet" in r.out
+    assert "all greetings arrived" in r.out
+    assert f"{nodes} nodes ready" in r.err
+    job.assert_clean()
+
+
+def test_console_script_and_module_program(job: Job) -> None:
+    emurun = shutil.which("emurun") or str(Path(sys.executable).parent / "emurun")
+    done = subprocess.run(
+        [emurun, "--job-id", job.id, "-np", "2", "-q", "-m", "platform", "--terse"],
+        env=job.env,
+        capture_output=True,
+        timeout=WAIT_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.decode().splitlines()) == 2
+    assert done.stderr == b""
+    job.assert_clean()
+
+
+def test_output_forwarding_and_tagging(job: Job) -> None:
+    plain = job.run("-np", "3", "-q", HOST, "hello")
+    assert plain.code == 0, plain.err
+    assert sorted(plain.out.splitlines()) == [f"out {r} of 3" for r in range(3)]
+    assert sorted(plain.err.splitlines()) == [f"err {r}" for r in range(3)]
+    tagged = job.run("-np", "3", "-q", "--tag-output", HOST, "hello")
+    assert tagged.code == 0, tagged.err
+    assert sorted(tagged.out.splitlines()) == [f"[{r}] out {r} of 3" for r in range(3)]
+    assert sorted(tagged.err.splitlines()) == [f"[{r}] err {r}" for r in range(3)]
+    job.assert_clean()
+
+
+def test_exports_and_environment(job: Job) -> None:
+    code = (
+        "import os; print(os.environ['GREETING'], os.environ['EMU_RANK'], os.environ['EMU_SIZE'])"
+    )
+    r = job.run("-np", "2", "-q", "-x", "GREETING=hi", sys.executable, "-c", code)
+    assert r.code == 0, r.err
+    assert sorted(r.out.splitlines()) == ["hi 0 2", "hi 1 2"]
+    job.assert_clean()
+
+
+# -- failures -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rank", [0, 3])
+def test_first_failing_rank_sets_the_exit_code(job: Job, rank: int) -> None:
+    r = job.run("-np", "4", "-q", HOST, "fail", str(rank), "3")
+    assert r.code == 3, r.err
+    assert f"emurun: rank {rank} " in r.err
+    assert "exited with code 3; stopping the job" in r.err
+    job.assert_clean()
+
+
+@pytest.mark.slow
+def test_killed_host_stops_the_job(job: Job) -> None:
+    job.start("-np", "3", "-q", HOST, "hang")
+    pids = job.wait_ready(3)
+    os.kill(pids[1], signal.SIGKILL)
+    r = job.finish()
+    assert r.code == 128 + signal.SIGKILL, r.err
+    assert "rank 1 " in r.err
+    assert "was killed by SIGKILL; stopping the job" in r.err
+    job.assert_clean()
+
+
+@pytest.mark.slow
+def test_killed_nicd_stops_the_job(job: Job) -> None:
+    job.start("-np", "3", "-q", HOST, "hang")
+    job.wait_ready(3)
+    os.kill(job.nicd_pid(1), signal.SIGKILL)
+    r = job.finish()
+    assert r.code == 125, r.err
+    assert "nicd of node 1 " in r.err
+    assert "was killed by SIGKILL; stopping the job" in r.err
+    job.assert_clean()
+
+
+@pytest.mark.slow
+def test_timeout_stops_a_hanging_job(job: Job) -> None:
+    r = job.run("-np", "2", "-q", "--timeout", "3", HOST, "hang")
+    assert r.code == 124, r.err
+    assert "emurun: timed out after 3 s; stopping the job" in r.err
+    job.assert_clean()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_signal_to_emurun_stops_everything(job: Job, signum: int) -> None:
+    job.start("-np", "3", "-q", HOST, "hang")
+    job.wait_ready(3)
+    assert job.proc is not None
+    job.proc.send_signal(signum)
+    r = job.finish()
+    assert r.code == 128 + signum, r.err
+    assert f"emurun: got {signal.Signals(signum).name}; stopping the job" in r.err
+    job.assert_clean()
+
+
+@pytest.mark.slow
+def test_sweep_removes_leaked_segments_and_stray_children(job: Job) -> None:
+    job.start("-np", "2", HOST, "leak")
+    job.wait_ready(2)
+    assert len(job_segments(job.id)) == 2
+    strays = [p for p in job_processes(job.id) if "SIG_IGN" in " ".join(p.cmdline())]
+    assert len(strays) == 2
+    assert job.proc is not None
+    job.proc.send_signal(signal.SIGINT)
+    r = job.finish()
+    assert r.code == 130, r.err
+    assert "cleanup killed leftover processes" in r.err
+    assert "cleanup removed shared-memory segments" in r.err
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in strays)
+    job.assert_clean()
+
+
+def test_missing_program(job: Job) -> None:
+    r = job.run("-np", "2", "no-such-program-here")
+    assert r.code == 127
+    assert "no-such-program-here: command not found" in r.err
+    job.assert_clean()
+
+
+# -- faults, stats, reports -----------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_fault_flags_reach_every_nicd(job: Job, tmp_path: Path) -> None:
+    stats = tmp_path / "stats"
+    r = job.run(
+        "-np", "3", "-q", "--loss", "0.2", "--fault-seed", "5", "--stats", str(stats),
+        "--cpu-report", HOST, "exchange", "40",
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    assert sorted(r.out.splitlines()) == [f"rank {n} received 80" for n in range(3)]
+    for node in range(3):
+        counters = json.loads((stats / f"nic{node}.json").read_text())
+        assert counters["node"] == node
+        assert counters["faults"]["dropped"] > 0
+    summary = json.loads((stats / "job.json").read_text())
+    assert summary["exit_code"] == 0
+    assert summary["faults"]["loss"] == 0.2
+    roles = sorted((p["role"], p["node"]) for p in summary["usage"]["processes"])
+    assert roles == sorted([("host", n) for n in range(3)] + [("nicd", n) for n in range(3)])
+    assert "all nicds" in r.err  # the --cpu-report table
+    job.assert_clean()

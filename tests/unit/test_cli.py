@@ -1,0 +1,102 @@
+"""emurun's command line: splitting emurun's words from the program's, and the plan built."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import pytest
+
+from launcher.cli import build_parser, main, plan_from_argv, split_argv
+from launcher.errors import EXIT_NOT_FOUND, UsageError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+VALUED = build_parser().valued
+
+
+@pytest.mark.parametrize(
+    ("argv", "ours", "theirs"),
+    [
+        (["-np", "4", "app.py", "-np", "2"], ["-np", "4"], ["app.py", "-np", "2"]),
+        (["-n", "2", "--tag-output", "x"], ["-n", "2", "--tag-output"], ["x"]),
+        (["-np", "2", "-m", "pytest", "-q", "-x"], ["-np", "2", "-m", "pytest"], ["-q", "-x"]),
+        (["-np", "2", "-x", "A=1", "--", "-weird"], ["-np", "2", "-x", "A=1"], ["-weird"]),
+        (["--timeout=5", "-np", "1", "prog"], ["--timeout=5", "-np", "1"], ["prog"]),
+        (["-np", "1"], ["-np", "1"], []),
+    ],
+)
+def test_split(argv: list[str], ours: list[str], theirs: list[str]) -> None:
+    assert split_argv(argv, VALUED) == (ours, theirs)
+
+
+def test_every_valued_option_is_known() -> None:
+    for opt in ("-np", "-n", "--timeout", "-x", "--stats", "--loss", "--fault-seed", "-m"):
+        assert opt in VALUED
+    for flag in ("--tag-output", "--cpu-report", "-q"):
+        assert flag not in VALUED
+
+
+def test_full_plan(tmp_path: Path) -> None:
+    app = tmp_path / "app.py"
+    app.write_text("print('hi')\n")
+    env = {"EMU_DUP": "0.1", "KEEP": "k"}
+    plan = plan_from_argv(
+        [
+            "-np", "8", "--timeout", "30", "--tag-output", "-x", "A=1", "-x", "KEEP",
+            "--loss", "0.2", "--fault-seed", "4", "--stats", str(tmp_path / "s"),
+            "--cpu-report", "--bind-to", "none", "--nic-priority", "nice", "--job-id", "j1",
+            "--nicd-args", "--mtu 1024", "-q", str(app), "--flag", "-np", "3",
+        ],
+        env,
+    )  # fmt: skip
+    assert plan.np == 8
+    assert plan.timeout == 30.0
+    assert plan.tag_output
+    assert plan.cpu_report
+    assert plan.quiet
+    assert dict(plan.env) == {"A": "1", "KEEP": "k"}
+    assert (plan.faults.loss, plan.faults.dup, plan.faults.seed) == (0.2, 0.1, 4)
+    assert plan.stats_dir == str(tmp_path / "s")
+    assert (plan.bind_to, plan.nic_priority, plan.job_id) == ("none", "nice", "j1")
+    assert plan.nicd_args == ("--mtu", "1024")
+    assert plan.program.argv == (sys.executable, str(app), "--flag", "-np", "3")
+
+
+def test_defaults(tmp_path: Path) -> None:
+    app = tmp_path / "app.py"
+    app.write_text("")
+    plan = plan_from_argv(["-n", "2", str(app)], {})
+    assert (plan.bind_to, plan.nic_priority, plan.timeout) == ("core", "rt", None)
+    assert not plan.faults.active
+    assert len(plan.job_id) == 8
+
+
+def test_module_program() -> None:
+    plan = plan_from_argv(["-np", "1", "-m", "json.tool", "--help"], {})
+    assert plan.program.argv == (sys.executable, "-m", "json.tool", "--help")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["-np", "1", "-x", "1BAD=2", "true"],
+        ["-np", "1", "-x", "UNSET_IN_ENV", "true"],
+        ["-np", "1", "--nicd-args", "'unbalanced", "true"],
+        ["-np", "1", "--job-id", "a-b", "true"],
+        ["-np", "1", "--loss", "2", "true"],
+    ],
+)
+def test_usage_errors(argv: list[str]) -> None:
+    with pytest.raises(UsageError):
+        plan_from_argv(argv, {})
+
+
+def test_main_reports_errors_with_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["-np", "2", "no_such_program_xyz"]) == EXIT_NOT_FOUND
+    assert "no_such_program_xyz: command not found" in capsys.readouterr().err
+    assert main(["-np", "2"]) == 2
+    assert main(["true"]) == 2  # -np is required
+    assert main(["--help"]) == 0
+    assert "EMU_RANK" in capsys.readouterr().out

@@ -1,0 +1,88 @@
+"""The CPU report and the output helpers of the launcher (no processes)."""
+
+from __future__ import annotations
+
+import signal
+from typing import TYPE_CHECKING
+
+import trio
+import trio.testing
+
+from launcher.children import LineReader, describe_exit, exit_code_of, tag_lines
+from launcher.cleanup import job_segments
+from launcher.report import ProcessUsage, describe_status, format_table, usage_json
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+USAGES = [
+    ProcessUsage("nicd", 0, 101, 0.25, 0.5, 2.0, 0),
+    ProcessUsage("host", 1, 202, 1.0, 0.125, 1.5, -9),
+    ProcessUsage("host", 0, 201, 2.0, 0.0, 1.5, 0),
+]
+
+
+def test_table_rows_hosts_first_then_totals() -> None:
+    lines = format_table(USAGES, 3.0).splitlines()
+    assert lines[0].split() == ["process", "pid", "user", "s", "system", "s", "cpu", "s",
+                                "wall", "s", "status"]  # fmt: skip
+    assert [ln.split()[:2] for ln in lines[1:4]] == [["host", "0"], ["host", "1"], ["nicd", "0"]]
+    assert lines[2].split()[-1] == "SIGKILL"
+    assert lines[4].split() == ["all", "hosts", "3.000", "0.125", "3.125"]
+    assert lines[5].split() == ["all", "nicds", "0.250", "0.500", "0.750"]
+    assert lines[6].split() == ["job", "3.000"]
+
+
+def test_usage_json() -> None:
+    doc = usage_json(USAGES[:1], 3.0)
+    assert doc == {
+        "wall_s": 3.0,
+        "processes": [
+            {"role": "nicd", "node": 0, "pid": 101, "user_s": 0.25, "system_s": 0.5,
+             "wall_s": 2.0, "returncode": 0},
+        ],
+    }  # fmt: skip
+
+
+def test_statuses() -> None:
+    assert describe_status(None) == "?"
+    assert describe_status(3) == "3"
+    assert describe_status(-signal.SIGTERM) == "SIGTERM"
+    assert describe_exit(2) == "exited with code 2"
+    assert describe_exit(-9) == "was killed by SIGKILL"
+    assert exit_code_of(5) == 5
+    assert exit_code_of(-15) == 143
+
+
+def test_tag_lines() -> None:
+    assert tag_lines(b"a\nb\n", b"[1] ") == b"[1] a\n[1] b\n"
+    assert tag_lines(b"partial", b"[0] ") == b"[0] partial\n"
+    assert tag_lines(b"\n", b"[2] ") == b"[2] \n"
+
+
+async def test_line_reader_returns_whole_lines_then_the_rest() -> None:
+    send, recv = trio.testing.memory_stream_pair()
+    reader = LineReader(recv)
+    await send.send_all(b"one\ntw")
+    assert await reader.read_lines() == b"one\n"
+    await send.send_all(b"o\nthree\nfo")
+    assert await reader.read_lines() == b"two\nthree\n"
+    await send.aclose()
+    assert await reader.read_lines() == b"fo"
+    assert await reader.read_lines() is None
+
+
+async def test_line_reader_cuts_endless_lines() -> None:
+    send, recv = trio.testing.memory_stream_pair()
+    reader = LineReader(recv)
+    await send.send_all(b"x" * 200_000)
+    got = await reader.read_lines()
+    assert got is not None
+    assert 0 < len(got) < 200_000
+    assert b"\n" not in got
+
+
+def test_job_segments_match_the_prefix_only(tmp_path: Path) -> None:
+    for name in ("emu_j1_a", "emu_j1_b", "emu_j12_a", "emu_j2_a", "other"):
+        (tmp_path / name).write_bytes(b"")
+    assert [p.name for p in job_segments("j1", tmp_path)] == ["emu_j1_a", "emu_j1_b"]
