@@ -1,0 +1,8 @@
+"""Paper microbenchmarks of the host library; each is ``python -m emucluster.bench.<name>``.
+
+* `unexpected_queue`: search cost per entry vs unexpected-queue depth (seed 004 Fig. 4).
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
