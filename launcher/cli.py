@@ -86,6 +86,13 @@ def build_parser() -> _Parser:
         default="rt",
         help="rt: nicd at SCHED_FIFO, else niced hosts; nice: hosts at nice 19 (%(default)s)",
     )
+    p.option(
+        "--stop-grace",
+        type=float,
+        default=3.0,
+        metavar="S",
+        help="seconds between SIGTERM and SIGKILL when stopping a process (%(default)s)",
+    )
     p.option("--nicd-args", default="", metavar="ARGS", help="extra nicd flags, one string")
     p.option("--job-id", metavar="ID", help="job id (letters and digits; default random)")
     p.option("-q", "--quiet", action="store_true", help="report nothing but failures")
@@ -171,6 +178,7 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         bind_to=args.bind_to,
         nic_priority=args.nic_priority,
         nicd_args=nicd_args,
+        stop_grace=args.stop_grace,
         quiet=args.quiet,
     )
 

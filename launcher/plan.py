@@ -165,6 +165,8 @@ class LaunchPlan:
             raise UsageError(f"-np {self.np} is not in 1..65535")
         if self.timeout is not None and not self.timeout > 0:
             raise UsageError(f"--timeout {self.timeout!r} must be positive")
+        if not self.stop_grace >= 0:
+            raise UsageError(f"--stop-grace {self.stop_grace!r} must not be negative")
         validate_job_id(self.job_id)
 
 

@@ -19,11 +19,15 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 import pytest
 
 from launcher.cleanup import job_processes, job_segments, sweep
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = str(Path(__file__).parent / "hosts" / "emurun_host.py")
@@ -48,6 +52,7 @@ class Job:
         self.env = {**os.environ, "TMPDIR": self.tmpdir}
         self.proc: subprocess.Popen[bytes] | None = None
         self._out = b""
+        self._err = b""
 
     def argv(self, args: list[str]) -> list[str]:
         return [*EMURUN, "--job-id", self.id, *args]
@@ -64,39 +69,55 @@ class Job:
         return Result(done.returncode, done.stdout.decode(), done.stderr.decode())
 
     def start(self, *args: str) -> None:
+        """Start emurun in a session of its own (so its group is what a terminal would
+        signal on Ctrl-C)."""
         self.proc = subprocess.Popen(
             self.argv(list(args)),
             env=self.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            start_new_session=True,
         )
 
-    def wait_ready(self, count: int) -> dict[int, int]:
-        """Read stdout until ``count`` hosts said ``ready RANK PID``; return rank -> pid."""
+    def _read_until(self, done: Callable[[], bool], what: str) -> None:
         assert self.proc is not None
-        assert self.proc.stdout is not None
+        streams = {self.proc.stdout: 1, self.proc.stderr: 2}
         deadline = time.monotonic() + WAIT_S
-        pids: dict[int, int] = {}
-        while len(pids) < count:
+        while not done():
             remaining = deadline - time.monotonic()
-            assert remaining > 0, f"only {sorted(pids)} ready: {self._out!r}"
-            readable, _, _ = select.select([self.proc.stdout], [], [], remaining)
-            if not readable:
-                continue
-            chunk = os.read(self.proc.stdout.fileno(), 65536)
-            assert chunk, f"emurun closed stdout early: {self._out!r}"
-            self._out += chunk
+            assert remaining > 0, f"no {what}: {self._out!r} {self._err!r}"
+            readable, _, _ = select.select(list(streams), [], [], remaining)
+            for stream in readable:
+                chunk = os.read(stream.fileno(), 65536)  # type: ignore[union-attr]
+                assert chunk, f"emurun closed its output early: {self._out!r} {self._err!r}"
+                if streams[stream] == 1:
+                    self._out += chunk
+                else:
+                    self._err += chunk
+
+    def wait_ready(self, count: int) -> dict[int, int]:
+        """Read until ``count`` hosts said ``ready RANK PID`` on stdout; return rank -> pid."""
+        pids: dict[int, int] = {}
+
+        def enough() -> bool:
             for line in self._out.decode().splitlines():
                 words = line.split()
                 if len(words) == 3 and words[0] == "ready":
                     pids[int(words[1])] = int(words[2])
+            return len(pids) >= count
+
+        self._read_until(enough, f"{count} ready lines")
         return pids
+
+    def wait_stderr(self, text: str) -> None:
+        """Read until ``text`` appeared on emurun's stderr."""
+        self._read_until(lambda: text in self._err.decode(), repr(text))
 
     def finish(self) -> Result:
         assert self.proc is not None
         out, err = self.proc.communicate(timeout=WAIT_S)
-        return Result(self.proc.returncode, (self._out + out).decode(), err.decode())
+        return Result(self.proc.returncode, (self._out + out).decode(), (self._err + err).decode())
 
     def nicd_pid(self, node: int) -> int:
         for proc in job_processes(self.id):
@@ -204,35 +225,60 @@ def test_killed_host_stops_the_job(job: Job) -> None:
 
 
 @pytest.mark.slow
-def test_killed_nicd_stops_the_job(job: Job) -> None:
-    job.start("-np", "3", "-q", HOST, "hang")
+def test_killed_nicd_stops_the_job_and_is_blamed(job: Job) -> None:
+    job.start("-np", "3", "-q", HOST, "recv")  # rank 1 fails too when its NIC goes
     job.wait_ready(3)
     os.kill(job.nicd_pid(1), signal.SIGKILL)
     r = job.finish()
     assert r.code == 125, r.err
-    assert "nicd of node 1 " in r.err
+    assert "emurun: nicd of node 1 " in r.err
     assert "was killed by SIGKILL; stopping the job" in r.err
+    assert "emurun: rank" not in r.err
     job.assert_clean()
 
 
 @pytest.mark.slow
 def test_timeout_stops_a_hanging_job(job: Job) -> None:
-    r = job.run("-np", "2", "-q", "--timeout", "3", HOST, "hang")
+    r = job.run("-np", "2", "-q", "--timeout", "2", HOST, "hang")
     assert r.code == 124, r.err
-    assert "emurun: timed out after 3 s; stopping the job" in r.err
+    assert "emurun: timed out after 2 s; stopping the job" in r.err
     job.assert_clean()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_signal_to_emurun_stops_everything(job: Job, signum: int) -> None:
+def test_ctrl_c_or_sigterm_stops_everything(job: Job, signum: int) -> None:
     job.start("-np", "3", "-q", HOST, "hang")
     job.wait_ready(3)
     assert job.proc is not None
-    job.proc.send_signal(signum)
+    if signum == signal.SIGINT:
+        os.killpg(job.proc.pid, signum)  # what a terminal does on Ctrl-C
+    else:
+        job.proc.send_signal(signum)
     r = job.finish()
     assert r.code == 128 + signum, r.err
     assert f"emurun: got {signal.Signals(signum).name}; stopping the job" in r.err
+    job.assert_clean()
+
+
+@pytest.mark.slow
+def test_hosts_ignoring_sigterm_are_killed_after_the_grace(job: Job) -> None:
+    r = job.run("-np", "2", "-q", "--timeout", "2", "--stop-grace", "0.5", HOST, "stubborn")
+    assert r.code == 124, r.err
+    job.assert_clean()
+
+
+@pytest.mark.slow
+def test_second_ctrl_c_kills_at_once(job: Job) -> None:
+    job.start("-np", "2", "-q", "--stop-grace", "600", HOST, "stubborn")
+    job.wait_ready(2)
+    assert job.proc is not None
+    os.killpg(job.proc.pid, signal.SIGINT)
+    job.wait_stderr("stopping the job")
+    os.killpg(job.proc.pid, signal.SIGINT)
+    r = job.finish()
+    assert r.code == 130, r.err
+    assert "emurun: got SIGINT again: killing everything" in r.err
     job.assert_clean()
 
 
@@ -268,10 +314,10 @@ def test_fault_flags_reach_every_nicd(job: Job, tmp_path: Path) -> None:
     stats = tmp_path / "stats"
     r = job.run(
         "-np", "3", "-q", "--loss", "0.2", "--fault-seed", "5", "--stats", str(stats),
-        "--cpu-report", HOST, "exchange", "40",
+        "--cpu-report", HOST, "exchange", "20",
     )  # fmt: skip
     assert r.code == 0, r.err
-    assert sorted(r.out.splitlines()) == [f"rank {n} received 80" for n in range(3)]
+    assert sorted(r.out.splitlines()) == [f"rank {n} received 40" for n in range(3)]
     for node in range(3):
         counters = json.loads((stats / f"nic{node}.json").read_text())
         assert counters["node"] == node

@@ -3,6 +3,8 @@
 hello            print one line on stdout and one on stderr, exit 0
 fail R CODE      rank R exits with CODE; the others wait forever
 hang             say ready, then wait forever
+stubborn         ignore SIGTERM, say ready, wait forever
+recv             open port 0, say ready, wait for a message forever (fails if nicd dies)
 leak             create a /dev/shm segment of the job and a child that ignores SIGTERM
                  (in a session of its own), say ready, then wait forever
 exchange K       send K messages to every other rank on port 0, receive all, exit 0
@@ -11,6 +13,7 @@ exchange K       send K messages to every other rank on port 0, receive all, exi
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -59,6 +62,16 @@ def main() -> None:
     elif what == "hang":
         ready()
         forever()
+    elif what == "stubborn":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        ready()
+        forever()
+    elif what == "recv":
+        from emucluster.port import Port
+
+        with Port.open(port=0) as port:
+            ready()
+            port.recv()
     elif what == "leak":
         with open(f"/dev/shm/emu_{JOB}_{RANK}", "wb") as f:
             f.write(bytes(4096))
