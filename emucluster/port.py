@@ -47,9 +47,7 @@ class SendFailedError(PortError):
     """A send will never be delivered (dead peer, closed port, no route, too large)."""
 
     def __init__(self, event: ErrorEvent) -> None:
-        super().__init__(
-            f"send {event.handle} to node {event.dst_node} failed: {event.reason}"
-        )
+        super().__init__(f"send {event.handle} to node {event.dst_node} failed: {event.reason}")
         self.event = event
         self.handle = event.handle
         self.dst_node = event.dst_node

@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fault(args: argparse.Namespace, name: str, kind: type[float] | type[int]) -> float:
-    value = getattr(args, name)
+    value: float | None = getattr(args, name)
     if value is None:
         env = os.environ.get(_FAULT_ENV[name])
         if env is None or env == "":
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         config = config_from_args(args)
-        from nicd.daemon import run  # noqa: PLC0415  (keeps --help fast)
+        from nicd.daemon import run
 
         return run(config)
     except UsageError as exc:

@@ -7,23 +7,21 @@ The transport core returns :data:`TransportAction`; the NIC core turns those int
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
-
-from nicd.wire import ControlPacket, DataPacket, MsgType
 
 if TYPE_CHECKING:
     from nicd.hostlink import HostRecord
+    from nicd.wire import ControlPacket, DataPacket, MsgType
 
 __all__ = [
     "Deliver",
     "NicAction",
-    "ToHost",
-    "Transmit",
     "PeerDead",
     "SendComplete",
     "SendFailed",
     "SendPacket",
+    "ToHost",
+    "Transmit",
     "TransportAction",
 ]
 

@@ -9,6 +9,7 @@ Every figure comes from one run on this machine; compare the ratios, not the abs
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import multiprocessing as mp
 import os
@@ -50,18 +51,23 @@ def _port_peer(sock_path: str, wait: WaitPolicy, mode: str, count: int, ready: A
         port.flush(timeout=120)
 
 
-def _bench_ports(sockets: dict[int, str], wait: WaitPolicy, iters: int, stream: int) -> dict[str, Any]:
+def _bench_ports(
+    sockets: dict[int, str], wait: WaitPolicy, iters: int, stream: int
+) -> dict[str, Any]:
     ctx = mp.get_context("fork")
     out: dict[str, Any] = {"latency_us": {}, "samples_us": {}}
+    peer = sockets[1]
     with Port.open(sockets[0], 0, receive_buffers=128, wait=wait) as port:
         for size in SIZES:
             n = iters if size <= 4096 else max(50, iters // 10)
-            samples = _run_peer(ctx, sockets[1], wait, "echo", n + 20, lambda: _pingpong(port, size, n))
+            body = functools.partial(_pingpong, port, size, n)
+            samples = _run_peer(ctx, peer, wait, "echo", n + 20, body)
             out["samples_us"][str(size)] = samples
             out["latency_us"][str(size)] = statistics.median(samples)
         for size, key in ((8, "rate_msgs_per_s"), (65536, "bandwidth_MB_per_s")):
             count = stream if size == 8 else max(200, stream // 20)
-            elapsed = _run_peer(ctx, sockets[1], wait, "sink", count, lambda: _stream(port, size, count))
+            streamer = functools.partial(_stream, port, size, count)
+            elapsed = _run_peer(ctx, peer, wait, "sink", count, streamer)
             out[key] = count / elapsed if size == 8 else count * size / elapsed / 1e6
     return out
 
@@ -232,14 +238,18 @@ def _print(results: dict[str, Any]) -> None:
     print(f"{'':28}{'relay floor':>14}{'nicd':>14}{'nicd 5% loss':>14}")
     for size in SIZES:
         row = [results[k]["latency_us"][str(size)] for k in ("relay", "nicd", "nicd_loss5")]
-        print(f"{'one-way latency ' + str(size) + ' B (us)':28}" + "".join(f"{v:14.1f}" for v in row))
-    for key, label in (("rate_msgs_per_s", "8 B message rate (/s)"), ("bandwidth_MB_per_s", "64 KiB MB/s")):
+        label = f"one-way latency {size} B (us)"
+        print(f"{label:28}" + "".join(f"{v:14.1f}" for v in row))
+    rows = (("rate_msgs_per_s", "8 B message rate (/s)"), ("bandwidth_MB_per_s", "64 KiB MB/s"))
+    for key, label in rows:
         row = [results[k][key] for k in ("nicd", "nicd_loss5")]
         print(f"{label:28}{'-':>14}" + "".join(f"{v:14.1f}" for v in row))
     s = results["summary"]
     print(f"8 B latency / relay floor: {s['latency_ratio_8B']:.2f}x (target <= 2x)")
-    print(f"64 KiB bandwidth: {s['bandwidth_MB_per_s']:.0f} MB/s (target >= 250), "
-          f"with 5% loss {s['bandwidth_MB_per_s_loss5']:.0f} MB/s (target > 100)")
+    print(
+        f"64 KiB bandwidth: {s['bandwidth_MB_per_s']:.0f} MB/s (target >= 250), "
+        f"with 5% loss {s['bandwidth_MB_per_s_loss5']:.0f} MB/s (target > 100)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ import socket
 import stat
 import time
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from nicd import hostlink as hl
 from nicd.actions import ToHost, Transmit
@@ -85,10 +85,9 @@ class _Shell(asyncio.DatagramProtocol):
     # -- link -------------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.DatagramTransport)
-        self.udp = transport
+        self.udp = cast("asyncio.DatagramTransport", transport)  # uvloop's is no subclass
 
-    def datagram_received(self, data: bytes, addr: Addr) -> None:  # type: ignore[override]
+    def datagram_received(self, data: bytes, addr: Addr) -> None:
         actions = self.core.on_datagram(data, (addr[0], addr[1]), now=time.monotonic())
         if actions:
             self._execute(actions)
@@ -282,12 +281,11 @@ async def _serve(config: NicConfig, ready: bool) -> NicCore:
 def run(config: NicConfig, *, ready_line: bool = True) -> int:
     """Run one nicd until SIGTERM/SIGINT; write the stats file; return the exit status."""
     try:
-        import uvloop  # noqa: PLC0415  (optional fast path)
-
-        runner = uvloop.run
-    except ImportError:  # pragma: no cover - uvloop is a dependency, but keep nicd usable
-        runner = asyncio.run
-    core = runner(_serve(config, ready_line))
+        import uvloop  # the fast path (DESIGN §10)
+    except ImportError:  # pragma: no cover - a dependency, but keep nicd usable without it
+        core = asyncio.run(_serve(config, ready_line))
+    else:
+        core = uvloop.run(_serve(config, ready_line))
     if config.stats_file:
         tmp = config.stats_file + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:

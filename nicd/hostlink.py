@@ -219,7 +219,8 @@ def _chunked(head: bytes, payload: bytes) -> list[bytes]:
 
 
 def _packb(op: HostOp, obj: object) -> bytes:
-    return bytes((op,)) + msgpack.packb(obj, use_bin_type=True)
+    packed: bytes = msgpack.packb(obj, use_bin_type=True)
+    return bytes((op,)) + packed
 
 
 def encode_record(rec: HostRecord) -> list[bytes]:

@@ -44,7 +44,7 @@ class NicCluster:
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:  # noqa: ANN401
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def start(self, extra_routes: dict[int, tuple[str, int]] | None = None) -> None:
@@ -66,7 +66,7 @@ class NicCluster:
         return self.run_dir / f"stats{node}.json"
 
     def stats(self, node: int) -> dict[str, Any]:
-        return manage.read_stats(self.sockets[node], timeout=10)  # type: ignore[return-value]
+        return manage.read_stats(self.sockets[node], timeout=10)
 
     def kill(self, node: int) -> None:
         self.procs[node].send_signal(signal.SIGKILL)
@@ -104,7 +104,8 @@ def _read_ready(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
             line += chunk
     text = line.decode().strip()
     assert text.startswith("NICD_READY "), text
-    return json.loads(text.removeprefix("NICD_READY "))
+    announced: dict[str, Any] = json.loads(text.removeprefix("NICD_READY "))
+    return announced
 
 
 def run_hosts(  # a test helper: each host program prints a JSON line

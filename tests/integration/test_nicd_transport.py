@@ -38,11 +38,10 @@ def test_all_pairs_exchange_survives_loss_dup_reorder(tmp_path: Path) -> None:
 
 def test_stats_file_written_on_sigterm(tmp_path: Path) -> None:
     cluster = NicCluster(2, tmp_path)
-    with cluster:
-        with Port.open(cluster.sockets[0]) as a, Port.open(cluster.sockets[1]) as b:
-            a.send(1, b.port_id, b"ping")
-            assert b.recv(timeout=30).payload == b"ping"
-            a.flush(timeout=30)
+    with cluster, Port.open(cluster.sockets[0]) as a, Port.open(cluster.sockets[1]) as b:
+        a.send(1, b.port_id, b"ping")
+        assert b.recv(timeout=30).payload == b"ping"
+        a.flush(timeout=30)
     assert cluster.stop() == [0, 0]
     for node in range(2):
         saved = json.loads(cluster.stats_path(node).read_text())
@@ -72,8 +71,8 @@ def test_killed_peer_fails_its_sends_while_others_continue(tmp_path: Path) -> No
         got = [b.recv(timeout=30).payload for _ in range(50)]
         assert got == [f"still here {i}".encode() for i in range(50)]
         a.flush(timeout=30)
+        a.send(2, 0, b"again")
         with pytest.raises(SendFailedError, match="peer_dead"):
-            a.send(2, 0, b"again")
             a.flush(timeout=30)
         for port in (a, b):
             port.close()
