@@ -30,6 +30,8 @@ class TransportConfig:
     """A peer that acknowledges nothing for this long while data is outstanding is dead."""
     dead_peer_min_retries: int = 4
     """... and only after at least this many timeouts in a row."""
+    max_message: int = 1 << 24
+    """Largest message a receiver reassembles, in bytes; a longer one is a counted drop."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,449 @@
+"""Logical channels of one NIC: a go-back-N stream per (source LC, destination node,
+destination LC), peer liveness, and the transport's merged timer.
+
+A port is a GM endpoint and a GRIM logical channel at once. Sequencing is any-to-any (GRIM
+4.3.2): outgoing streams are keyed by :class:`StreamKey`, incoming ones by :class:`RecvKey`,
+and every ACK/NACK names its stream, so a rollback on one stream never touches another.
+Liveness is per peer: ALIVE, SUSPECT after a retransmission timeout, DEAD when nothing was
+heard from it for ``dead_peer_timeout_s`` while data was outstanding and at least
+``dead_peer_min_retries`` timeouts happened in a row. Its legal moves are the table
+:data:`PEER_TRANSITIONS`; DEAD is terminal for the run.
+
+Invariants: every message handed to :meth:`Transport.send` ends in exactly one SendComplete or
+SendFailed (``peer_dead``, ``no_port``, ``closed``); a DEAD peer has no outgoing streams and
+new sends to it fail at once; PeerDead is emitted once per peer; ``next_deadline`` is the
+minimum of the busy streams' timers and ``on_timer`` clears or moves every deadline it finds
+passed, so a caller never spins; a bad or unexpected packet is a counted drop.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, NamedTuple
+
+from nicd.actions import PeerDead, SendFailed
+from nicd.errors import UsageError
+from nicd.reliable import Admission, Admit, GbnReceiver, GbnSender
+from nicd.rto import Rto, RttEstimator
+from nicd.wire import MAX_NODE, MAX_PORT, MsgType
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from nicd.actions import TransportAction
+    from nicd.config import TransportConfig
+    from nicd.wire import ControlPacket, DataPacket
+
+__all__ = [
+    "END_STATES",
+    "PEER_TRANSITIONS",
+    "Admission",
+    "Admit",
+    "PeerEvent",
+    "PeerState",
+    "RecvKey",
+    "StreamKey",
+    "Transport",
+    "TransportStats",
+]
+
+_U16 = 0xFFFF
+_U32 = 0xFFFFFFFF
+
+
+class StreamKey(NamedTuple):
+    """An outgoing stream: from local LC ``src_port`` to LC ``dst_port`` of ``dst_node``."""
+
+    src_port: int
+    dst_node: int
+    dst_port: int
+
+
+class RecvKey(NamedTuple):
+    """An incoming stream: from LC ``src_port`` of ``src_node`` to local LC ``dst_port``."""
+
+    src_node: int
+    src_port: int
+    dst_port: int
+
+
+class PeerState(Enum):
+    """What this NIC believes about another node."""
+
+    ALIVE = "alive"
+    SUSPECT = "suspect"
+    DEAD = "dead"
+
+
+class PeerEvent(Enum):
+    """Inputs of the liveness machine."""
+
+    HEARD = "heard"
+    """An ACK or NACK arrived from the peer."""
+    TIMEOUT = "timeout"
+    """A retransmission timer towards the peer expired."""
+    EXPIRED = "expired"
+    """Silence lasted past the dead-peer limit (checked at a timeout)."""
+
+
+PEER_TRANSITIONS: dict[tuple[PeerState, PeerEvent], PeerState] = {
+    (PeerState.ALIVE, PeerEvent.HEARD): PeerState.ALIVE,
+    (PeerState.ALIVE, PeerEvent.TIMEOUT): PeerState.SUSPECT,
+    (PeerState.ALIVE, PeerEvent.EXPIRED): PeerState.DEAD,  # dead_peer_min_retries == 0
+    (PeerState.SUSPECT, PeerEvent.HEARD): PeerState.ALIVE,
+    (PeerState.SUSPECT, PeerEvent.TIMEOUT): PeerState.SUSPECT,
+    (PeerState.SUSPECT, PeerEvent.EXPIRED): PeerState.DEAD,
+}
+END_STATES = frozenset({PeerState.DEAD})
+"""States no input leaves; checked before the table."""
+
+
+@dataclass(slots=True)
+class TransportStats:
+    """Counters shared by every stream of one transport."""
+
+    data_sent: int = 0
+    """Data packets put on the link for the first time."""
+    retransmissions: int = 0
+    """Data packets put on the link again (go-back-N, retries, timeouts)."""
+    acks_sent: int = 0
+    acks_received: int = 0
+    nacks_sent: Counter[str] = field(default_factory=Counter)
+    nacks_received: Counter[str] = field(default_factory=Counter)
+    drops: Counter[str] = field(default_factory=Counter)
+    """Data and control packets dropped, by reason."""
+    delivered: int = 0
+    completed: int = 0
+    failed: Counter[str] = field(default_factory=Counter)
+    timeouts: int = 0
+    loss_events: int = 0
+    """Window cuts (GAP NACKs and timeouts, at most one per RTT per stream)."""
+    refusal_retries: int = 0
+
+
+class _Peer:
+    __slots__ = ("last_heard", "node", "rtt", "state", "timeouts")
+
+    def __init__(self, node: int, rtt: RttEstimator) -> None:
+        self.node = node
+        self.rtt = rtt
+        self.state = PeerState.ALIVE
+        self.last_heard: float | None = None
+        self.timeouts = 0  # retransmission timeouts since we last heard from it
+
+
+class Transport:
+    """The reliable transport of node ``node_id``: every stream in and out, sans-IO."""
+
+    def __init__(self, node_id: int, config: TransportConfig, admit: Admit) -> None:
+        _check_config(config)
+        self.node_id = node_id
+        self.config = config
+        self._admit = admit
+        self._stats = TransportStats()
+        self._peers: dict[int, _Peer] = {}
+        self._senders: dict[StreamKey, GbnSender] = {}
+        self._busy: dict[StreamKey, GbnSender] = {}  # senders with packets queued or in flight
+        self._receivers: dict[RecvKey, GbnReceiver] = {}
+        self._pending_acks: dict[RecvKey, GbnReceiver] = {}
+        self._refused: dict[int, dict[RecvKey, GbnReceiver]] = {}  # by local port
+        self._control_handlers: dict[
+            MsgType, Callable[[GbnSender, ControlPacket, float], list[TransportAction]]
+        ] = {MsgType.ACK: self._on_ack, MsgType.NACK: self._on_nack}
+
+    # -- local requests ---------------------------------------------------------------------
+
+    def send(
+        self,
+        *,
+        now: float,
+        src_port: int,
+        dst_node: int,
+        dst_port: int,
+        msg_type: MsgType,
+        payload: bytes,
+        handle: int,
+        am_handler: int = 0,
+        args: tuple[int, int, int, int] = (0, 0, 0, 0),
+        mcast_group: int = 0,
+    ) -> list[TransportAction]:
+        """Queue a message on its stream and transmit what the window allows.
+
+        Raise UsageError for fields that do not fit the wire or a message longer than
+        ``config.max_message``; a DEAD destination gives SendFailed ``peer_dead`` at once.
+        """
+        self._check_send(src_port, dst_node, dst_port, payload, am_handler, args, mcast_group)
+        peer = self._peer(dst_node)
+        if peer.state in END_STATES:
+            self._stats.failed["peer_dead"] += 1
+            return [SendFailed(src_port, handle, dst_node, "peer_dead")]
+        key = StreamKey(src_port, dst_node, dst_port)
+        sender = self._senders.get(key)
+        if sender is None:
+            sender = GbnSender(
+                node_id=self.node_id, src_port=src_port, dst_node=dst_node, dst_port=dst_port,
+                config=self.config, rto=Rto(peer.rtt), stats=self._stats,
+            )  # fmt: skip
+            self._senders[key] = sender
+        sender.queue(
+            msg_type=msg_type, payload=payload, handle=handle,
+            am_handler=am_handler, args=args, mcast_group=mcast_group,
+        )  # fmt: skip
+        self._busy[key] = sender
+        return sender.transmit(now=now)
+
+    def resume_port(self, port: int, *, now: float) -> list[TransportAction]:
+        """Receive tokens came back (or ``port`` opened): NACK RESUME every stream into it
+        that was refused. Cheap when none was."""
+        refused = self._refused.pop(port, None)
+        if not refused:
+            return []
+        out: list[TransportAction] = []
+        for key, receiver in refused.items():
+            action = receiver.resume()
+            if action is not None:
+                out.append(action)
+            self._pending_acks.pop(key, None)  # the RESUME carries the cumulative ACK
+        return out
+
+    def close_port(self, port: int, *, now: float) -> list[TransportAction]:
+        """Local ``port`` closed: its sends fail ``closed``; partial messages into it are
+        dropped."""
+        out: list[TransportAction] = []
+        for key, sender in self._senders.items():
+            if key.src_port == port:
+                out += sender.close()
+                self._track_sender(key, sender)
+        for rkey, receiver in self._receivers.items():
+            if rkey.dst_port == port:
+                receiver.drop_partial()
+        return out
+
+    # -- packets ----------------------------------------------------------------------------
+
+    def on_data(self, packet: DataPacket, *, now: float) -> list[TransportAction]:
+        """A data packet addressed to this node arrived."""
+        key = RecvKey(packet.src_node, packet.src_port, packet.dst_port)
+        receiver = self._receivers.get(key)
+        if receiver is None:
+            receiver = GbnReceiver(
+                node_id=self.node_id, src_node=packet.src_node, src_port=packet.src_port,
+                dst_port=packet.dst_port, config=self.config, stats=self._stats,
+            )  # fmt: skip
+            self._receivers[key] = receiver
+        out = receiver.on_data(packet, now=now, admit=self._admit)
+        if receiver.ack_pending:
+            self._pending_acks[key] = receiver
+        else:
+            self._pending_acks.pop(key, None)
+        if receiver.refusal is not None:
+            self._refused.setdefault(key.dst_port, {})[key] = receiver
+        else:
+            refused = self._refused.get(key.dst_port)
+            if refused is not None:
+                refused.pop(key, None)
+        return out
+
+    def on_control(self, packet: ControlPacket, *, now: float) -> list[TransportAction]:
+        """An ACK or NACK arrived; anything else is a counted drop."""
+        drops = self._stats.drops
+        handler = self._control_handlers.get(packet.msg_type)
+        if handler is None:
+            drops["unexpected_control"] += 1
+            return []
+        if packet.to_node != self.node_id:
+            drops["misrouted"] += 1
+            return []
+        peer = self._peer(packet.from_node)
+        if peer.state in END_STATES:
+            drops["from_dead_peer"] += 1
+            return []
+        self._heard(peer, now)
+        key = StreamKey(packet.src_port, packet.from_node, packet.dst_port)
+        sender = self._senders.get(key)
+        if sender is None:
+            drops["unknown_stream"] += 1
+            return []
+        out = handler(sender, packet, now)
+        self._track_sender(key, sender)
+        return out
+
+    # -- timers -----------------------------------------------------------------------------
+
+    def on_timer(self, *, now: float) -> list[TransportAction]:
+        """Fire every stored deadline that has passed."""
+        out: list[TransportAction] = []
+        for key, sender in list(self._busy.items()):
+            if self._busy.get(key) is not sender:
+                continue  # its peer died earlier in this loop
+            deadline = sender.rto_deadline()
+            if deadline is not None and now >= deadline:
+                peer = self._peers[key.dst_node]
+                if self._timed_out(peer, sender, now):
+                    out += self._declare_dead(peer)
+                    continue
+                out += sender.on_timeout(now=now)
+            out += sender.on_timer(now=now)
+            self._track_sender(key, sender)
+        return out
+
+    def flush(self, *, now: float) -> list[TransportAction]:
+        """Emit the ACKs held back for batching (the shell calls this after a burst)."""
+        out: list[TransportAction] = []
+        for receiver in self._pending_acks.values():
+            action = receiver.take_ack()
+            if action is not None:
+                out.append(action)
+        self._pending_acks.clear()
+        return out
+
+    def next_deadline(self) -> float | None:
+        """The earliest timer of any stream, or None."""
+        deadlines = [d for s in self._busy.values() if (d := s.next_deadline()) is not None]
+        return min(deadlines) if deadlines else None
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def peer_state(self, node: int) -> PeerState:
+        """What we believe about ``node`` (ALIVE until proven otherwise)."""
+        peer = self._peers.get(node)
+        return PeerState.ALIVE if peer is None else peer.state
+
+    def stats(self) -> dict[str, object]:
+        """Counters, JSON-able."""
+        s = self._stats
+        return {
+            "data_sent": s.data_sent,
+            "packets_sent": s.data_sent + s.retransmissions,
+            "retransmissions": s.retransmissions,
+            "acks_sent": s.acks_sent,
+            "acks_received": s.acks_received,
+            "nacks_sent": dict(s.nacks_sent),
+            "nacks_received": dict(s.nacks_received),
+            "drops": dict(s.drops),
+            "drops_total": sum(s.drops.values()),
+            "messages_delivered": s.delivered,
+            "messages_completed": s.completed,
+            "messages_failed": dict(s.failed),
+            "timeouts": s.timeouts,
+            "loss_events": s.loss_events,
+            "refusal_retries": s.refusal_retries,
+            "streams_out": len(self._senders),
+            "streams_busy": len(self._busy),
+            "streams_in": len(self._receivers),
+            "peers": {
+                str(node): {
+                    "state": peer.state.value,
+                    "srtt": peer.rtt.srtt,
+                    "rttvar": peer.rtt.rttvar,
+                    "rto": peer.rtt.rto(),
+                    "rtt_samples": peer.rtt.samples,
+                    "karn_ignored": peer.rtt.ignored,
+                    "timeouts_in_row": peer.timeouts,
+                }
+                for node, peer in sorted(self._peers.items())
+            },
+        }
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _on_ack(
+        self, sender: GbnSender, packet: ControlPacket, now: float
+    ) -> list[TransportAction]:
+        self._stats.acks_received += 1
+        return sender.on_ack(packet.seq, now=now)
+
+    def _on_nack(
+        self, sender: GbnSender, packet: ControlPacket, now: float
+    ) -> list[TransportAction]:
+        reason = packet.reason
+        if reason is None:  # the decoder never makes one; a hand-built record might
+            self._stats.drops["nack_without_reason"] += 1
+            return []
+        self._stats.nacks_received[reason.name.lower()] += 1
+        return sender.on_nack(reason, packet.seq, now=now)
+
+    def _peer(self, node: int) -> _Peer:
+        peer = self._peers.get(node)
+        if peer is None:
+            c = self.config
+            rtt = RttEstimator(initial_s=c.rto_initial_s, min_s=c.rto_min_s, max_s=c.rto_max_s)
+            peer = self._peers[node] = _Peer(node, rtt)
+        return peer
+
+    def _move(self, peer: _Peer, event: PeerEvent) -> None:
+        if peer.state in END_STATES:
+            return
+        peer.state = PEER_TRANSITIONS[(peer.state, event)]
+
+    def _heard(self, peer: _Peer, now: float) -> None:
+        peer.last_heard = now
+        peer.timeouts = 0
+        self._move(peer, PeerEvent.HEARD)
+
+    def _timed_out(self, peer: _Peer, sender: GbnSender, now: float) -> bool:
+        """Count a timeout towards ``peer``; True when it is now past the dead-peer limit."""
+        peer.timeouts += 1
+        self._move(peer, PeerEvent.TIMEOUT)
+        silent_since = sender.oldest_first_sent()
+        if silent_since is None:
+            return False
+        if peer.last_heard is not None:
+            silent_since = max(silent_since, peer.last_heard)
+        c = self.config
+        return (
+            peer.timeouts >= c.dead_peer_min_retries and now - silent_since >= c.dead_peer_timeout_s
+        )
+
+    def _declare_dead(self, peer: _Peer) -> list[TransportAction]:
+        self._move(peer, PeerEvent.EXPIRED)
+        out: list[TransportAction] = []
+        for key in [k for k in self._senders if k.dst_node == peer.node]:
+            out += self._senders.pop(key).fail_all("peer_dead")
+            self._busy.pop(key, None)
+        out.append(PeerDead(peer.node))
+        return out
+
+    def _track_sender(self, key: StreamKey, sender: GbnSender) -> None:
+        if sender.idle:
+            self._busy.pop(key, None)
+        else:
+            self._busy[key] = sender
+
+    def _check_send(
+        self,
+        src_port: int,
+        dst_node: int,
+        dst_port: int,
+        payload: bytes,
+        am_handler: int,
+        args: tuple[int, int, int, int],
+        mcast_group: int,
+    ) -> None:
+        if not (0 <= src_port <= MAX_PORT and 0 <= dst_port <= MAX_PORT):
+            raise UsageError(f"ports {src_port}, {dst_port} must be in 0..{MAX_PORT}")
+        if not 0 <= dst_node <= MAX_NODE:
+            raise UsageError(f"node {dst_node} must be in 0..{MAX_NODE}")
+        if len(payload) > self.config.max_message:
+            raise UsageError(f"message of {len(payload)} bytes exceeds max_message")
+        if not (0 <= am_handler <= _U16 and 0 <= mcast_group <= _U16):
+            raise UsageError("am_handler and mcast_group must fit in 16 bits")
+        if len(args) != 4 or not all(0 <= a <= _U32 for a in args):
+            raise UsageError("args must be four 32-bit unsigned words")
+
+
+def _check_config(c: TransportConfig) -> None:
+    """Raise UsageError for a config the transport cannot run with."""
+    if not 1 <= c.mtu <= _U16:
+        raise UsageError(f"mtu {c.mtu} must be in 1..{_U16} (16-bit fragment length)")
+    if c.window < 1 or c.ack_every < 1:
+        raise UsageError("window and ack_every must be at least 1")
+    if c.no_buffer_retry_s <= 0 or c.dead_peer_timeout_s <= 0:
+        raise UsageError("no_buffer_retry_s and dead_peer_timeout_s must be positive")
+    if c.dead_peer_min_retries < 0:
+        raise UsageError("dead_peer_min_retries must not be negative")
+    if not 0 <= c.max_message <= _U32:
+        raise UsageError(f"max_message must be in 0..{_U32} (32-bit message length)")
+    RttEstimator(initial_s=c.rto_initial_s, min_s=c.rto_min_s, max_s=c.rto_max_s)

@@ -1,0 +1,556 @@
+"""Go-back-N sender and receiver for one stream (GRIM 4.2-4.3, adapted to lossy UDP).
+
+A stream is one (source LC, destination node, destination LC) triple: GRIM 4.3.2's any-to-any
+sequencing, so a NACK or a rollback here never touches another stream. The sender owns the
+scoreboard (seq -> packet, first and last send time, send count; the NI token on the wire is
+``seq & 0xFFFF``); the receiver owns the expected sequence number and at most one message
+being reassembled (GRIM 4.3.3: buffering only at the sender). Both are sans-IO: inputs take
+``now`` keyword-only and return actions; timers are deadlines the caller asks for.
+
+Sender invariants: packets carry consecutive sequence numbers; ``base <= send_next <=
+next_seq`` and ``base <= high_sent <= next_seq``; every packet in ``[base, next_seq)`` stays in
+the scoreboard until a cumulative ACK (or a NACK, whose seq acknowledges all before it)
+covers it; a message ends in exactly one SendComplete or SendFailed; a sequence number that
+was on the wire is reused only after NO_PORT refusals proved the receiver refuses it.
+Receiver invariants: ``expected`` only grows; a message is delivered only when its LAST
+fragment arrives at ``expected`` after every earlier fragment was taken in order; ``admit`` is
+called only for a FIRST fragment at ``expected``; a bad peer is a counted drop, never raised.
+Sequence numbers are unbounded here and 32-bit on the wire (:func:`unwrap` maps back).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import TYPE_CHECKING
+
+from nicd.actions import Deliver, SendComplete, SendFailed, SendPacket
+from nicd.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
+
+if TYPE_CHECKING:
+    from nicd.actions import TransportAction
+    from nicd.channels import TransportStats
+    from nicd.config import TransportConfig
+    from nicd.rto import Rto
+
+__all__ = [
+    "MIN_WINDOW",
+    "REFUSAL_HOLD",
+    "SEQ_MASK",
+    "Admission",
+    "Admit",
+    "GbnReceiver",
+    "GbnSender",
+    "unwrap",
+]
+
+SEQ_BITS = 32  # width of the sequence number on the wire
+SEQ_MASK = (1 << SEQ_BITS) - 1
+_HALF = 1 << (SEQ_BITS - 1)
+TOKEN_MASK = 0xFFFF  # the NI token is the low 16 bits of the sequence number
+MIN_WINDOW = 2  # packets: a loss cut never goes below this (one packet behind a loss
+# still triggers a GAP NACK instead of waiting for the RTO), nor above config.window
+REFUSAL_HOLD = 0.5  # fraction of no_buffer_retry_s a refused receiver ignores retransmissions
+RETRY_BACKOFF_CAP = 16  # doublings of the refusal retry delay, at most
+
+
+class Admission(IntEnum):
+    """The receiving port's answer when a new message's FIRST fragment arrives in order."""
+
+    OK = 0
+    """Accepted; one receive token of the port is used."""
+    NO_BUFFER = 1
+    """The port has no receive token: NACK NO_BUFFER, the sender retries (GRIM 4.3.3)."""
+    NO_PORT = 2
+    """No endpoint is open there: NACK NO_PORT; the sends fail if it lasts."""
+
+
+Admit = Callable[[int, int, int, int], Admission]
+"""``admit(dst_port, src_node, src_port, msg_len)``: called once per message that enters."""
+
+_REFUSALS = {Admission.NO_BUFFER: NackReason.NO_BUFFER, Admission.NO_PORT: NackReason.NO_PORT}
+
+
+def unwrap(wire_seq: int, ref: int) -> int:
+    """The unbounded sequence number nearest ``ref`` whose low 32 bits are ``wire_seq``."""
+    return ref + ((wire_seq - ref + _HALF) & SEQ_MASK) - _HALF
+
+
+@dataclass(slots=True)
+class _Message:
+    handle: int
+    port: int
+    first_seq: int
+    last_seq: int
+    orphan: bool = False
+    """Its port closed: already reported failed, still carried to keep the sequence."""
+
+
+@dataclass(slots=True)
+class _Outgoing:
+    packet: DataPacket
+    message: _Message
+    first_sent: float = 0.0
+    last_sent: float = 0.0
+    sends: int = 0
+
+
+class GbnSender:
+    """The sending side of one stream: scoreboard, window, rollback, timers."""
+
+    def __init__(
+        self,
+        *,
+        node_id: int,
+        src_port: int,
+        dst_node: int,
+        dst_port: int,
+        config: TransportConfig,
+        rto: Rto,
+        stats: TransportStats,
+    ) -> None:
+        self.node_id = node_id
+        self.src_port = src_port
+        self.dst_node = dst_node
+        self.dst_port = dst_port
+        self.config = config
+        self.rto = rto
+        self.stats = stats
+        self._packets: deque[_Outgoing] = deque()  # index i holds seq base + i
+        self._messages: deque[_Message] = deque()
+        self.base = 0
+        """Oldest unacknowledged sequence number."""
+        self.next_seq = 0
+        """Sequence number of the next fragment queued."""
+        self.send_next = 0
+        """Next sequence number to put on the link; ``[base, send_next)`` is in flight."""
+        self.high_sent = 0
+        """One past the highest sequence number ever put on the link."""
+        self.cwnd = float(config.window)
+        """Effective window (AIMD), within [min(MIN_WINDOW, window), window]."""
+        self._cut_until = float("-inf")
+        self._rollback: tuple[int, float] | None = None
+        self._rolled_back_at = float("-inf")
+        self.refusal: NackReason | None = None
+        """Why the receiver refused us last (NO_BUFFER / NO_PORT), until progress or RESUME."""
+        self._refused_since: float | None = None
+        self._paused = False
+        self._probing = False
+        self._retry_at = 0.0
+        self._retries = 0
+
+    # -- local requests ---------------------------------------------------------------------
+
+    def queue(
+        self,
+        *,
+        msg_type: MsgType,
+        payload: bytes,
+        handle: int,
+        am_handler: int = 0,
+        args: tuple[int, int, int, int] = (0, 0, 0, 0),
+        mcast_group: int = 0,
+    ) -> None:
+        """Fragment a message into ``ceil(len / mtu)`` packets (at least one) and queue them."""
+        mtu = self.config.mtu
+        count = max(1, -(-len(payload) // mtu))
+        first = self.next_seq
+        message = _Message(handle, self.src_port, first, first + count - 1)
+        view = memoryview(payload)
+        for i in range(count):
+            flags = FragFlags.NONE
+            if i == 0:
+                flags |= FragFlags.FIRST
+            if i == count - 1:
+                flags |= FragFlags.LAST
+            seq = first + i
+            packet = DataPacket(
+                msg_type, flags, seq & TOKEN_MASK, seq & SEQ_MASK,
+                self.node_id, self.src_port, self.dst_node, self.dst_port,
+                len(payload), i * mtu, bytes(view[i * mtu : (i + 1) * mtu]),
+                mcast_group, am_handler, args,
+            )  # fmt: skip
+            self._packets.append(_Outgoing(packet, message))
+        self.next_seq += count
+        self._messages.append(message)
+
+    def transmit(self, *, now: float) -> list[TransportAction]:
+        """Put on the link what the window allows (one probe after a refusal retry)."""
+        if self._paused:
+            return []
+        limit = 1 if self._probing else int(self.cwnd)
+        stop = min(self.next_seq, self.base + limit)
+        out: list[TransportAction] = []
+        stats = self.stats
+        while self.send_next < stop:
+            entry = self._packets[self.send_next - self.base]
+            if entry.sends:
+                stats.retransmissions += 1
+            else:
+                entry.first_sent = now
+                stats.data_sent += 1
+            entry.sends += 1
+            entry.last_sent = now
+            out.append(SendPacket(self.dst_node, entry.packet))
+            self.send_next += 1
+        self.high_sent = max(self.high_sent, self.send_next)
+        return out
+
+    def close(self) -> list[TransportAction]:
+        """The source port closed: every message fails ``closed``. Messages never on the link
+        are dropped (their sequence numbers were never seen); the rest stay as orphans and
+        are still carried, so the receiver's sequence stays whole (they may still arrive)."""
+        out: list[TransportAction] = [
+            self._failure(m, "closed") for m in self._messages if not m.orphan
+        ]
+        for message in self._messages:
+            message.orphan = True
+        while self._messages and self._messages[-1].first_seq >= self.high_sent:
+            message = self._messages.pop()
+            for _ in range(message.last_seq - message.first_seq + 1):
+                self._packets.pop()
+        self.next_seq = self.base + len(self._packets)
+        return out
+
+    def fail_all(self, reason: str) -> list[TransportAction]:
+        """Fail every queued and in-flight message (the peer is dead); the stream empties."""
+        out: list[TransportAction] = [
+            self._failure(m, reason) for m in self._messages if not m.orphan
+        ]
+        self._messages.clear()
+        self._packets.clear()
+        self.next_seq = self.send_next = self.high_sent = self.base
+        self._clear_refusal()
+        return out
+
+    # -- control packets --------------------------------------------------------------------
+
+    def on_ack(self, seq: int, *, now: float) -> list[TransportAction]:
+        """A cumulative ACK: everything before ``seq`` (32-bit, from the wire) arrived."""
+        upto = unwrap(seq, self.base)
+        if upto > self.high_sent:
+            self.stats.drops["ack_beyond_sent"] += 1
+            return []
+        if upto <= self.base:
+            return []  # duplicate or stale: the peer is alive, nothing more
+        out = self._free(upto, now=now, sample=True)
+        return out + self.transmit(now=now)
+
+    def on_nack(self, reason: NackReason, seq: int, *, now: float) -> list[TransportAction]:
+        """A NACK: everything before ``seq`` arrived; ``seq`` was refused for ``reason``."""
+        wanted = unwrap(seq, self.base)
+        if wanted > self.high_sent:
+            self.stats.drops["nack_beyond_sent"] += 1
+            return []
+        if wanted < self.base:
+            self.stats.drops["stale_nack"] += 1
+            return []
+        out = self._free(wanted, now=now, sample=False) if wanted > self.base else []
+        if reason is NackReason.GAP or reason is NackReason.RESUME:
+            if reason is NackReason.RESUME:
+                self._clear_refusal()
+            if self.send_next > wanted and not self._recent_rollback(wanted, now):
+                if reason is NackReason.GAP:
+                    self._loss_event(now)
+                self._go_back(wanted, now)
+        else:  # NO_BUFFER / NO_PORT: GRIM 4.2.1 rollback, then wait for RESUME or the retry
+            self.send_next = wanted
+            self._rolled_back_at = now
+            if self.refusal is not reason or self._refused_since is None:
+                self._refused_since = now  # how long *this* refusal lasts
+            self.refusal = reason
+            if not self._paused:
+                self._paused = True
+                self._probing = False
+                delay = self.config.no_buffer_retry_s * (1 << min(self._retries, RETRY_BACKOFF_CAP))
+                cap = max(self.config.no_buffer_retry_s, self.config.rto_max_s)
+                self._retry_at = now + min(delay, cap)
+        return out + self.transmit(now=now)
+
+    # -- timers -----------------------------------------------------------------------------
+
+    def rto_deadline(self) -> float | None:
+        """When the oldest in-flight packet times out; None with nothing in flight."""
+        if self._paused or self.send_next == self.base:
+            return None
+        return self._packets[0].last_sent + self.rto.value()
+
+    def timer_deadline(self) -> float | None:
+        """When a refused stream retries (or gives up after NO_PORT lasted too long)."""
+        if not self._paused:
+            return None
+        if self.refusal is NackReason.NO_PORT and self._refused_since is not None:
+            return min(self._retry_at, self._refused_since + self.config.dead_peer_timeout_s)
+        return self._retry_at
+
+    def next_deadline(self) -> float | None:
+        """The earlier of the two timers."""
+        rto = self.rto_deadline()
+        return rto if rto is not None else self.timer_deadline()
+
+    def on_timeout(self, *, now: float) -> list[TransportAction]:
+        """The retransmission timer expired (the caller checked): back off, go back N."""
+        self.stats.timeouts += 1
+        self.rto.on_timeout()
+        self._loss_event(now)
+        self._go_back(self.base, now)
+        return self.transmit(now=now)
+
+    def on_timer(self, *, now: float) -> list[TransportAction]:
+        """Fire the refusal timer if due: fail on a lasting NO_PORT, else retry with a probe."""
+        deadline = self.timer_deadline()
+        if deadline is None or now < deadline:
+            return []
+        since = self._refused_since
+        if (
+            self.refusal is NackReason.NO_PORT
+            and since is not None
+            and now >= since + self.config.dead_peer_timeout_s
+        ):
+            # The receiver's NACK said it expects ``base`` and refuses all from there: the
+            # failed messages' sequence numbers are free for the next ones.
+            return self.fail_all("no_port")
+        self._paused = False
+        self._probing = True
+        self._retries += 1
+        self.stats.refusal_retries += 1
+        return self.transmit(now=now)
+
+    # -- queries ----------------------------------------------------------------------------
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued or in flight."""
+        return not self._packets
+
+    def oldest_first_sent(self) -> float | None:
+        """When the oldest unacknowledged packet first went out, if it did."""
+        if self._packets and self._packets[0].sends:
+            return self._packets[0].first_sent
+        return None
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _free(self, upto: int, *, now: float, sample: bool) -> list[TransportAction]:
+        count = upto - self.base
+        if sample:
+            # Karn, widened for cumulative ACKs: a packet sent once but before our last
+            # rollback may be covered by an ACK that a later retransmission triggered.
+            newest = self._packets[count - 1]
+            ambiguous = newest.sends > 1 or newest.last_sent < self._rolled_back_at
+            self.rto.on_ack(sent_at=newest.last_sent, now=now, retransmitted=ambiguous)
+            self.rto.on_progress()
+        out: list[TransportAction] = []
+        for _ in range(count):
+            entry = self._packets.popleft()
+            message = entry.message
+            if self.base == message.last_seq:
+                self._messages.popleft()
+                if not message.orphan:
+                    self.stats.completed += 1
+                    out.append(SendComplete(message.port, message.handle))
+            self.base += 1
+        self.send_next = max(self.send_next, self.base)
+        self.cwnd = min(float(self.config.window), self.cwnd + count / self.cwnd)
+        self._clear_refusal()
+        return out
+
+    def _clear_refusal(self) -> None:
+        self.refusal = None
+        self._refused_since = None
+        self._paused = False
+        self._probing = False
+        self._retries = 0
+
+    def _go_back(self, seq: int, now: float) -> None:
+        self.send_next = seq
+        self._rollback = (seq, now)
+        self._rolled_back_at = now
+
+    def _recent_rollback(self, seq: int, now: float) -> bool:
+        # A duplicated NACK, or one answering copies sent before our last rollback to the
+        # same seq, must not make us send the window twice.
+        last = self._rollback
+        return last is not None and last[0] == seq and now - last[1] < self._rtt_guard()
+
+    def _rtt_guard(self) -> float:
+        srtt = self.rto.estimator.srtt
+        return srtt if srtt is not None else self.rto.estimator.initial_s
+
+    def _loss_event(self, now: float) -> None:
+        if now < self._cut_until:
+            return  # at most one cut per round trip
+        floor = float(min(MIN_WINDOW, self.config.window))
+        self.cwnd = max(floor, self.cwnd / 2)
+        self._cut_until = now + self._rtt_guard()
+        self.stats.loss_events += 1
+
+    def _failure(self, message: _Message, reason: str) -> SendFailed:
+        self.stats.failed[reason] += 1
+        return SendFailed(message.port, message.handle, self.dst_node, reason)
+
+
+@dataclass(slots=True)
+class _Reassembly:
+    first: DataPacket
+    """The FIRST fragment: the message's header fields."""
+    chunks: list[bytes]
+    received: int
+    discard: bool = False
+    """Take the fragments in order but deliver nothing (too long, or its port closed)."""
+
+
+class GbnReceiver:
+    """The receiving side of one stream: expected seq, ACK batching, NACKs, reassembly."""
+
+    def __init__(
+        self,
+        *,
+        node_id: int,
+        src_node: int,
+        src_port: int,
+        dst_port: int,
+        config: TransportConfig,
+        stats: TransportStats,
+    ) -> None:
+        self.node_id = node_id
+        self.src_node = src_node
+        self.src_port = src_port
+        self.dst_port = dst_port
+        self.config = config
+        self.stats = stats
+        self.expected = 0
+        """Next sequence number this stream accepts."""
+        self.unacked = 0
+        """Packets taken since the last ACK."""
+        self.ack_pending = False
+        """An ACK (new or repeated) waits for the next flush."""
+        self.refusal: NackReason | None = None
+        """Set while the port refuses this stream (NO_BUFFER / NO_PORT)."""
+        self._refused_at = 0.0
+        self._gap_nacked: int | None = None
+        self._reassembly: _Reassembly | None = None
+
+    def on_data(self, p: DataPacket, *, now: float, admit: Admit) -> list[TransportAction]:
+        """One data packet of this stream arrived."""
+        stats = self.stats
+        seq = unwrap(p.seq, self.expected)
+        if seq < self.expected:
+            stats.drops["duplicate"] += 1
+            self.ack_pending = True  # re-ACK: our last ACK may have been lost
+            return []
+        if seq > self.expected:
+            stats.drops["out_of_order"] += 1
+            if self.refusal is None and self._gap_nacked != self.expected:
+                self._gap_nacked = self.expected  # once per gap; the sender's RTO covers loss
+                return [self._control(MsgType.NACK, NackReason.GAP)]
+            return []
+        if FragFlags.FIRST in p.flags:
+            refused = self._start(p, now, admit)
+            if refused is not None:
+                return refused
+        else:
+            r = self._reassembly
+            if (
+                r is None
+                or p.offset != r.received
+                or p.msg_len != r.first.msg_len
+                or p.msg_type is not r.first.msg_type
+            ):
+                stats.drops["inconsistent"] += 1
+                return []
+        return self._take(p)
+
+    def take_ack(self) -> SendPacket | None:
+        """The pending ACK, if any (the transport's flush)."""
+        if not self.ack_pending:
+            return None
+        return self._control(MsgType.ACK, None)
+
+    def resume(self) -> SendPacket | None:
+        """The port can take messages again: NACK RESUME(expected) if we refused the stream."""
+        if self.refusal is None:
+            return None
+        self.refusal = None
+        return self._control(MsgType.NACK, NackReason.RESUME)
+
+    def drop_partial(self) -> None:
+        """The port closed: discard the message being reassembled (its later fragments are
+        still taken in order, so the stream does not stall)."""
+        r = self._reassembly
+        if r is not None and not r.discard:
+            r.discard = True
+            r.chunks.clear()
+            self.stats.drops["port_closed"] += 1
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _start(self, p: DataPacket, now: float, admit: Admit) -> list[TransportAction] | None:
+        """A FIRST fragment at ``expected``: admission. Return the refusal's actions, or None
+        when the message starts (or is to be discarded)."""
+        stats = self.stats
+        hold = REFUSAL_HOLD * self.config.no_buffer_retry_s
+        if self.refusal is not None and now < self._refused_at + hold:
+            stats.drops["refused"] += 1
+            return []
+        if self._reassembly is not None:
+            stats.drops["abandoned"] += 1  # only a sender that gave up mid-message does this
+            self._reassembly = None
+        if p.msg_len > self.config.max_message:
+            stats.drops["too_large"] += 1
+            self.refusal = None
+            self._reassembly = _Reassembly(p, [], 0, discard=True)
+            return None
+        verdict = admit(self.dst_port, self.src_node, self.src_port, p.msg_len)
+        reason = _REFUSALS.get(verdict)
+        if reason is not None:
+            stats.drops[reason.name.lower()] += 1
+            self.refusal = reason
+            self._refused_at = now
+            return [self._control(MsgType.NACK, reason)]
+        self.refusal = None
+        self._reassembly = _Reassembly(p, [], 0)
+        return None
+
+    def _take(self, p: DataPacket) -> list[TransportAction]:
+        r = self._reassembly
+        assert r is not None  # _start or the consistency check made sure
+        if not r.discard:
+            r.chunks.append(p.payload)
+        r.received += len(p.payload)
+        self.expected += 1
+        out: list[TransportAction] = []
+        if FragFlags.LAST in p.flags:
+            self._reassembly = None
+            if r.discard:
+                self.stats.drops["discarded_message"] += 1
+            else:
+                first = r.first
+                self.stats.delivered += 1
+                delivery = Deliver(
+                    self.dst_port, self.src_node, self.src_port, first.msg_type,
+                    b"".join(r.chunks), first.am_handler, first.args, first.mcast_group,
+                )  # fmt: skip
+                out.append(delivery)
+        self.unacked += 1
+        if self.unacked >= self.config.ack_every:
+            out.append(self._control(MsgType.ACK, None))
+        else:
+            self.ack_pending = True
+        return out
+
+    def _control(self, msg_type: MsgType, reason: NackReason | None) -> SendPacket:
+        # Every control carries ``expected``, so each one acknowledges all before it.
+        self.unacked = 0
+        self.ack_pending = False
+        if reason is None:
+            self.stats.acks_sent += 1
+        else:
+            self.stats.nacks_sent[reason.name.lower()] += 1
+        packet = ControlPacket(
+            msg_type, self.expected & SEQ_MASK, self.node_id, self.src_node,
+            self.src_port, self.dst_port, reason,
+        )  # fmt: skip
+        return SendPacket(self.src_node, packet)

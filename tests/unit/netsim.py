@@ -1,0 +1,347 @@
+"""A virtual network for transport tests: N Transports, a virtual clock, a seeded bad link.
+
+Every SendPacket a transport returns is encoded with :func:`nicd.wire.encode` and handed to a
+``route`` hook, which decides its fate: a list of copies, each ``(delay_s, datagram)``; an
+empty list drops it. :class:`BadNetwork` is the seeded weighted-random hook (loss, duplication,
+reordering, corruption by a flipped bit that the receiver's CRC must catch); tests may pass
+any callable instead to script a loss exactly. Datagrams are decoded at arrival with
+``decode_untrusted`` exactly as nicd does, so a corrupted one is a counted ``BadPacket``.
+
+Time only moves in :meth:`Net.step`: to the next arrival or the earliest transport deadline,
+whichever is first; after a burst of arrivals each receiving node is flushed, as the shell
+does. :meth:`Net.run` fails after ``max_events`` steps instead of looping forever.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from nicd.actions import (
+    Deliver,
+    PeerDead,
+    SendComplete,
+    SendFailed,
+    SendPacket,
+    TransportAction,
+)
+from nicd.channels import Admission, Transport
+from nicd.config import TransportConfig
+from nicd.errors import BadPacket
+from nicd.wire import ControlPacket, DataPacket, MsgType, decode_untrusted, encode
+
+__all__ = [
+    "LINK_DELAY_S",
+    "BadNetwork",
+    "Net",
+    "Node",
+    "Ports",
+    "Transit",
+    "perfect",
+    "test_config",
+]
+
+LINK_DELAY_S = 50e-6  # one-way delay of the virtual link
+REORDER_MAX_S = 0.002  # a reordered datagram is held back up to this much longer
+
+Packet = DataPacket | ControlPacket
+
+
+def test_config(**overrides: object) -> TransportConfig:
+    """Small, fast settings: 64-byte MTU so fragmentation is cheap, short timers."""
+    fields: dict[str, object] = {
+        "mtu": 64,
+        "window": 8,
+        "ack_every": 4,
+        "rto_initial_s": 0.005,
+        "rto_min_s": 0.001,
+        "rto_max_s": 0.2,
+        "no_buffer_retry_s": 0.004,
+        "dead_peer_timeout_s": 30.0,
+        "dead_peer_min_retries": 4,
+        "max_message": 1 << 16,
+    }
+    fields.update(overrides)
+    return TransportConfig(**fields)  # type: ignore[arg-type]
+
+
+test_config.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+
+
+@dataclass(frozen=True, slots=True)
+class Transit:
+    """One datagram entering the link."""
+
+    src: int
+    dst: int
+    packet: Packet
+    datagram: bytes
+    now: float
+
+
+Route = Callable[[Transit], list[tuple[float, bytes]]]
+
+
+def perfect(t: Transit) -> list[tuple[float, bytes]]:
+    """Deliver every datagram once, after the link delay."""
+    return [(LINK_DELAY_S, t.datagram)]
+
+
+class BadNetwork:
+    """Seeded weighted-random fates: drop, duplicate, reorder, corrupt; optionally cut nodes
+    off from some moment on. Prints its seed so a failure can be replayed."""
+
+    def __init__(
+        self,
+        seed: int,
+        *,
+        loss: float = 0.0,
+        dup: float = 0.0,
+        reorder: float = 0.0,
+        corrupt: float = 0.0,
+    ) -> None:
+        print(f"netsim BadNetwork seed={seed} loss={loss} dup={dup} reorder={reorder} "
+              f"corrupt={corrupt}")  # fmt: skip
+        self.rng = random.Random(seed)
+        self.loss = loss
+        self.dup = dup
+        self.reorder = reorder
+        self.corrupt = corrupt
+        self.cut: dict[int, float] = {}
+        """node -> time from which nothing reaches it or leaves it."""
+        self.counts: Counter[str] = Counter()
+
+    def cut_off(self, node: int, *, at: float) -> None:
+        """Make ``node`` unreachable from time ``at`` on (both directions)."""
+        self.cut[node] = at
+
+    def __call__(self, t: Transit) -> list[tuple[float, bytes]]:
+        rng = self.rng
+        for node in (t.src, t.dst):
+            if node in self.cut and t.now >= self.cut[node]:
+                self.counts["cut"] += 1
+                return []
+        if rng.random() < self.loss:
+            self.counts["lost"] += 1
+            return []
+        copies = 1
+        if rng.random() < self.dup:
+            self.counts["duplicated"] += 1
+            copies = 2
+        out: list[tuple[float, bytes]] = []
+        for _ in range(copies):
+            data = t.datagram
+            if rng.random() < self.corrupt:
+                self.counts["corrupted"] += 1
+                bit = rng.randrange(len(data) * 8)
+                flipped = bytearray(data)
+                flipped[bit // 8] ^= 1 << (bit % 8)
+                data = bytes(flipped)
+            delay = LINK_DELAY_S
+            if rng.random() < self.reorder:
+                self.counts["reordered"] += 1
+                delay += rng.uniform(0, REORDER_MAX_S)
+            out.append((delay, data))
+        return out
+
+
+class Ports:
+    """A node's GM ports as the transport sees them: open or not, and receive tokens."""
+
+    def __init__(self) -> None:
+        self.tokens: dict[int, float] = {}
+        self.admitted: list[tuple[int, int, int, int]] = []
+        self.refused: list[tuple[int, Admission]] = []
+
+    def open(self, port: int, tokens: float = math.inf) -> None:
+        self.tokens[port] = tokens
+
+    def close(self, port: int) -> None:
+        self.tokens.pop(port, None)
+
+    def admit(self, dst_port: int, src_node: int, src_port: int, msg_len: int) -> Admission:
+        tokens = self.tokens.get(dst_port)
+        if tokens is None:
+            self.refused.append((dst_port, Admission.NO_PORT))
+            return Admission.NO_PORT
+        if tokens <= 0:
+            self.refused.append((dst_port, Admission.NO_BUFFER))
+            return Admission.NO_BUFFER
+        self.tokens[dst_port] = tokens - 1
+        self.admitted.append((dst_port, src_node, src_port, msg_len))
+        return Admission.OK
+
+
+@dataclass
+class Node:
+    """One transport and everything it reported."""
+
+    transport: Transport
+    ports: Ports
+    delivered: list[Deliver] = field(default_factory=list)
+    completed: list[SendComplete] = field(default_factory=list)
+    failed: list[SendFailed] = field(default_factory=list)
+    dead: list[PeerDead] = field(default_factory=list)
+
+
+class Net:
+    """N transports on one virtual link."""
+
+    def __init__(
+        self,
+        n: int,
+        config: TransportConfig | None = None,
+        route: Route = perfect,
+        *,
+        open_ports: tuple[int, ...] = (0, 1),
+    ) -> None:
+        self.config = config or test_config()
+        self.route = route
+        self.now = 0.0
+        self.nodes: list[Node] = []
+        for node_id in range(n):
+            ports = Ports()
+            for port in open_ports:
+                ports.open(port)
+            self.nodes.append(Node(Transport(node_id, self.config, ports.admit), ports))
+        self._wire: list[tuple[float, int, int, bytes]] = []  # (arrival, order, dst, datagram)
+        self._order = itertools.count()
+        self._handles = itertools.count(1)
+        self.log: list[tuple[float, int, Packet]] = []
+        """Every packet put on the link: (time, source node, packet)."""
+        self.bad: Counter[str] = Counter()
+        """Datagrams the receiving side refused to decode, by BadPacket reason."""
+        self.events = 0
+
+    # -- driving ----------------------------------------------------------------------------
+
+    def send(
+        self,
+        src: int,
+        dst: int,
+        payload: bytes,
+        *,
+        src_port: int = 0,
+        dst_port: int = 0,
+        msg_type: MsgType = MsgType.GM_DATA,
+    ) -> int:
+        """Host request on node ``src``; returns the handle used."""
+        handle = next(self._handles)
+        actions = self.nodes[src].transport.send(
+            now=self.now, src_port=src_port, dst_node=dst, dst_port=dst_port,
+            msg_type=msg_type, payload=payload, handle=handle,
+        )  # fmt: skip
+        self.apply(src, actions)
+        return handle
+
+    def apply(self, node_id: int, actions: Iterable[TransportAction]) -> None:
+        """Carry out a transport's actions: packets onto the link, the rest recorded."""
+        node = self.nodes[node_id]
+        for action in actions:
+            if isinstance(action, SendPacket):
+                datagram = encode(action.packet)
+                self.log.append((self.now, node_id, action.packet))
+                transit = Transit(node_id, action.node, action.packet, datagram, self.now)
+                for delay, data in self.route(transit):
+                    item = (self.now + delay, next(self._order), action.node, data)
+                    heapq.heappush(self._wire, item)
+            elif isinstance(action, Deliver):
+                node.delivered.append(action)
+            elif isinstance(action, SendComplete):
+                node.completed.append(action)
+            elif isinstance(action, SendFailed):
+                node.failed.append(action)
+            elif isinstance(action, PeerDead):
+                node.dead.append(action)
+            else:  # pragma: no cover - a new action type the harness does not know
+                raise AssertionError(f"unknown action {action!r}")
+
+    def next_time(self) -> float | None:
+        """When something next happens: an arrival or a transport deadline."""
+        times = [d for n in self.nodes if (d := n.transport.next_deadline()) is not None]
+        if self._wire:
+            times.append(self._wire[0][0])
+        return min(times) if times else None
+
+    def step(self) -> bool:
+        """Advance to the next event and process everything due then; False when idle."""
+        when = self.next_time()
+        if when is None:
+            return False
+        self.events += 1
+        self.now = max(self.now, when)
+        touched: set[int] = set()
+        while self._wire and self._wire[0][0] <= self.now:
+            _, _, dst, data = heapq.heappop(self._wire)
+            self._arrive(dst, data)
+            touched.add(dst)
+        for node_id in sorted(touched):
+            self.apply(node_id, self.nodes[node_id].transport.flush(now=self.now))
+        for node_id, node in enumerate(self.nodes):
+            deadline = node.transport.next_deadline()
+            if deadline is not None and deadline <= self.now:
+                self.apply(node_id, node.transport.on_timer(now=self.now))
+        return True
+
+    def run(self, until: Callable[[], bool] | None = None, *, max_events: int = 200_000) -> None:
+        """Step until ``until()`` holds (or, without it, until idle); fail after
+        ``max_events`` steps."""
+        for _ in range(max_events):
+            if until is not None and until():
+                return
+            if not self.step():
+                assert until is None or until(), "network idle but the condition never held"
+                return
+        raise AssertionError(f"not done after {max_events} events (now={self.now:.3f} s)")
+
+    def advance(self, seconds: float) -> None:
+        """Run every event up to ``now + seconds``, then set the clock there."""
+        end = self.now + seconds
+        for _ in range(200_000):
+            when = self.next_time()
+            if when is None or when > end:
+                self.now = end
+                return
+            self.step()
+        raise AssertionError("advance did not finish")
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _arrive(self, dst: int, data: bytes) -> None:
+        try:
+            packet = decode_untrusted(data)
+        except BadPacket as exc:
+            self.bad[exc.reason] += 1
+            return
+        transport = self.nodes[dst].transport
+        if isinstance(packet, ControlPacket):
+            if packet.to_node != dst:
+                self.bad["misrouted"] += 1
+                return
+            self.apply(dst, transport.on_control(packet, now=self.now))
+        else:
+            if packet.dst_node != dst:
+                self.bad["misrouted"] += 1
+                return
+            self.apply(dst, transport.on_data(packet, now=self.now))
+
+    def data_sent(self, *, src: int | None = None, seq: int | None = None) -> list[DataPacket]:
+        """Data packets put on the link, optionally only from ``src`` / with ``seq``."""
+        return [
+            p
+            for _, s, p in self.log
+            if isinstance(p, DataPacket)
+            and (src is None or s == src)
+            and (seq is None or p.seq == seq)
+        ]
+
+    def controls(self, *, src: int | None = None) -> list[ControlPacket]:
+        """Control packets put on the link, optionally only from ``src``."""
+        return [
+            p for _, s, p in self.log if isinstance(p, ControlPacket) and (src is None or s == src)
+        ]

@@ -1,0 +1,563 @@
+"""GbnSender and GbnReceiver alone: scripted packets, hand-passed time, exact counts."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from nicd.actions import Deliver, SendComplete, SendFailed, SendPacket
+from nicd.channels import TransportStats
+from nicd.reliable import (
+    MIN_WINDOW,
+    REFUSAL_HOLD,
+    SEQ_MASK,
+    Admission,
+    GbnReceiver,
+    GbnSender,
+    unwrap,
+)
+from nicd.rto import Rto, RttEstimator
+from nicd.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
+from tests.unit.factories import data_packet
+from tests.unit.netsim import test_config
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+CONFIG = test_config(window=4, ack_every=3)
+ME, PEER = 1, 3  # sender node, receiver node (factories use 1:2 -> 3:4)
+
+
+def sender(**overrides: object) -> tuple[GbnSender, TransportStats]:
+    config = test_config(**{"window": 4, "ack_every": 3, **overrides})
+    stats = TransportStats()
+    est = RttEstimator(
+        initial_s=config.rto_initial_s, min_s=config.rto_min_s, max_s=config.rto_max_s
+    )
+    s = GbnSender(
+        node_id=ME, src_port=2, dst_node=PEER, dst_port=4,
+        config=config, rto=Rto(est), stats=stats,
+    )  # fmt: skip
+    return s, stats
+
+
+def receiver(**overrides: object) -> tuple[GbnReceiver, TransportStats]:
+    config = test_config(**{"window": 4, "ack_every": 3, **overrides})
+    stats = TransportStats()
+    r = GbnReceiver(node_id=PEER, src_node=ME, src_port=2, dst_port=4, config=config, stats=stats)
+    return r, stats
+
+
+def packets(actions: Sequence[object]) -> list[DataPacket]:
+    out = []
+    for a in actions:
+        assert isinstance(a, SendPacket)
+        assert a.node == PEER
+        assert isinstance(a.packet, DataPacket)
+        out.append(a.packet)
+    return out
+
+
+def seqs(actions: Sequence[object]) -> list[int]:
+    return [p.seq for p in packets([a for a in actions if isinstance(a, SendPacket)])]
+
+
+def only_control(actions: Sequence[object]) -> ControlPacket:
+    [action] = actions
+    assert isinstance(action, SendPacket)
+    assert action.node == ME
+    assert isinstance(action.packet, ControlPacket)
+    return action.packet
+
+
+def queue(s: GbnSender, size: int, handle: int) -> None:
+    s.queue(msg_type=MsgType.GM_DATA, payload=bytes(i % 251 for i in range(size)), handle=handle)
+
+
+class OkAdmit:
+    def __init__(self, *answers: Admission) -> None:
+        self.answers = list(answers)
+        self.calls: list[tuple[int, int, int, int]] = []
+
+    def __call__(self, dst_port: int, src_node: int, src_port: int, msg_len: int) -> Admission:
+        self.calls.append((dst_port, src_node, src_port, msg_len))
+        return self.answers.pop(0) if self.answers else Admission.OK
+
+
+# -- sequence numbers ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("wire", "ref", "expected"),
+    [
+        (5, 5, 5),
+        (7, 5, 7),
+        (3, 5, 3),
+        (0, SEQ_MASK, SEQ_MASK + 1),
+        (SEQ_MASK, SEQ_MASK + 1, SEQ_MASK),
+        (2, (5 << 32) - 1, (5 << 32) + 2),
+    ],
+)
+def test_unwrap_picks_the_nearest_unbounded_seq(wire: int, ref: int, expected: int) -> None:
+    assert unwrap(wire, ref) == expected
+
+
+def test_receiver_follows_the_sequence_across_the_32_bit_wrap() -> None:
+    r, _ = receiver(ack_every=1)
+    r.expected = SEQ_MASK  # as if 2**32 - 1 packets went before
+    admit = OkAdmit()
+    out = r.on_data(data_packet(seq=SEQ_MASK, payload=b"a"), now=0.0, admit=admit)
+    out += r.on_data(data_packet(seq=0, payload=b"b"), now=0.0, admit=admit)
+    delivered = [a.payload for a in out if isinstance(a, Deliver)]
+    assert delivered == [b"a", b"b"]
+    acks = [a.packet.seq for a in out if isinstance(a, SendPacket)]
+    assert acks == [0, 1]
+
+
+# -- sender: fragmentation and window -----------------------------------------------------
+
+
+def test_empty_message_is_one_first_last_packet() -> None:
+    s, _ = sender()
+    queue(s, 0, handle=9)
+    [p] = packets(s.transmit(now=0.0))
+    assert p.flags == FragFlags.ONLY
+    assert (p.payload, p.msg_len, p.offset, p.seq, p.token) == (b"", 0, 0, 0, 0)
+    assert (p.src_node, p.src_port, p.dst_node, p.dst_port) == (ME, 2, PEER, 4)
+
+
+def test_message_is_cut_into_mtu_fragments() -> None:
+    s, _ = sender()
+    queue(s, 64 * 2 + 1, handle=9)
+    ps = packets(s.transmit(now=0.0))
+    assert [p.flags for p in ps] == [FragFlags.FIRST, FragFlags.NONE, FragFlags.LAST]
+    assert [p.offset for p in ps] == [0, 64, 128]
+    assert [len(p.payload) for p in ps] == [64, 64, 1]
+    assert {p.msg_len for p in ps} == {129}
+    assert b"".join(p.payload for p in ps) == bytes(i % 251 for i in range(129))
+
+
+def test_exact_multiple_of_the_mtu_has_no_empty_tail() -> None:
+    s, _ = sender()
+    queue(s, 128, handle=1)
+    assert [len(p.payload) for p in packets(s.transmit(now=0.0))] == [64, 64]
+
+
+def test_window_limits_what_is_in_flight_and_acks_open_it() -> None:
+    s, stats = sender()
+    for h in range(10):
+        queue(s, 1, handle=h)
+    assert seqs(s.transmit(now=0.0)) == [0, 1, 2, 3]
+    assert s.transmit(now=0.0) == []
+    out = s.on_ack(2, now=0.001)
+    assert [a for a in out if isinstance(a, SendComplete)] == [
+        SendComplete(2, 0),
+        SendComplete(2, 1),
+    ]
+    assert seqs(out) == [4, 5]
+    assert stats.data_sent == 6
+    assert stats.retransmissions == 0
+
+
+def test_message_completes_only_when_its_last_fragment_is_acknowledged() -> None:
+    s, stats = sender()
+    queue(s, 150, handle=5)  # 3 fragments
+    s.transmit(now=0.0)
+    assert s.on_ack(2, now=0.001) == []
+    assert s.on_ack(3, now=0.002) == [SendComplete(2, 5)]
+    assert s.idle
+    assert stats.completed == 1
+
+
+def test_duplicate_stale_and_impossible_acks_change_nothing() -> None:
+    s, stats = sender()
+    for h in range(3):
+        queue(s, 1, handle=h)
+    s.transmit(now=0.0)
+    s.on_ack(2, now=0.001)
+    assert s.on_ack(2, now=0.002) == []  # duplicate
+    assert s.on_ack(1, now=0.002) == []  # stale, reordered
+    assert s.on_ack(9, now=0.002) == []  # beyond anything sent
+    assert stats.drops["ack_beyond_sent"] == 1
+    assert s.base == 2
+
+
+def test_ack_gives_an_rtt_sample_from_a_packet_sent_once() -> None:
+    s, _ = sender()
+    queue(s, 1, handle=1)
+    s.transmit(now=1.0)
+    s.on_ack(1, now=1.004)
+    assert s.rto.estimator.srtt == pytest.approx(0.004)
+
+
+# -- sender: rollback ---------------------------------------------------------------------
+
+
+def test_gap_nack_goes_back_to_its_seq_and_acknowledges_before_it() -> None:
+    s, stats = sender()
+    for h in range(4):
+        queue(s, 1, handle=h)
+    s.transmit(now=0.0)
+    out = s.on_nack(NackReason.GAP, 1, now=0.001)
+    assert [a for a in out if isinstance(a, SendComplete)] == [SendComplete(2, 0)]
+    assert seqs(out) == [1, 2]  # the window was cut in half (4 -> 2) by the loss
+    assert stats.retransmissions == 2
+    assert stats.loss_events == 1
+
+
+def test_duplicated_gap_nack_does_not_send_the_window_twice() -> None:
+    s, stats = sender()
+    for h in range(4):
+        queue(s, 1, handle=h)
+    s.transmit(now=0.0)
+    s.on_nack(NackReason.GAP, 1, now=0.001)
+    assert s.on_nack(NackReason.GAP, 1, now=0.0011) == []
+    assert stats.loss_events == 1
+
+
+def test_timeout_goes_back_n_and_backs_off() -> None:
+    s, stats = sender()
+    for h in range(4):
+        queue(s, 1, handle=h)
+    s.transmit(now=0.0)
+    first = s.rto_deadline()
+    assert first is not None
+    assert first == pytest.approx(CONFIG.rto_initial_s)
+    out = s.on_timeout(now=first)
+    assert seqs(out) == [0, 1]  # go back N, within the halved window
+    assert s.rto_deadline() == pytest.approx(first + 2 * CONFIG.rto_initial_s)
+    assert stats.timeouts == 1
+    assert stats.retransmissions == 2
+
+
+def test_ack_of_a_retransmitted_packet_gives_no_sample() -> None:
+    s, _ = sender()
+    queue(s, 1, handle=1)
+    s.transmit(now=0.0)
+    s.on_timeout(now=0.005)
+    s.on_ack(1, now=0.006)
+    assert s.rto.estimator.srtt is None
+    assert s.rto.estimator.ignored == 1
+    assert s.rto.backoff == 0  # progress ends the backoff even without a sample
+
+
+def test_packet_sent_once_before_a_rollback_gives_no_sample() -> None:
+    # Its ACK may have been lost and the one that covers it triggered by a retransmission.
+    s, _ = sender()
+    queue(s, 1, handle=1)
+    queue(s, 1, handle=2)
+    s.transmit(now=0.0)
+    s.on_timeout(now=0.005)  # resends both
+    s.on_ack(2, now=0.0051)
+    assert s.rto.estimator.samples == 0
+    queue(s, 1, handle=3)
+    s.transmit(now=0.006)
+    s.on_ack(3, now=0.0062)  # sent once, after the rollback: a valid sample
+    assert s.rto.estimator.srtt == pytest.approx(0.0002)
+
+
+def test_timeouts_without_progress_keep_backing_off() -> None:
+    s, _ = sender()
+    queue(s, 1, handle=1)
+    s.transmit(now=0.0)
+    now, gaps = 0.0, []
+    for _ in range(8):
+        deadline = s.rto_deadline()
+        assert deadline is not None
+        gaps.append(round(deadline - now, 6))
+        now = deadline
+        s.on_timeout(now=now)
+    assert gaps == [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.2, 0.2]
+
+
+def test_window_cut_at_most_once_per_rtt_floor_and_growth() -> None:
+    s, stats = sender(window=16)
+    for h in range(200):
+        queue(s, 1, handle=h)
+    s.transmit(now=0.0)
+    s.on_ack(1, now=0.001)  # srtt = 1 ms
+    s.on_nack(NackReason.GAP, 3, now=0.002)
+    assert s.cwnd == pytest.approx(8.0)
+    s.on_timeout(now=0.0025)  # same round trip: no second cut
+    assert s.cwnd == pytest.approx(8.0)
+    for t in range(10):
+        s.on_timeout(now=1.0 + t)
+    assert s.cwnd == MIN_WINDOW
+    assert stats.timeouts == 11
+    assert stats.loss_events == 11  # the NACK and the 10 spaced timeouts, not the early one
+    before = s.cwnd
+    s.on_ack(s.send_next, now=20.0)
+    assert s.cwnd > before
+    for _ in range(300):
+        if s.idle:
+            break
+        s.on_ack(s.send_next, now=20.0)
+    assert s.cwnd == 16.0  # growth stops at the configured window
+
+
+# -- sender: refusals ---------------------------------------------------------------------
+
+
+def test_no_buffer_pauses_then_retries_one_probe_then_resume_opens_the_window() -> None:
+    s, stats = sender()
+    for h in range(3):
+        queue(s, 1, handle=h)
+    s.transmit(now=0.0)
+    out = s.on_nack(NackReason.NO_BUFFER, 1, now=0.001)
+    assert out == [SendComplete(2, 0)]
+    assert s.rto_deadline() is None
+    assert s.next_deadline() == pytest.approx(0.001 + CONFIG.no_buffer_retry_s)
+    assert s.on_timer(now=0.002) == []  # not yet
+    probe = s.on_timer(now=0.001 + CONFIG.no_buffer_retry_s)
+    assert seqs(probe) == [1]
+    assert stats.refusal_retries == 1
+    again = s.on_nack(NackReason.NO_BUFFER, 1, now=0.006)  # still no buffer: retry later
+    assert again == []
+    assert s.next_deadline() == pytest.approx(0.006 + 2 * CONFIG.no_buffer_retry_s)
+    out = s.on_nack(NackReason.RESUME, 1, now=0.007)
+    assert seqs(out) == [1, 2]
+    assert s.refusal is None
+
+
+def test_lasting_no_port_fails_the_stream_and_reuses_the_refused_seqs() -> None:
+    s, stats = sender(dead_peer_timeout_s=2.0)
+    queue(s, 1, handle=1)
+    queue(s, 100, handle=2)
+    s.transmit(now=0.0)
+    s.on_nack(NackReason.NO_PORT, 0, now=0.001)
+    now, failures, probes = 0.001, [], 0
+    for _ in range(100):
+        deadline = s.next_deadline()
+        assert deadline is not None
+        now = deadline
+        out = s.on_timer(now=now)
+        failures = [a for a in out if isinstance(a, SendFailed)]
+        if failures:
+            break
+        assert seqs(out) == [0]  # one probe per retry
+        probes += 1
+        s.on_nack(NackReason.NO_PORT, 0, now=now)  # the port is still not open
+    assert failures == [SendFailed(2, 1, PEER, "no_port"), SendFailed(2, 2, PEER, "no_port")]
+    assert now == pytest.approx(0.001 + 2.0)
+    assert 5 < probes < 20  # retries back off up to rto_max_s
+    assert s.idle
+    assert s.next_deadline() is None
+    assert stats.failed["no_port"] == 2
+    queue(s, 1, handle=3)
+    [p] = packets(s.transmit(now=now))
+    assert p.seq == 0  # the receiver still expects 0
+
+
+def test_stale_and_impossible_nacks_are_dropped() -> None:
+    s, stats = sender()
+    for h in range(3):
+        queue(s, 1, handle=h)
+    s.transmit(now=0.0)
+    s.on_ack(2, now=0.001)
+    assert s.on_nack(NackReason.GAP, 1, now=0.002) == []
+    assert s.on_nack(NackReason.GAP, 7, now=0.002) == []
+    assert stats.drops["stale_nack"] == 1
+    assert stats.drops["nack_beyond_sent"] == 1
+
+
+# -- sender: close and failure ------------------------------------------------------------
+
+
+def test_close_fails_everything_drops_unsent_and_keeps_carrying_what_was_on_the_wire() -> None:
+    s, stats = sender(window=2)
+    queue(s, 100, handle=1)  # 2 packets, both sent
+    queue(s, 1, handle=2)  # never sent
+    s.transmit(now=0.0)
+    out = s.close()
+    assert out == [SendFailed(2, 1, PEER, "closed"), SendFailed(2, 2, PEER, "closed")]
+    assert s.next_seq == 2
+    assert seqs(s.on_timeout(now=0.01)) == [0, 1]  # the orphan still travels
+    assert s.on_ack(2, now=0.02) == []  # ...and completes without a second report
+    assert s.idle
+    assert stats.failed["closed"] == 2
+    assert stats.completed == 0
+
+
+def test_fail_all_reports_each_message_once() -> None:
+    s, _ = sender()
+    for h in range(3):
+        queue(s, 70, handle=h)
+    s.transmit(now=0.0)
+    out = s.fail_all("peer_dead")
+    assert [a.handle for a in out if isinstance(a, SendFailed)] == [0, 1, 2]
+    assert s.idle
+    assert s.next_deadline() is None
+
+
+# -- receiver -----------------------------------------------------------------------------
+
+
+def test_in_order_fragments_are_reassembled_and_delivered_at_last() -> None:
+    r, stats = receiver(ack_every=10)
+    admit = OkAdmit()
+    frags = [
+        data_packet(seq=0, flags=FragFlags.FIRST, payload=b"ab", msg_len=5, args=(1, 2, 3, 4)),
+        data_packet(seq=1, flags=FragFlags.NONE, offset=2, payload=b"cd", msg_len=5),
+        data_packet(seq=2, flags=FragFlags.LAST, offset=4, payload=b"e", msg_len=5),
+    ]  # fmt: skip
+    assert r.on_data(frags[0], now=0.0, admit=admit) == []
+    assert r.on_data(frags[1], now=0.0, admit=admit) == []
+    [delivery] = r.on_data(frags[2], now=0.0, admit=admit)
+    assert delivery == Deliver(4, ME, 2, MsgType.GM_DATA, b"abcde", 0, (1, 2, 3, 4), 0)
+    assert admit.calls == [(4, ME, 2, 5)]
+    assert r.ack_pending
+    ack = r.take_ack()
+    assert ack is not None
+    assert ack.packet == ControlPacket(MsgType.ACK, 3, PEER, ME, 2, 4)
+    assert r.take_ack() is None
+    assert stats.delivered == 1
+
+
+def test_ack_every_acks_at_once_otherwise_at_flush() -> None:
+    r, stats = receiver(ack_every=3)
+    admit = OkAdmit()
+    assert r.on_data(data_packet(seq=0), now=0.0, admit=admit)[1:] == []
+    assert r.on_data(data_packet(seq=1), now=0.0, admit=admit)[1:] == []
+    out = r.on_data(data_packet(seq=2), now=0.0, admit=admit)
+    ack = out[-1]
+    assert isinstance(ack, SendPacket)
+    assert ack.packet.msg_type is MsgType.ACK
+    assert ack.packet.seq == 3
+    assert not r.ack_pending
+    r.on_data(data_packet(seq=3), now=0.0, admit=admit)
+    assert r.ack_pending
+    assert stats.acks_sent == 1
+
+
+def test_duplicate_is_dropped_and_re_acked() -> None:
+    r, stats = receiver()
+    admit = OkAdmit()
+    r.on_data(data_packet(seq=0), now=0.0, admit=admit)
+    assert only_control([r.take_ack()]).seq == 1
+    assert r.on_data(data_packet(seq=0), now=0.0, admit=admit) == []
+    assert r.ack_pending
+    assert only_control([r.take_ack()]).seq == 1
+    assert stats.drops["duplicate"] == 1
+    assert len(admit.calls) == 1  # admit once per message, never for a duplicate
+
+
+def test_gap_is_nacked_once_per_expected_seq() -> None:
+    r, stats = receiver()
+    admit = OkAdmit()
+    r.on_data(data_packet(seq=0), now=0.0, admit=admit)
+    nack = only_control(r.on_data(data_packet(seq=2), now=0.0, admit=admit))
+    assert (nack.msg_type, nack.reason, nack.seq) == (MsgType.NACK, NackReason.GAP, 1)
+    assert not r.ack_pending  # the NACK carries the cumulative ACK
+    assert r.on_data(data_packet(seq=3), now=0.0, admit=admit) == []
+    assert r.on_data(data_packet(seq=2), now=0.0, admit=admit) == []
+    r.on_data(data_packet(seq=1), now=0.0, admit=admit)
+    nack = only_control(r.on_data(data_packet(seq=3), now=0.0, admit=admit))
+    assert nack.seq == 2  # a new gap
+    assert stats.nacks_sent["gap"] == 2
+    assert stats.drops["out_of_order"] == 4
+
+
+def test_no_buffer_refuses_once_then_silently_until_resume() -> None:
+    r, stats = receiver()
+    admit = OkAdmit(Admission.NO_BUFFER)
+    nack = only_control(r.on_data(data_packet(seq=0), now=0.0, admit=admit))
+    assert (nack.reason, nack.seq) == (NackReason.NO_BUFFER, 0)
+    assert r.on_data(data_packet(seq=1), now=0.0, admit=admit) == []  # no GAP NACK either
+    assert r.on_data(data_packet(seq=0), now=0.0001, admit=admit) == []  # within the hold
+    assert len(admit.calls) == 1
+    resume = only_control([r.resume()])
+    assert (resume.reason, resume.seq) == (NackReason.RESUME, 0)
+    assert r.resume() is None
+    [delivery] = r.on_data(data_packet(seq=0), now=0.0002, admit=admit)
+    assert isinstance(delivery, Deliver)
+    assert stats.nacks_sent == {"no_buffer": 1, "resume": 1}
+
+
+def test_refused_receiver_tries_again_on_a_retransmission_after_the_hold() -> None:
+    r, _ = receiver()
+    admit = OkAdmit(Admission.NO_PORT, Admission.NO_PORT)
+    only_control(r.on_data(data_packet(seq=0), now=0.0, admit=admit))
+    hold = REFUSAL_HOLD * CONFIG.no_buffer_retry_s
+    nack = only_control(r.on_data(data_packet(seq=0), now=hold, admit=admit))
+    assert nack.reason is NackReason.NO_PORT
+    [delivery] = r.on_data(data_packet(seq=0), now=2 * hold, admit=admit)
+    assert isinstance(delivery, Deliver)
+    assert r.refusal is None
+    assert len(admit.calls) == 3
+
+
+def test_too_long_message_is_taken_but_discarded() -> None:
+    r, stats = receiver(max_message=3)
+    admit = OkAdmit()
+    frags = [
+        data_packet(seq=0, flags=FragFlags.FIRST, offset=0, payload=b"ab", msg_len=4),
+        data_packet(seq=1, flags=FragFlags.LAST, offset=2, payload=b"cd", msg_len=4),
+    ]
+    assert r.on_data(frags[0], now=0.0, admit=admit) == []
+    assert r.on_data(frags[1], now=0.0, admit=admit) == []
+    assert admit.calls == []
+    assert r.expected == 2  # the stream goes on
+    assert stats.drops["too_large"] == 1
+    out = r.on_data(data_packet(seq=2, payload=b"ok"), now=0.0, admit=admit)
+    assert [a.payload for a in out if isinstance(a, Deliver)] == [b"ok"]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"offset": 3},  # not where the message stands
+        {"msg_len": 9},  # another length
+        {"msg_type": MsgType.AM_DATA},  # another type
+    ],
+)
+def test_inconsistent_fragment_is_a_counted_drop(bad: dict[str, object]) -> None:
+    r, stats = receiver()
+    admit = OkAdmit()
+    first = data_packet(seq=0, flags=FragFlags.FIRST, offset=0, payload=b"ab", msg_len=5)
+    r.on_data(first, now=0.0, admit=admit)
+    fields: dict[str, object] = {"seq": 1, "flags": FragFlags.LAST, "offset": 2, "msg_len": 5}
+    fields.update(bad)
+    fields.setdefault("payload", b"cde"[: int(fields["msg_len"]) - int(fields["offset"])])  # type: ignore[call-overload]
+    assert r.on_data(data_packet(**fields), now=0.0, admit=admit) == []
+    assert stats.drops["inconsistent"] == 1
+    assert r.expected == 1
+
+
+def test_continuation_without_a_first_fragment_is_a_counted_drop() -> None:
+    r, stats = receiver()
+    p = data_packet(seq=0, flags=FragFlags.LAST, offset=2, payload=b"c", msg_len=3)
+    assert r.on_data(p, now=0.0, admit=OkAdmit()) == []
+    assert stats.drops["inconsistent"] == 1
+
+
+def test_first_fragment_mid_message_abandons_the_partial_one() -> None:
+    r, stats = receiver()
+    admit = OkAdmit()
+    r.on_data(
+        data_packet(seq=0, flags=FragFlags.FIRST, payload=b"ab", msg_len=5), now=0.0, admit=admit
+    )
+    [d] = r.on_data(data_packet(seq=1, payload=b"new"), now=0.0, admit=admit)
+    assert isinstance(d, Deliver)
+    assert d.payload == b"new"
+    assert stats.drops["abandoned"] == 1
+
+
+def test_drop_partial_takes_the_rest_of_the_message_without_delivering_it() -> None:
+    r, stats = receiver()
+    admit = OkAdmit()
+    r.on_data(
+        data_packet(seq=0, flags=FragFlags.FIRST, payload=b"ab", msg_len=3), now=0.0, admit=admit
+    )
+    r.drop_partial()
+    assert (
+        r.on_data(
+            data_packet(seq=1, flags=FragFlags.LAST, offset=2, payload=b"c", msg_len=3),
+            now=0.0,
+            admit=admit,
+        )
+        == []
+    )
+    assert r.expected == 2
+    assert stats.drops["port_closed"] == 1
+    assert stats.delivered == 0
