@@ -1,0 +1,9 @@
+"""emucluster's MPI implementation, split by job; ``emucluster.MPI`` is the public surface.
+
+Importing this package (or `emucluster.mpi.collctx`) does not start MPI: only importing
+``emucluster.MPI`` initialises the library, as importing ``mpi4py.MPI`` does.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
