@@ -13,10 +13,13 @@ import select
 import socket
 import time
 from collections import deque
+from dataclasses import dataclass
+from multiprocessing import resource_tracker, shared_memory
 from typing import TYPE_CHECKING, Literal
 
 from nicd import hostlink as hl
-from nicd.hostlink import ErrorEvent, RecvEvent, SentEvent
+from nicd.hostlink import ErrorEvent, RecvEvent, RmWriteEvent, SentEvent
+from nicd.wire import MsgType
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -27,16 +30,37 @@ __all__ = [
     "Port",
     "PortError",
     "RecvEvent",
+    "Region",
+    "RmWriteEvent",
     "SendFailedError",
     "SentEvent",
     "WaitPolicy",
     "wait_policy_from_env",
 ]
 
-Event = RecvEvent | SentEvent | ErrorEvent
+Event = RecvEvent | SentEvent | ErrorEvent | RmWriteEvent
 WaitPolicy = Literal["spin", "block", "hybrid"]
 DEFAULT_SPIN_US = 50.0  # hybrid: microseconds of polling before sleeping in the kernel
 _SOCKET_BUFFER_BYTES = 1024 * 1024
+
+
+@dataclass(slots=True)
+class Region:
+    """Registered memory: a shared-memory segment this host and its NIC both map."""
+
+    id: int
+    """The region id peers name in remote-memory writes."""
+    name: str
+    """The POSIX shared-memory name (``emu_<job>_...``, swept by emurun)."""
+    size: int
+    shm: shared_memory.SharedMemory
+
+    @property
+    def buf(self) -> memoryview:
+        """The memory itself."""
+        view = self.shm.buf
+        assert view is not None
+        return view[: self.size]
 
 
 class PortError(Exception):
@@ -90,10 +114,14 @@ class Port:
         self._spin_s = spin_s
         self._assembler = hl.Assembler()
         self._recvq: deque[RecvEvent] = deque()
+        self._rmq: deque[RmWriteEvent] = deque()
         self._doneq: deque[SentEvent | ErrorEvent] = deque()
         self._outstanding: set[int] = set()
         self._next_handle = 1
         self._closed = False
+        self._regions: dict[int, Region] = {}
+        self._registered: set[int] = set()
+        self._next_region = 1
 
     @classmethod
     def open(
@@ -163,6 +191,51 @@ class Port:
         self._write(hl.encode_record(req))
         return handle
 
+    def rm_write(
+        self,
+        dst_node: int,
+        dst_port: int,
+        region: int,
+        offset: int,
+        payload: bytes | bytearray | memoryview,
+        *,
+        notify: tuple[int, int] = (0, 0),
+        timeout: float | None = None,
+    ) -> int:
+        """Remote-memory write (GRIM RM-P): the destination NIC places ``payload`` at
+        ``offset`` of its host's region ``region`` and tells that host with an
+        RmWriteEvent carrying ``notify``; no receive token is used. Completes like a send."""
+        args = (region, offset, *notify)
+        return self.send(
+            dst_node, dst_port, payload, msg_type=MsgType.RM_WRITE_P, args=args, timeout=timeout
+        )
+
+    def register_memory(self, size: int, *, timeout: float = 10.0) -> Region:
+        """Create ``size`` bytes of shared memory and register it with the NIC."""
+        region_id = self._next_region
+        self._next_region += 1
+        job = os.environ.get("EMU_JOB_ID") or str(os.getpid())
+        name = f"emu_{job}_{self.node_id}_{self.port_id}_{region_id}"
+        shm = shared_memory.SharedMemory(name=name, create=True, size=max(1, size))
+        region = Region(region_id, name, size, shm)
+        self._regions[region_id] = region
+        self._write(hl.encode_record(hl.RegisterReq(region_id, max(1, size), name)))
+        deadline = time.monotonic() + timeout
+        while region_id not in self._registered:
+            if not self._pump(deadline):
+                self.deregister_memory(region)
+                raise TimeoutError("the NIC did not confirm the registration")
+        return region
+
+    def deregister_memory(self, region: Region) -> None:
+        """Tell the NIC to forget ``region``, then free the shared memory."""
+        if self._regions.pop(region.id, None) is None:
+            return
+        self._registered.discard(region.id)
+        if not self._closed:
+            self._write(hl.encode_record(hl.DeregisterReq(region.id)))
+        _free_shared_memory(region.shm)
+
     def provide_receive_buffers(self, count: int) -> None:
         """Give the NIC ``count`` more receive tokens."""
         if count > 0:
@@ -173,8 +246,9 @@ class Port:
     def poll(self) -> list[Event]:
         """Every event available now, without waiting."""
         self._drain()
-        events: list[Event] = [*self._recvq, *self._doneq]
+        events: list[Event] = [*self._recvq, *self._rmq, *self._doneq]
         self._recvq.clear()
+        self._rmq.clear()
         self._doneq.clear()
         return events
 
@@ -184,13 +258,16 @@ class Port:
         while True:
             if self._recvq:
                 return self._recvq.popleft()
+            if self._rmq:
+                return self._rmq.popleft()
             if self._doneq:
                 return self._doneq.popleft()
             if not self._pump(deadline):
                 return None
 
     def recv(self, timeout: float | None = None) -> RecvEvent:
-        """The next message. SENT events are absorbed; an ERROR raises SendFailedError."""
+        """The next message. SENT events are absorbed; an ERROR raises SendFailedError;
+        remote-memory write events stay queued for ``wait`` and ``poll``."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             self._raise_failures()
@@ -215,10 +292,13 @@ class Port:
         return len(self._outstanding)
 
     def close(self) -> None:
-        """Close the port; sends still in flight fail at the NIC."""
+        """Close the port (and free its registered memory); sends in flight fail at the NIC."""
         if self._closed:
             return
         self._closed = True
+        for region in list(self._regions.values()):
+            _free_shared_memory(region.shm)
+        self._regions.clear()
         try:
             self._sock.setblocking(True)
             self._sock.settimeout(1.0)
@@ -287,6 +367,10 @@ class Port:
             self._recvq.append(event)
             if self.auto_replenish:
                 self.provide_receive_buffers(1)
+        elif isinstance(event, RmWriteEvent):
+            self._rmq.append(event)
+        elif isinstance(event, hl.Registered):
+            self._registered.add(event.region)
         elif isinstance(event, SentEvent | ErrorEvent):
             self._outstanding.discard(event.handle)
             self.free_send_tokens += 1
@@ -319,3 +403,11 @@ class Port:
                 return True
             if deadline is not None and time.monotonic() >= deadline:
                 return False
+
+
+def _free_shared_memory(shm: shared_memory.SharedMemory) -> None:
+    shm.close()
+    try:
+        shm.unlink()
+    except FileNotFoundError:
+        resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]

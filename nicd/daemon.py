@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import mmap
 import os
 import signal
 import socket
@@ -29,11 +30,12 @@ if TYPE_CHECKING:
     from nicd.actions import NicAction
     from nicd.config import NicConfig
 
-__all__ = ["load_routes", "resolve_routes", "run", "socket_path"]
+__all__ = ["load_routes", "map_shared_memory", "resolve_routes", "run", "socket_path"]
 
 log = logging.getLogger("nicd")
 UDP_BUFFER_BYTES = 4 * 1024 * 1024  # kernel socket buffers asked for on the link
 HOST_BUFFER_BYTES = 1024 * 1024  # ... and on each PCI connection
+SHM_DIR = "/dev/shm"  # where POSIX shm_open names live on Linux
 
 
 def socket_path(run_dir: str, node_id: int) -> str:
@@ -48,6 +50,24 @@ def resolve_routes(table: dict[int, tuple[str, int]]) -> dict[int, Addr]:
         info = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM)
         resolved[int(node)] = (str(info[0][4][0]), int(port))
     return resolved
+
+
+def map_shared_memory(name: str, size: int) -> memoryview | None:
+    """Map the POSIX shared-memory segment ``name`` (what the host created with
+    ``multiprocessing.shared_memory``); None if it is not there or too small. The mapping
+    lives as long as the returned view is referenced."""
+    if not name or "/" in name or name.startswith(".") or size <= 0:
+        return None
+    try:
+        fd = os.open(os.path.join(SHM_DIR, name), os.O_RDWR)
+    except OSError:
+        return None
+    try:
+        if os.fstat(fd).st_size < size:
+            return None
+        return memoryview(mmap.mmap(fd, size))
+    finally:
+        os.close(fd)
 
 
 def load_routes(path: str) -> dict[int, tuple[str, int]]:
@@ -160,9 +180,17 @@ class _Shell(asyncio.DatagramProtocol):
                 break
             if whole is None:
                 continue
+            now = time.monotonic()
             if isinstance(whole, hl.SetRoutesReq):
                 whole = hl.SetRoutesReq(resolve_routes(whole.routes))
-            self._execute(self.core.on_host(conn.conn_id, whole, now=time.monotonic()))
+            elif isinstance(whole, hl.RegisterReq):
+                memory = map_shared_memory(whole.name, whole.size)
+                self._execute(self.core.on_register(conn.conn_id, whole, memory, now=now))
+                continue
+            elif isinstance(whole, hl.DeregisterReq):
+                self.core.on_deregister(conn.conn_id, whole.region)
+                continue
+            self._execute(self.core.on_host(conn.conn_id, whole, now=now))
         self._rearm()
 
     def _disconnect(self, conn: _HostConn) -> None:

@@ -9,10 +9,11 @@ receive tokens are only consumed by ``admit`` for a message that will be deliver
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nicd.channels import Admission
 from nicd.errors import UsageError
+from nicd.wire import DataPacket, MsgType
 
 __all__ = ["PortState", "PortTable"]
 
@@ -29,6 +30,8 @@ class PortState:
     receive_tokens: int = 0
     """Receive buffers the host has provided and no message has used yet."""
     sends_outstanding: int = 0
+    regions: dict[int, memoryview] = field(default_factory=dict)
+    """Registered memory: region id -> the shared memory mapped by this NIC."""
 
 
 class PortTable:
@@ -61,12 +64,10 @@ class PortTable:
         self._by_conn[conn] = requested
         return state
 
-    def close_conn(self, conn: int) -> int | None:
-        """Forget the port of ``conn``; return its number, if it had one."""
+    def close_conn(self, conn: int) -> PortState | None:
+        """Forget the port of ``conn``; return it (with its regions), if it had one."""
         port = self._by_conn.pop(conn, None)
-        if port is not None:
-            del self._ports[port]
-        return port
+        return None if port is None else self._ports.pop(port)
 
     def port_of(self, conn: int) -> PortState | None:
         """The port ``conn`` owns, if any."""
@@ -95,12 +96,29 @@ class PortTable:
         """The host gave ``count`` more receive buffers."""
         state.receive_tokens += count
 
-    def admit(self, dst_port: int, src_node: int, src_port: int, msg_len: int) -> Admission:
-        """Transport hook: may a new message enter ``dst_port``? OK uses one receive token."""
-        state = self._ports.get(dst_port)
+    def register(self, state: PortState, region: int, memory: memoryview) -> None:
+        """Make ``memory`` region ``region`` of the port; UsageError if the id is taken."""
+        if region in state.regions:
+            raise UsageError(f"region {region} is already registered")
+        state.regions[region] = memory
+
+    def deregister(self, state: PortState, region: int) -> memoryview | None:
+        """Forget region ``region``; return its memory for the shell to unmap."""
+        return state.regions.pop(region, None)
+
+    def admit(self, first: DataPacket) -> Admission:
+        """Transport hook: may the message ``first`` begins enter its port? A message uses
+        one receive token; a remote-memory write needs its region registered instead."""
+        state = self._ports.get(first.dst_port)
         if state is None:
             self.refused_no_port += 1
             return Admission.NO_PORT
+        if first.msg_type is MsgType.RM_WRITE_P:
+            memory = state.regions.get(first.args[0])
+            if memory is None or first.args[1] + first.msg_len > len(memory):
+                self.refused_no_port += 1  # no such memory: fails like a closed port
+                return Admission.NO_PORT
+            return Admission.OK
         if state.receive_tokens <= 0:
             self.refused_no_buffer += 1
             return Admission.NO_BUFFER
@@ -115,6 +133,7 @@ class PortTable:
                     "send_tokens": p.send_tokens,
                     "receive_tokens": p.receive_tokens,
                     "sends_outstanding": p.sends_outstanding,
+                    "regions": {str(r): len(m) for r, m in p.regions.items()},
                 }
                 for p in self._ports.values()
             },

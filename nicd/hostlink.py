@@ -26,6 +26,7 @@ __all__ = [
     "MAX_RECORD_BYTES",
     "Assembler",
     "CloseReq",
+    "DeregisterReq",
     "ErrorEvent",
     "HostOp",
     "HostRecord",
@@ -34,6 +35,9 @@ __all__ = [
     "ProvideReq",
     "RecvEvent",
     "Refused",
+    "RegisterReq",
+    "Registered",
+    "RmWriteEvent",
     "RoutesOk",
     "SendReq",
     "SentEvent",
@@ -57,6 +61,8 @@ class HostOp(IntEnum):
     CLOSE = 4
     SET_ROUTES = 5
     GET_STATS = 6
+    REGISTER = 7
+    DEREGISTER = 8
     OPENED = 20
     RECV = 21
     SENT = 22
@@ -64,6 +70,8 @@ class HostOp(IntEnum):
     ROUTES_OK = 24
     STATS = 25
     REFUSED = 26
+    REGISTERED = 27
+    RM_DONE = 28
     CONT = 40
 
 
@@ -83,6 +91,13 @@ _RECV = struct.Struct(">BBHHHH4II")
 _SENT = struct.Struct(">BI")
 # ERROR:    op (8) | handle (32) | dst node (16), then the reason in UTF-8
 _ERROR = struct.Struct(">BIH")
+# REGISTER: op (8) | region id (16) | size (32), then the shared-memory name in UTF-8
+_REGISTER = struct.Struct(">BHI")
+# DEREGISTER, REGISTERED: op (8) | region id (16)
+_REGION = struct.Struct(">BH")
+# RM_DONE:  op (8) | src node (16) | src port (16) | region id (16) | offset (32) | length (32)
+#           | user args 4 x 32
+_RM_DONE = struct.Struct(">BHHHII4I")
 _OP = struct.Struct(">B")
 
 Args = tuple[int, int, int, int]
@@ -130,6 +145,43 @@ class SetRoutesReq:
 @dataclass(frozen=True, slots=True)
 class StatsReq:
     """Management: ask for the counters."""
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterReq:
+    """Register the shared-memory segment ``name`` (``size`` bytes) as region ``region``
+    of this port, so the NIC can place remote-memory writes into it."""
+
+    region: int
+    size: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeregisterReq:
+    """Forget region ``region``; later writes into it are refused."""
+
+    region: int
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    """Region ``region`` is registered."""
+
+    region: int
+
+
+@dataclass(frozen=True, slots=True)
+class RmWriteEvent:
+    """A remote-memory write landed in region ``region`` at ``offset`` (``length`` bytes);
+    no receive token was used."""
+
+    src_node: int
+    src_port: int
+    region: int
+    offset: int
+    length: int
+    args: Args = (0, 0, 0, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +250,10 @@ HostRecord = (
     | CloseReq
     | SetRoutesReq
     | StatsReq
+    | RegisterReq
+    | DeregisterReq
+    | Registered
+    | RmWriteEvent
     | Opened
     | RecvEvent
     | SentEvent
@@ -255,6 +311,15 @@ def encode_record(rec: HostRecord) -> list[bytes]:
         return [_PROVIDE.pack(HostOp.PROVIDE, rec.count)]
     if isinstance(rec, ErrorEvent):
         return [_ERROR.pack(HostOp.ERROR, rec.handle, rec.dst_node) + rec.reason.encode()]
+    if isinstance(rec, RmWriteEvent):
+        fields = (HostOp.RM_DONE, rec.src_node, rec.src_port, rec.region, rec.offset, rec.length)
+        return [_RM_DONE.pack(*fields, *rec.args)]
+    if isinstance(rec, RegisterReq):
+        return [_REGISTER.pack(HostOp.REGISTER, rec.region, rec.size) + rec.name.encode()]
+    if isinstance(rec, DeregisterReq):
+        return [_REGION.pack(HostOp.DEREGISTER, rec.region)]
+    if isinstance(rec, Registered):
+        return [_REGION.pack(HostOp.REGISTERED, rec.region)]
     if isinstance(rec, OpenReq):
         return [_OPEN.pack(HostOp.OPEN, rec.port)]
     if isinstance(rec, Opened):
@@ -323,6 +388,16 @@ class Assembler:
         if op == HostOp.ERROR:
             _, handle, node = _ERROR.unpack_from(record)
             return ErrorEvent(handle, node, record[_ERROR.size :].decode())
+        if op == HostOp.RM_DONE:
+            node, port, region, offset, length, a0, a1, a2, a3 = _RM_DONE.unpack(record)[1:]
+            return RmWriteEvent(node, port, region, offset, length, (a0, a1, a2, a3))
+        if op == HostOp.REGISTER:
+            _, region, size = _REGISTER.unpack_from(record)
+            return RegisterReq(region, size, record[_REGISTER.size :].decode())
+        if op == HostOp.DEREGISTER:
+            return DeregisterReq(_REGION.unpack(record)[1])
+        if op == HostOp.REGISTERED:
+            return Registered(_REGION.unpack(record)[1])
         if op == HostOp.OPEN:
             return OpenReq(_OPEN.unpack(record)[1])
         if op == HostOp.OPENED:

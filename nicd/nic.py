@@ -36,6 +36,7 @@ from nicd.wire import ControlPacket, MsgType, decode_untrusted, encode
 if TYPE_CHECKING:
     from nicd.actions import TransportAction
     from nicd.config import NicConfig
+    from nicd.gm import PortState
 
 __all__ = ["Addr", "NicCore"]
 
@@ -124,12 +125,36 @@ class NicCore:
             return [ToHost(conn, hl.StatsReply(self.stats()))]
         return self._refuse(conn, f"{type(record).__name__} is not a host request")
 
+    def on_register(
+        self, conn: int, req: hl.RegisterReq, memory: memoryview | None, *, now: float
+    ) -> list[NicAction]:
+        """The shell mapped (or failed to map: ``memory`` None) the segment ``req`` names."""
+        self.link.host_records_in += 1
+        state = self.ports.port_of(conn)
+        if state is None:
+            return self._refuse(conn, "REGISTER before OPEN")
+        if memory is None or len(memory) < req.size:
+            return self._refuse(conn, f"cannot map shared memory {req.name!r} of {req.size} B")
+        try:
+            self.ports.register(state, req.region, memory[: req.size])
+        except UsageError as exc:
+            return self._refuse(conn, str(exc))
+        return [ToHost(conn, hl.Registered(req.region))]
+
+    def on_deregister(self, conn: int, region: int) -> None:
+        """Forget a region (dropping the last reference unmaps it)."""
+        self.link.host_records_in += 1
+        state = self.ports.port_of(conn)
+        if state is not None:
+            self.ports.deregister(state, region)
+
     def on_disconnect(self, conn: int, *, now: float) -> list[NicAction]:
-        """Host connection ``conn`` closed (or sent CLOSE): its port closes, sends fail."""
-        port = self.ports.close_conn(conn)
-        if port is None:
+        """Host connection ``conn`` closed (or sent CLOSE): its port and regions close, its
+        sends fail."""
+        state = self.ports.close_conn(conn)
+        if state is None:
             return []
-        return self._convert(self.transport.close_port(port, now=now), now)
+        return self._convert(self.transport.close_port(state.port, now=now), now)
 
     def on_timer(self, *, now: float) -> list[NicAction]:
         """Fire every timer whose deadline has passed."""
@@ -218,6 +243,9 @@ class NicCore:
                 if state is None:
                     self.link.drop("port_closed")
                     continue
+                if action.msg_type is MsgType.RM_WRITE_P:
+                    out += self._place(state, action)
+                    continue
                 event = hl.RecvEvent(
                     action.src_node, action.src_port, action.payload, int(action.msg_type),
                     action.am_handler, action.args, action.mcast_group,
@@ -231,6 +259,18 @@ class NicCore:
             elif isinstance(action, PeerDead):
                 self.link.peers_dead.append(action.node)
         return out
+
+    def _place(self, state: PortState, d: Deliver) -> list[NicAction]:
+        """RM-P write (GRIM 4.5): copy into registered memory, tell the host where."""
+        region, offset = d.args[0], d.args[1]
+        memory = state.regions.get(region)
+        end = offset + len(d.payload)
+        if memory is None or end > len(memory):
+            self.link.drop("rm_bounds")
+            return []
+        memory[offset:end] = d.payload
+        event = hl.RmWriteEvent(d.src_node, d.src_port, region, offset, len(d.payload), d.args)
+        return [ToHost(state.conn, event)]
 
     def _finish_send(self, port: int, event: hl.SentEvent | hl.ErrorEvent) -> list[NicAction]:
         state = self.ports.get(port)

@@ -67,8 +67,9 @@ class Admission(IntEnum):
     """No endpoint is open there: NACK NO_PORT; the sends fail if it lasts."""
 
 
-Admit = Callable[[int, int, int, int], Admission]
-"""``admit(dst_port, src_node, src_port, msg_len)``: called once per message that enters."""
+Admit = Callable[[DataPacket], Admission]
+"""``admit(first)``: called with the FIRST fragment of each message that enters in order
+(its port, source, length, type and user arguments decide)."""
 
 _REFUSALS = {Admission.NO_BUFFER: NackReason.NO_BUFFER, Admission.NO_PORT: NackReason.NO_PORT}
 
@@ -503,7 +504,7 @@ class GbnReceiver:
             self.refusal = None
             self._reassembly = _Reassembly(p, [], 0, discard=True)
             return None
-        verdict = admit(self.dst_port, self.src_node, self.src_port, p.msg_len)
+        verdict = admit(p)
         reason = _REFUSALS.get(verdict)
         if reason is not None:
             stats.drops[reason.name.lower()] += 1

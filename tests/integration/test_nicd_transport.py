@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from emucluster.port import Port, SendFailedError
+from emucluster.port import Port, RmWriteEvent, SendFailedError
 from nicd.localcluster import NicCluster, run_hosts
 
 HOSTS = Path(__file__).parent / "hosts"
@@ -125,3 +125,23 @@ def test_nicd_help_and_bad_flags() -> None:
     )
     assert bad.returncode == 2
     assert "probability" in bad.stderr
+
+
+def test_remote_memory_write_lands_in_registered_shared_memory(tmp_path: Path) -> None:
+    with NicCluster(2, tmp_path, ["--dead-peer-s", "1"]) as cluster:
+        a = Port.open(cluster.sockets[0])
+        b = Port.open(cluster.sockets[1], receive_buffers=0, auto_replenish=False)
+        region = b.register_memory(100_000)
+        data = bytes(range(256)) * 300  # 76,800 B: 19 fragments
+        a.rm_write(1, b.port_id, region.id, 100, data, notify=(5, 6))
+        event = b.wait(timeout=30)
+        assert event == RmWriteEvent(0, a.port_id, region.id, 100, len(data), (region.id, 100, 5, 6))
+        assert bytes(region.buf[100 : 100 + len(data)]) == data
+        a.flush(timeout=30)
+        a.rm_write(1, b.port_id, region.id, 99_999, b"zz")  # past the end: refused
+        with pytest.raises(SendFailedError, match="no_port"):
+            a.flush(timeout=60)
+        assert os.path.exists(f"/dev/shm/{region.name}")
+        b.close()
+        a.close()
+        assert not os.path.exists(f"/dev/shm/{region.name}")

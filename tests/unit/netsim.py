@@ -164,7 +164,10 @@ class Ports:
     def close(self, port: int) -> None:
         self.tokens.pop(port, None)
 
-    def admit(self, dst_port: int, src_node: int, src_port: int, msg_len: int) -> Admission:
+    def admit(self, first: DataPacket) -> Admission:
+        dst_port, src_node, src_port, msg_len = (
+            first.dst_port, first.src_node, first.src_port, first.msg_len
+        )  # fmt: skip
         tokens = self.tokens.get(dst_port)
         if tokens is None:
             self.refused.append((dst_port, Admission.NO_PORT))

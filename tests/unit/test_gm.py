@@ -7,6 +7,8 @@ import pytest
 from nicd.channels import Admission
 from nicd.errors import UsageError
 from nicd.gm import PortTable
+from nicd.wire import DataPacket, MsgType
+from tests.unit.factories import data_packet
 
 
 def table() -> PortTable:
@@ -45,22 +47,55 @@ def test_send_tokens_are_bounded_and_returned() -> None:
     assert state.send_tokens == 2
 
 
+def first(**overrides: object) -> DataPacket:
+    return data_packet(**{"dst_port": 0, "payload": b"x" * 10, **overrides})
+
+
 def test_admission_consumes_receive_tokens() -> None:
     t = table()
-    assert t.admit(0, 5, 0, 10) is Admission.NO_PORT
+    assert t.admit(first()) is Admission.NO_PORT
     state = t.open(1, 0)
-    assert t.admit(0, 5, 0, 10) is Admission.NO_BUFFER
+    assert t.admit(first()) is Admission.NO_BUFFER
     t.provide(state, 2)
-    assert t.admit(0, 5, 0, 10) is Admission.OK
-    assert t.admit(0, 5, 0, 10) is Admission.OK
-    assert t.admit(0, 5, 0, 10) is Admission.NO_BUFFER
+    assert t.admit(first()) is Admission.OK
+    assert t.admit(first()) is Admission.OK
+    assert t.admit(first()) is Admission.NO_BUFFER
     assert t.stats()["refused_no_buffer"] == 2
     assert t.stats()["refused_no_port"] == 1
+
+
+def test_remote_memory_writes_need_a_region_not_a_token() -> None:
+    t = table()
+    state = t.open(1, 0)
+    rm = {"msg_type": MsgType.RM_WRITE_P, "payload": b"y" * 8}
+    assert t.admit(first(**rm, args=(3, 0, 0, 0))) is Admission.NO_PORT
+    t.register(state, 3, memoryview(bytearray(16)))
+    assert t.admit(first(**rm, args=(3, 8, 0, 0))) is Admission.OK
+    assert t.admit(first(**rm, args=(3, 9, 0, 0))) is Admission.NO_PORT  # past the end
+    assert state.receive_tokens == 0
 
 
 def test_close_frees_the_port() -> None:
     t = table()
     t.open(1, 0)
-    assert t.close_conn(1) == 0
+    closed = t.close_conn(1)
+    assert closed is not None
+    assert closed.port == 0
     assert t.close_conn(1) is None
     assert t.open(2, 0).port == 0
+
+
+def test_regions_register_once_and_leave_with_the_port() -> None:
+    t = table()
+    state = t.open(1, 0)
+    memory = memoryview(bytearray(16))
+    t.register(state, 3, memory)
+    with pytest.raises(UsageError, match="already registered"):
+        t.register(state, 3, memory)
+    assert t.stats()["ports"]["0"]["regions"] == {"3": 16}
+    assert t.deregister(state, 3) is memory
+    assert t.deregister(state, 3) is None
+    t.register(state, 4, memory)
+    closed = t.close_conn(1)
+    assert closed is not None
+    assert closed.regions == {4: memory}

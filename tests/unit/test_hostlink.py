@@ -34,6 +34,10 @@ records = st.one_of(
         st.dictionaries(u16, st.tuples(st.text(max_size=20), u16), max_size=8),
     ),
     st.builds(hl.StatsReply, st.dictionaries(st.text(max_size=10), u32, max_size=8)),
+    st.builds(hl.RegisterReq, u16, u32, st.text(max_size=40)),
+    st.builds(hl.DeregisterReq, u16),
+    st.builds(hl.Registered, u16),
+    st.builds(hl.RmWriteEvent, u16, u16, u16, u32, u32, args),
 )
 
 

@@ -80,8 +80,8 @@ class OkAdmit:
         self.answers = list(answers)
         self.calls: list[tuple[int, int, int, int]] = []
 
-    def __call__(self, dst_port: int, src_node: int, src_port: int, msg_len: int) -> Admission:
-        self.calls.append((dst_port, src_node, src_port, msg_len))
+    def __call__(self, first: DataPacket) -> Admission:
+        self.calls.append((first.dst_port, first.src_node, first.src_port, first.msg_len))
         return self.answers.pop(0) if self.answers else Admission.OK
 
 
