@@ -3,11 +3,13 @@
 Run under emurun with each placement and compare, e.g.::
 
     emurun -np 2 --bind-to core examples/port_bench.py pingpong 2000
+    emurun -np 16 --bind-to none examples/port_bench.py pingpong 2000 busy
     emurun -np 16 --bind-to none examples/port_bench.py exchange 50
 
-``pingpong N``: ranks 0 and 1 bounce a 64-byte message N times (after 200 warm-up rounds);
-rank 0 prints the median and 90th percentile one-way time (half a round trip). Other ranks
-idle. ``exchange N``: N rounds in which every rank sends 64 bytes to every other rank and
+``pingpong N [busy]``: ranks 0 and 1 bounce a 64-byte message N times (after 200 warm-up
+rounds); rank 0 prints the median and 90th percentile one-way time (half a round trip). Other
+ranks idle, or with ``busy`` spin on the CPU until rank 0 is done (the papers' busy hosts,
+DESIGN §10). ``exchange N``: N rounds in which every rank sends 64 bytes to every other rank and
 waits for all of them; rank 0 prints the median and 90th percentile round time. Output is
 one JSON line from rank 0.
 """
@@ -20,7 +22,7 @@ import statistics
 import sys
 import time
 
-from emucluster.port import Port
+from emucluster.port import Port, RecvEvent
 
 PORT = 0
 WARMUP = 200
@@ -33,8 +35,17 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def pingpong(port: Port, rank: int, rounds: int) -> dict[str, float] | None:
+def spin_until_told(port: Port) -> None:
+    while not any(isinstance(event, RecvEvent) for event in port.poll()):
+        end = time.perf_counter() + 0.001
+        while time.perf_counter() < end:
+            pass
+
+
+def pingpong(port: Port, rank: int, size: int, rounds: int, busy: bool) -> dict[str, float] | None:
     if rank > 1:
+        if busy:
+            spin_until_told(port)
         return None
     peer = 1 - rank
     samples = []
@@ -48,6 +59,9 @@ def pingpong(port: Port, rank: int, rounds: int) -> dict[str, float] | None:
             port.send(peer, PORT, PAYLOAD)
         if i >= WARMUP:
             samples.append((time.perf_counter() - start) / 2 * 1e6)
+    if busy and rank == 0:
+        for other in range(2, size):
+            port.send(other, PORT, b"stop")
     port.flush(timeout=TIMEOUT_S)
     return {"median_us": statistics.median(samples), "p90_us": percentile(samples, 0.9)}
 
@@ -74,14 +88,15 @@ def main() -> None:
     rank, size = int(os.environ["EMU_RANK"]), int(os.environ["EMU_SIZE"])
     with Port.open(port=PORT) as port:
         if kind == "pingpong":
-            result = pingpong(port, rank, rounds)
+            busy = sys.argv[3:] == ["busy"]
+            result = pingpong(port, rank, size, rounds, busy)
         elif kind == "exchange":
             result = exchange(port, rank, size, rounds)
         else:
             sys.exit(f"unknown benchmark {kind!r}: pingpong or exchange")
         time.sleep(0.2)  # let the last acknowledgements settle before ports close
     if rank == 0 and result is not None:
-        print(json.dumps({"bench": kind, "nodes": size, "rounds": rounds, **result}))
+        print(json.dumps({"bench": " ".join(sys.argv[1:]), "nodes": size, **result}))
 
 
 if __name__ == "__main__":

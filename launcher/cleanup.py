@@ -10,6 +10,7 @@ cleans up after a host's own children, which the supervisor never saw.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -19,10 +20,19 @@ import psutil  # type: ignore[import-untyped,unused-ignore]
 
 from launcher.plan import ENV_JOB_ID, shm_prefix
 
-__all__ = ["SHM_DIR", "SweepReport", "job_processes", "job_segments", "sweep"]
+__all__ = [
+    "SHM_DIR",
+    "SweepReport",
+    "adopt_orphans",
+    "job_processes",
+    "job_segments",
+    "reap_orphans",
+    "sweep",
+]
 
 SHM_DIR = Path("/dev/shm")
 _KILL_WAIT_S = 5.0
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass(slots=True)
@@ -82,3 +92,27 @@ def sweep(job_id: str, run_dir: str | None, shm_dir: Path = SHM_DIR) -> SweepRep
     if run_dir is not None:
         shutil.rmtree(run_dir, ignore_errors=True)
     return report
+
+
+def adopt_orphans() -> None:
+    """Make this process the reaper of its descendants' orphans (Linux child subreaper).
+
+    A host's children outlive it; without this they would be re-parented to PID 1, which in
+    a container may never reap them. With it they stay ours: the sweep finds them by their
+    job id and :func:`reap_orphans` collects their exit status.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def reap_orphans() -> None:
+    """Collect every exited child not waited for yet. Call only when no other code waits
+    for children (after the supervisor reaped its own)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return

@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["ProcessUsage", "describe_status", "format_table", "usage_json"]
+    from launcher.plan import LaunchPlan
+
+__all__ = [
+    "ProcessUsage",
+    "describe_status",
+    "format_table",
+    "job_json",
+    "render",
+    "usage_json",
+]
 
 _HEADERS = ("process", "pid", "user s", "system s", "cpu s", "wall s", "status")
 
@@ -119,4 +128,34 @@ def usage_json(usages: Sequence[ProcessUsage], wall_s: float) -> dict[str, objec
             }
             for u in usages
         ],
+    }
+
+
+def job_json(
+    plan: LaunchPlan,
+    code: int,
+    outcome: str | None,
+    priority: str,
+    usages: Sequence[ProcessUsage],
+    wall_s: float,
+) -> dict[str, object]:
+    """The job's summary (``--stats DIR``/job.json): what ran, how, how it ended, its cost."""
+    f = plan.faults
+    return {
+        "job_id": plan.job_id,
+        "np": plan.np,
+        "program": list(plan.program.argv),
+        "exit_code": code,
+        "outcome": outcome,
+        "faults": {
+            "loss": f.loss,
+            "dup": f.dup,
+            "reorder": f.reorder,
+            "corrupt": f.corrupt,
+            "delay_ms": f.delay_ms,
+            "seed": f.seed,
+        },
+        "bind_to": plan.bind_to,
+        "nic_priority": priority,
+        "usage": usage_json(usages, wall_s),
     }

@@ -10,8 +10,6 @@ SIGTERM), then the psutil sweep, then the run directory.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import os
 import signal
@@ -41,7 +39,7 @@ from launcher.errors import (
     RendezvousError,
 )
 from launcher.rendezvous import Rendezvous, decode_ready_untrusted
-from launcher.report import render, usage_json
+from launcher.report import job_json, render
 from nicd import manage
 
 if TYPE_CHECKING:
@@ -55,7 +53,6 @@ _ROUTES_TIMEOUT_S = 30.0
 _KILL_WAIT_S = 10.0
 _DRAIN_S = 2.0  # output still arriving after everything stopped
 _ROOT_CAUSE_WAIT_S = 0.2  # a rank failing because its nicd died: let the nicd be blamed
-_PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +131,11 @@ class Job:
         env = planmod.nicd_env(self.plan, os.environ)
         for node in range(self.plan.np):
             argv = planmod.nicd_argv(self.plan, node, self.run_dir)
-            child = await spawn("nicd", node, argv, env)
+            try:
+                child = await spawn("nicd", node, argv, env)
+            except OSError as exc:
+                self.fail(EXIT_INTERNAL, f"cannot start the nicd of node {node}: {exc}")
+                return
             self.nicds.append(child)
             self._track(nursery, child)
             cpus = self._placements[node].nicd_cpus
@@ -294,7 +295,7 @@ class Job:
 
     async def _sweep(self) -> None:
         report = await trio.to_thread.run_sync(cleanup.sweep, self.plan.job_id, None)
-        _reap_orphans()
+        cleanup.reap_orphans()
         if report.killed:
             self.say(f"cleanup killed leftover processes: {', '.join(report.killed)}")
         if report.segments:
@@ -320,23 +321,6 @@ class Job:
         return [c.usage for c in self.nicds + self.hosts if c.usage is not None]
 
 
-def _set_subreaper() -> None:
-    """Adopt the job's orphans (a host's children) so they are reaped, not left as zombies."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-
-def _reap_orphans() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
 def run_job(plan: LaunchPlan) -> int:
     """Run ``plan`` to its end, clean up, report; return emurun's exit status."""
     started = time.monotonic()
@@ -349,44 +333,21 @@ def run_job(plan: LaunchPlan) -> int:
         job.say(f"run directory {run_dir} is too long for a socket path: shorten TMPDIR",
                 always=True)  # fmt: skip
         return EXIT_INTERNAL
-    _set_subreaper()
+    cleanup.adopt_orphans()
     try:
         code = trio.run(job.run)
     except KeyboardInterrupt:  # before the signal handler was installed
         code = 128 + signal.SIGINT
     finally:
         cleanup.sweep(plan.job_id, run_dir)
-        _reap_orphans()
+        cleanup.reap_orphans()
     wall = time.monotonic() - started
     if plan.cpu_report:
         write_all(2, (render(job.usages(), wall) + "\n").encode())
     if plan.stats_dir is not None:
-        _write_job_json(job, code, wall)
+        message = None if job.outcome is None else job.outcome.message
+        doc = job_json(plan, code, message, job.priority, job.usages(), wall)
+        with open(os.path.join(plan.stats_dir, "job.json"), "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
     return code
-
-
-def _write_job_json(job: Job, code: int, wall: float) -> None:
-    plan = job.plan
-    doc = {
-        "job_id": plan.job_id,
-        "np": plan.np,
-        "program": list(plan.program.argv),
-        "exit_code": code,
-        "outcome": None if job.outcome is None else job.outcome.message,
-        "faults": {
-            "loss": plan.faults.loss,
-            "dup": plan.faults.dup,
-            "reorder": plan.faults.reorder,
-            "corrupt": plan.faults.corrupt,
-            "delay_ms": plan.faults.delay_ms,
-            "seed": plan.faults.seed,
-        },
-        "bind_to": plan.bind_to,
-        "nic_priority": job.priority,
-        "usage": usage_json(job.usages(), wall),
-    }
-    assert plan.stats_dir is not None
-    path = os.path.join(plan.stats_dir, "job.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import psutil
+import psutil  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
 from launcher.cleanup import job_processes, job_segments, sweep
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = str(Path(__file__).parent / "hosts" / "emurun_host.py")
@@ -82,6 +82,8 @@ class Job:
 
     def _read_until(self, done: Callable[[], bool], what: str) -> None:
         assert self.proc is not None
+        assert self.proc.stdout is not None
+        assert self.proc.stderr is not None
         streams = {self.proc.stdout: 1, self.proc.stderr: 2}
         deadline = time.monotonic() + WAIT_S
         while not done():
@@ -89,7 +91,7 @@ class Job:
             assert remaining > 0, f"no {what}: {self._out!r} {self._err!r}"
             readable, _, _ = select.select(list(streams), [], [], remaining)
             for stream in readable:
-                chunk = os.read(stream.fileno(), 65536)  # type: ignore[union-attr]
+                chunk = os.read(stream.fileno(), 65536)
                 assert chunk, f"emurun closed its output early: {self._out!r} {self._err!r}"
                 if streams[stream] == 1:
                     self._out += chunk
@@ -141,7 +143,7 @@ class Job:
 
 
 @pytest.fixture
-def job():  # type: ignore[no-untyped-def]
+def job() -> Iterator[Job]:
     j = Job()
     yield j
     j.teardown()

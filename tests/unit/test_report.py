@@ -10,7 +10,8 @@ import trio.testing
 
 from launcher.children import LineReader, describe_exit, exit_code_of, tag_lines
 from launcher.cleanup import job_segments
-from launcher.report import ProcessUsage, describe_status, format_table, usage_json
+from launcher.plan import FaultFlags, LaunchPlan, Program
+from launcher.report import ProcessUsage, describe_status, format_table, job_json, usage_json
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -86,3 +87,21 @@ def test_job_segments_match_the_prefix_only(tmp_path: Path) -> None:
     for name in ("emu_j1_a", "emu_j1_b", "emu_j12_a", "emu_j2_a", "other"):
         (tmp_path / name).write_bytes(b"")
     assert [p.name for p in job_segments("j1", tmp_path)] == ["emu_j1_a", "emu_j1_b"]
+
+
+def test_job_json_names_the_run() -> None:
+    plan = LaunchPlan(
+        np=2,
+        program=Program(("/py", "app.py"), "app.py"),
+        job_id="j1",
+        python="/py",
+        faults=FaultFlags(loss=0.1, seed=3),
+    )
+    doc = job_json(plan, 3, "rank 1 exited with code 3", "nice", USAGES[:1], 2.5)
+    assert doc["exit_code"] == 3
+    assert doc["outcome"] == "rank 1 exited with code 3"
+    assert doc["faults"] == {
+        "loss": 0.1, "dup": 0.0, "reorder": 0.0, "corrupt": 0.0, "delay_ms": 0.0, "seed": 3
+    }  # fmt: skip
+    assert (doc["np"], doc["program"], doc["nic_priority"]) == (2, ["/py", "app.py"], "nice")
+    assert doc["usage"] == usage_json(USAGES[:1], 2.5)
