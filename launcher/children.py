@@ -23,7 +23,15 @@ from launcher.report import ProcessUsage
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-__all__ = ["Child", "LineReader", "spawn", "write_all"]
+__all__ = [
+    "Child",
+    "LineReader",
+    "describe_exit",
+    "exit_code_of",
+    "spawn",
+    "tag_lines",
+    "write_all",
+]
 
 _CHUNK = 65536
 _LINE_LIMIT = 65536  # a longer line is forwarded in pieces
@@ -143,12 +151,15 @@ class LineReader:
                 self._eof = True
 
 
-def tag_lines(block: bytes, prefix: bytes) -> bytes:
-    """Put ``prefix`` before every line of ``block``; a last line without newline gets one."""
+def tag_lines(block: bytes, prefix: bytes, keep: bytes = b"") -> bytes:
+    """Put ``prefix`` before every line of ``block`` except those already starting with
+    ``keep`` (if given); a last line without newline gets one."""
     lines = block.split(b"\n")
     if lines[-1] == b"":
         lines.pop()
-    return b"".join(prefix + line + b"\n" for line in lines)
+    return b"".join(
+        (line if keep and line.startswith(keep) else prefix + line) + b"\n" for line in lines
+    )
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -250,10 +250,9 @@ class Job:
         while (block := await reader.read_lines()) is not None:
             if raw_prefix is None:
                 write_all(fd, block)
-            elif child.role == "nicd" and block.startswith(b"nicd["):
-                write_all(fd, block if block.endswith(b"\n") else block + b"\n")
-            else:
-                write_all(fd, tag_lines(block, raw_prefix))
+            else:  # nicd's own log lines already say "nicd[N]"
+                keep = b"nicd[" if child.role == "nicd" else b""
+                write_all(fd, tag_lines(block, raw_prefix, keep))
         self._open_streams -= 1
         if self._open_streams == 0:
             self._drained.set()

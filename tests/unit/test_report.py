@@ -59,6 +59,8 @@ def test_tag_lines() -> None:
     assert tag_lines(b"a\nb\n", b"[1] ") == b"[1] a\n[1] b\n"
     assert tag_lines(b"partial", b"[0] ") == b"[0] partial\n"
     assert tag_lines(b"\n", b"[2] ") == b"[2] \n"
+    log = b"nicd[1] WARNING x\nTraceback\n"
+    assert tag_lines(log, b"nicd[1] ", b"nicd[") == b"nicd[1] WARNING x\nnicd[1] Traceback\n"
 
 
 async def test_line_reader_returns_whole_lines_then_the_rest() -> None:
