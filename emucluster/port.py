@@ -109,7 +109,11 @@ class Port:
         self.free_send_tokens = opened.send_tokens
         """Sends this port may still start before one completes."""
         self.auto_replenish = auto_replenish
-        """Give the NIC a new receive buffer for every message received."""
+        """Give the NIC a new receive buffer for every message received (in batches: one
+        PROVIDE record per quarter of the buffers, or before waiting when the NIC runs low)."""
+        self._nic_buffers = 0  # receive tokens the NIC holds, as far as this side knows
+        self._owed_buffers = 0  # consumed and not yet given back (auto_replenish)
+        self._provide_batch = 1
         self.wait_policy: WaitPolicy = wait
         self._spin_s = spin_s
         self._assembler = hl.Assembler()
@@ -162,6 +166,7 @@ class Port:
         )
         if receive_buffers:
             self.provide_receive_buffers(receive_buffers)
+            self._provide_batch = max(1, receive_buffers // 4)
         return self
 
     # -- requests ---------------------------------------------------------------------------
@@ -239,7 +244,14 @@ class Port:
     def provide_receive_buffers(self, count: int) -> None:
         """Give the NIC ``count`` more receive tokens."""
         if count > 0:
+            self._nic_buffers += count
             self._write(hl.encode_record(hl.ProvideReq(count)))
+
+    def _give_back(self, *, low_only: bool) -> None:
+        owed = self._owed_buffers
+        if owed and (not low_only or self._nic_buffers < self._provide_batch):
+            self._owed_buffers = 0
+            self.provide_receive_buffers(owed)
 
     # -- events -----------------------------------------------------------------------------
 
@@ -365,8 +377,11 @@ class Port:
     def _take(self, event: hl.HostRecord) -> int:
         if isinstance(event, RecvEvent):
             self._recvq.append(event)
+            self._nic_buffers -= 1
             if self.auto_replenish:
-                self.provide_receive_buffers(1)
+                self._owed_buffers += 1
+                if self._owed_buffers >= self._provide_batch:
+                    self._give_back(low_only=False)
         elif isinstance(event, RmWriteEvent):
             self._rmq.append(event)
         elif isinstance(event, hl.Registered):
@@ -375,6 +390,12 @@ class Port:
             self._outstanding.discard(event.handle)
             self.free_send_tokens += 1
             self._doneq.append(event)
+        elif isinstance(event, hl.SentBatch):
+            for handle in event.handles:
+                self._outstanding.discard(handle)
+                self._doneq.append(SentEvent(handle))
+            self.free_send_tokens += len(event.handles)
+            return len(event.handles)
         elif isinstance(event, hl.Refused):
             raise PortError(f"the NIC refused a request: {event.reason}")
         else:
@@ -385,6 +406,7 @@ class Port:
         """Wait, by the wait policy, until at least one event arrived; False on timeout."""
         if self._drain():
             return True
+        self._give_back(low_only=True)  # never wait while the NIC is short of buffers
         policy = self.wait_policy
         if policy != "block":
             spin_until = None if policy == "spin" else time.monotonic() + self._spin_s

@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--mtu", type=int, default=4096, help="payload bytes per packet (%(default)s)")
     t.add_argument("--window", type=int, default=64, help="go-back-N window W (%(default)s)")
     t.add_argument("--ack-every", type=int, default=16, help="ACK after this many packets")
-    t.add_argument("--rto-min-ms", type=float, default=10.0, help="RTO lower bound")
+    t.add_argument("--rto-min-ms", type=float, default=4.0, help="RTO lower bound")
     t.add_argument("--rto-max-ms", type=float, default=1000.0, help="RTO upper bound")
     t.add_argument(
         "--dead-peer-s",

@@ -287,21 +287,26 @@ class Transport:
                 out += sender.on_timeout(now=now)
             out += sender.on_timer(now=now)
             self._track_sender(key, sender)
+        if self._pending_acks:
+            out += self.flush(now=now)
         return out
 
     def flush(self, *, now: float) -> list[TransportAction]:
-        """Emit the ACKs held back for batching (the shell calls this after a burst)."""
+        """Emit the held-back ACKs that are due (the shell calls this after a burst; the
+        timer calls it for delayed ones)."""
         out: list[TransportAction] = []
-        for receiver in self._pending_acks.values():
-            action = receiver.take_ack()
+        for key, receiver in list(self._pending_acks.items()):
+            action = receiver.take_ack(now)
             if action is not None:
                 out.append(action)
-        self._pending_acks.clear()
+            if not receiver.ack_pending:
+                del self._pending_acks[key]
         return out
 
     def next_deadline(self) -> float | None:
-        """The earliest timer of any stream, or None."""
+        """The earliest timer of any stream (retransmission or delayed ACK), or None."""
         deadlines = [d for s in self._busy.values() if (d := s.next_deadline()) is not None]
+        deadlines += [r.ack_due for r in self._pending_acks.values() if r.ack_due is not None]
         return min(deadlines) if deadlines else None
 
     # -- queries ----------------------------------------------------------------------------

@@ -126,15 +126,15 @@ class _Shell(asyncio.DatagramProtocol):
     # -- timer ------------------------------------------------------------------------------
 
     def _rearm(self) -> None:
+        # Re-arm only for an earlier deadline: a timer that fires early costs one no-op
+        # on_timer, re-arming on every packet (the RTO moves with each ACK) costs more.
         deadline = self.core.next_deadline()
-        if deadline == self._timer_at:
+        if deadline is None or (self._timer_at is not None and self._timer_at <= deadline):
             return
         if self._timer is not None:
             self._timer.cancel()
-            self._timer = None
         self._timer_at = deadline
-        if deadline is not None:
-            self._timer = self.loop.call_later(max(0.0, deadline - time.monotonic()), self._fire)
+        self._timer = self.loop.call_later(max(0.0, deadline - time.monotonic()), self._fire)
 
     def _fire(self) -> None:
         deadline = self._timer_at

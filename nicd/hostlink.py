@@ -40,6 +40,7 @@ __all__ = [
     "RmWriteEvent",
     "RoutesOk",
     "SendReq",
+    "SentBatch",
     "SentEvent",
     "SetRoutesReq",
     "StatsReply",
@@ -72,6 +73,7 @@ class HostOp(IntEnum):
     REFUSED = 26
     REGISTERED = 27
     RM_DONE = 28
+    SENT_MANY = 29
     CONT = 40
 
 
@@ -89,6 +91,8 @@ _OPENED = struct.Struct(">BHHHH")
 _RECV = struct.Struct(">BBHHHH4II")
 # SENT:     op (8) | handle (32)
 _SENT = struct.Struct(">BI")
+# SENT_MANY: op (8), then handles (32 each)
+_HANDLE = struct.Struct(">I")
 # ERROR:    op (8) | handle (32) | dst node (16), then the reason in UTF-8
 _ERROR = struct.Struct(">BIH")
 # REGISTER: op (8) | region id (16) | size (32), then the shared-memory name in UTF-8
@@ -215,6 +219,13 @@ class SentEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class SentBatch:
+    """Several sends completed: SENT events coalesced into one record (one host wake-up)."""
+
+    handles: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorEvent:
     """The send ``handle`` failed (``peer_dead``, ``no_port``, ``no_route``, ``closed``, ...);
     its send token is back."""
@@ -257,6 +268,7 @@ HostRecord = (
     | Opened
     | RecvEvent
     | SentEvent
+    | SentBatch
     | ErrorEvent
     | RoutesOk
     | StatsReply
@@ -307,6 +319,10 @@ def encode_record(rec: HostRecord) -> list[bytes]:
         return _chunked(head, rec.payload)
     if isinstance(rec, SentEvent):
         return [_SENT.pack(HostOp.SENT, rec.handle)]
+    if isinstance(rec, SentBatch):
+        if len(rec.handles) * _HANDLE.size >= MAX_RECORD_BYTES:
+            raise ValueError(f"{len(rec.handles)} handles do not fit one record")
+        return [struct.pack(f">B{len(rec.handles)}I", HostOp.SENT_MANY, *rec.handles)]
     if isinstance(rec, ProvideReq):
         return [_PROVIDE.pack(HostOp.PROVIDE, rec.count)]
     if isinstance(rec, ErrorEvent):
@@ -383,6 +399,10 @@ class Assembler:
             return self._start(head, total, first)
         if op == HostOp.SENT:
             return SentEvent(_SENT.unpack(record)[1])
+        if op == HostOp.SENT_MANY:
+            if (len(record) - 1) % _HANDLE.size:
+                raise ProtocolViolation("SENT_MANY is not a whole number of handles")
+            return SentBatch(tuple(h for (h,) in _HANDLE.iter_unpack(record[1:])))
         if op == HostOp.PROVIDE:
             return ProvideReq(_PROVIDE.unpack(record)[1])
         if op == HostOp.ERROR:

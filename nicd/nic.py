@@ -58,6 +58,9 @@ class NicCore:
         self._routes: dict[int, Addr] = {}
         self._nodes_by_addr: dict[Addr, int] = {}
         self._fault_free = not config.faults.active
+        self._sent: dict[int, list[int]] = {}  # port -> completed handles not yet told
+        self._sent_due: dict[int, float] = {}  # port -> when they must be told
+        self._sent_flush_at = max(1, config.send_tokens // 2)
 
     # -- inputs -----------------------------------------------------------------------------
 
@@ -154,11 +157,16 @@ class NicCore:
         state = self.ports.close_conn(conn)
         if state is None:
             return []
+        self._sent.pop(state.port, None)
+        self._sent_due.pop(state.port, None)
         return self._convert(self.transport.close_port(state.port, now=now), now)
 
     def on_timer(self, *, now: float) -> list[NicAction]:
         """Fire every timer whose deadline has passed."""
         actions = self._convert(self.transport.on_timer(now=now), now)
+        for port, due in list(self._sent_due.items()):
+            if due <= now:
+                actions += self._tell_sent(port)
         if not self._fault_free:
             actions += self._transmit_all(self.faults.on_timer(now=now))
         return actions
@@ -172,6 +180,8 @@ class NicCore:
     def next_deadline(self) -> float | None:
         """The earliest moment ``on_timer`` wants to run."""
         deadlines = [self.transport.next_deadline()]
+        if self._sent_due:
+            deadlines.append(min(self._sent_due.values()))
         if not self._fault_free:
             deadlines.append(self.faults.next_deadline())
         present = [d for d in deadlines if d is not None]
@@ -250,11 +260,14 @@ class NicCore:
                     action.src_node, action.src_port, action.payload, int(action.msg_type),
                     action.am_handler, action.args, action.mcast_group,
                 )  # fmt: skip
+                if action.port in self._sent:
+                    out += self._tell_sent(action.port)  # rides along: same wake-up
                 out.append(ToHost(state.conn, event))
             elif isinstance(action, SendComplete):
-                out += self._finish_send(action.port, hl.SentEvent(action.handle))
+                out += self._complete(action.port, action.handle, now)
             elif isinstance(action, SendFailed):
                 error = hl.ErrorEvent(action.handle, action.dst_node, action.reason)
+                out += self._tell_sent(action.port)
                 out += self._finish_send(action.port, error)
             elif isinstance(action, PeerDead):
                 self.link.peers_dead.append(action.node)
@@ -272,7 +285,28 @@ class NicCore:
         event = hl.RmWriteEvent(d.src_node, d.src_port, region, offset, len(d.payload), d.args)
         return [ToHost(state.conn, event)]
 
-    def _finish_send(self, port: int, event: hl.SentEvent | hl.ErrorEvent) -> list[NicAction]:
+    def _complete(self, port: int, handle: int, now: float) -> list[NicAction]:
+        """A send completed: its token is back at once; the host hears of it lazily."""
+        if self.ports.get(port) is None:
+            return []
+        self.ports.return_send_token(port)
+        pending = self._sent.setdefault(port, [])
+        pending.append(handle)
+        if len(pending) >= self._sent_flush_at:
+            return self._tell_sent(port)
+        self._sent_due.setdefault(port, now + self.config.sent_delay_s)
+        return []
+
+    def _tell_sent(self, port: int) -> list[NicAction]:
+        handles = self._sent.pop(port, None)
+        self._sent_due.pop(port, None)
+        state = self.ports.get(port)
+        if not handles or state is None:
+            return []
+        event = hl.SentEvent(handles[0]) if len(handles) == 1 else hl.SentBatch(tuple(handles))
+        return [ToHost(state.conn, event)]
+
+    def _finish_send(self, port: int, event: hl.ErrorEvent) -> list[NicAction]:
         state = self.ports.get(port)
         if state is None:
             return []

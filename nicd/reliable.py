@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from nicd.rto import Rto
 
 __all__ = [
-    "MIN_WINDOW",
     "REFUSAL_HOLD",
     "SEQ_MASK",
     "Admission",
@@ -50,8 +49,6 @@ SEQ_BITS = 32  # width of the sequence number on the wire
 SEQ_MASK = (1 << SEQ_BITS) - 1
 _HALF = 1 << (SEQ_BITS - 1)
 TOKEN_MASK = 0xFFFF  # the NI token is the low 16 bits of the sequence number
-MIN_WINDOW = 2  # packets: a loss cut never goes below this (one packet behind a loss
-# still triggers a GAP NACK instead of waiting for the RTO), nor above config.window
 REFUSAL_HOLD = 0.5  # fraction of no_buffer_retry_s a refused receiver ignores retransmissions
 RETRY_BACKOFF_CAP = 16  # doublings of the refusal retry delay, at most
 
@@ -130,7 +127,7 @@ class GbnSender:
         self.high_sent = 0
         """One past the highest sequence number ever put on the link."""
         self.cwnd = float(config.window)
-        """Effective window (AIMD), within [min(MIN_WINDOW, window), window]."""
+        """Effective window (AIMD), within [min(min_window, window), window]."""
         self._cut_until = float("-inf")
         self._rollback: tuple[int, float] | None = None
         self._rolled_back_at = float("-inf")
@@ -383,7 +380,7 @@ class GbnSender:
     def _loss_event(self, now: float) -> None:
         if now < self._cut_until:
             return  # at most one cut per round trip
-        floor = float(min(MIN_WINDOW, self.config.window))
+        floor = float(min(self.config.min_window, self.config.window))
         self.cwnd = max(floor, self.cwnd / 2)
         self._cut_until = now + self._rtt_guard()
         self.stats.loss_events += 1
@@ -427,7 +424,9 @@ class GbnReceiver:
         self.unacked = 0
         """Packets taken since the last ACK."""
         self.ack_pending = False
-        """An ACK (new or repeated) waits for the next flush."""
+        """An ACK (new or repeated) waits for ``ack_due``."""
+        self.ack_due: float | None = None
+        """When the pending ACK must go (delayed ACK; now for a repeated one)."""
         self.refusal: NackReason | None = None
         """Set while the port refuses this stream (NO_BUFFER / NO_PORT)."""
         self._refused_at = 0.0
@@ -440,7 +439,8 @@ class GbnReceiver:
         seq = unwrap(p.seq, self.expected)
         if seq < self.expected:
             stats.drops["duplicate"] += 1
-            self.ack_pending = True  # re-ACK: our last ACK may have been lost
+            self.ack_pending = True  # re-ACK at once: our last ACK may have been lost
+            self.ack_due = now
             return []
         if seq > self.expected:
             stats.drops["out_of_order"] += 1
@@ -462,11 +462,11 @@ class GbnReceiver:
             ):
                 stats.drops["inconsistent"] += 1
                 return []
-        return self._take(p)
+        return self._take(p, now)
 
-    def take_ack(self) -> SendPacket | None:
-        """The pending ACK, if any (the transport's flush)."""
-        if not self.ack_pending:
+    def take_ack(self, now: float) -> SendPacket | None:
+        """The pending ACK, if it is due."""
+        if not self.ack_pending or (self.ack_due is not None and self.ack_due > now):
             return None
         return self._control(MsgType.ACK, None)
 
@@ -515,7 +515,7 @@ class GbnReceiver:
         self._reassembly = _Reassembly(p, [], 0)
         return None
 
-    def _take(self, p: DataPacket) -> list[TransportAction]:
+    def _take(self, p: DataPacket, now: float) -> list[TransportAction]:
         r = self._reassembly
         assert r is not None  # _start or the consistency check made sure
         if not r.discard:
@@ -538,14 +538,16 @@ class GbnReceiver:
         self.unacked += 1
         if self.unacked >= self.config.ack_every:
             out.append(self._control(MsgType.ACK, None))
-        else:
+        elif not self.ack_pending:
             self.ack_pending = True
+            self.ack_due = now + self.config.ack_delay_s
         return out
 
     def _control(self, msg_type: MsgType, reason: NackReason | None) -> SendPacket:
         # Every control carries ``expected``, so each one acknowledges all before it.
         self.unacked = 0
         self.ack_pending = False
+        self.ack_due = None
         if reason is None:
             self.stats.acks_sent += 1
         else:

@@ -58,6 +58,8 @@ def test_config(**overrides: object) -> TransportConfig:
         "mtu": 64,
         "window": 8,
         "ack_every": 4,
+        "ack_delay_s": 0.0,
+        "min_window": 2,
         "rto_initial_s": 0.005,
         "rto_min_s": 0.001,
         "rto_max_s": 0.2,

@@ -27,6 +27,7 @@ records = st.one_of(
     st.builds(hl.Opened, u16, u16, u16, u16),
     st.builds(hl.RecvEvent, u16, u16, payloads, st.integers(0, 255), u16, args, u16),
     st.builds(hl.SentEvent, u32),
+    st.builds(hl.SentBatch, st.lists(u32, max_size=300).map(tuple)),
     st.builds(hl.ErrorEvent, u32, u16, st.text(max_size=40)),
     st.builds(hl.Refused, st.text(max_size=40)),
     st.builds(

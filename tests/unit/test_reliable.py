@@ -9,7 +9,6 @@ import pytest
 from nicd.actions import Deliver, SendComplete, SendFailed, SendPacket
 from nicd.channels import TransportStats
 from nicd.reliable import (
-    MIN_WINDOW,
     REFUSAL_HOLD,
     SEQ_MASK,
     Admission,
@@ -283,7 +282,7 @@ def test_window_cut_at_most_once_per_rtt_floor_and_growth() -> None:
     assert s.cwnd == pytest.approx(8.0)
     for t in range(10):
         s.on_timeout(now=1.0 + t)
-    assert s.cwnd == MIN_WINDOW
+    assert s.cwnd == s.config.min_window
     assert stats.timeouts == 11
     assert stats.loss_events == 11  # the NACK and the 10 spaced timeouts, not the early one
     before = s.cwnd
@@ -407,10 +406,10 @@ def test_in_order_fragments_are_reassembled_and_delivered_at_last() -> None:
     assert delivery == Deliver(4, ME, 2, MsgType.GM_DATA, b"abcde", 0, (1, 2, 3, 4), 0)
     assert admit.calls == [(4, ME, 2, 5)]
     assert r.ack_pending
-    ack = r.take_ack()
+    ack = r.take_ack(0.0)
     assert ack is not None
     assert ack.packet == ControlPacket(MsgType.ACK, 3, PEER, ME, 2, 4)
-    assert r.take_ack() is None
+    assert r.take_ack(0.0) is None
     assert stats.delivered == 1
 
 
@@ -434,10 +433,10 @@ def test_duplicate_is_dropped_and_re_acked() -> None:
     r, stats = receiver()
     admit = OkAdmit()
     r.on_data(data_packet(seq=0), now=0.0, admit=admit)
-    assert only_control([r.take_ack()]).seq == 1
+    assert only_control([r.take_ack(0.0)]).seq == 1
     assert r.on_data(data_packet(seq=0), now=0.0, admit=admit) == []
     assert r.ack_pending
-    assert only_control([r.take_ack()]).seq == 1
+    assert only_control([r.take_ack(0.0)]).seq == 1
     assert stats.drops["duplicate"] == 1
     assert len(admit.calls) == 1  # admit once per message, never for a duplicate
 
