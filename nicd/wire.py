@@ -9,6 +9,9 @@ type (8) | flags (8). Data bodies then carry the rest of the data header and the
 control (ACK/NACK) bodies carry three more words and nothing else (GRIM 4.1.1: "control
 messages are only 8 bytes long"; ours are 16 because UDP lacks Myrinet's in-order, lossless
 links and the stream key must travel along).
+
+Records are slotted dataclasses treated as immutable but not ``frozen``: on CPython 3.11 a
+frozen one with 15 fields takes 1.7 us to build against 0.3 us, and every packet builds several.
 """
 
 from __future__ import annotations
@@ -127,7 +130,7 @@ class NackReason(IntEnum):
 _NACK_REASONS = {int(r): r for r in NackReason}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DataPacket:
     """One fragment of a message on the wire."""
 
@@ -151,7 +154,7 @@ class DataPacket:
     route: bytes = b""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ControlPacket:
     """An ACK or NACK for one stream, in the short control form."""
 
