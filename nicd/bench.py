@@ -252,6 +252,44 @@ def _print(results: dict[str, Any]) -> None:
     )
 
 
+def _plot(results: dict[str, Any], path: str) -> None:
+    import matplotlib  # noqa: PLC0415  (the bench extra; only for --png)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig, (lat, thr) = plt.subplots(1, 2, figsize=(11, 4.2))
+    width = 0.27
+    series = (("relay", "raw relay floor"), ("nicd", "nicd"), ("nicd_loss5", "nicd, 5 % loss"))
+    for i, (key, label) in enumerate(series):
+        values = [results[key]["latency_us"][str(s)] for s in SIZES]
+        xs = [x + (i - 1) * width for x in range(len(SIZES))]
+        bars = lat.bar(xs, values, width, label=label)
+        lat.bar_label(bars, fmt="%.0f", fontsize=7)
+    lat.set_xticks(range(len(SIZES)), [f"{s} B" for s in SIZES])
+    lat.set_ylabel("one-way latency, median (us)")
+    ratio = results["summary"]["latency_ratio_8B"]
+    lat.set_title(f"port-to-port latency (8 B: {ratio:.1f}x the floor; target <= 2x)")
+    lat.legend(fontsize=8)
+    bw = [results[k]["bandwidth_MB_per_s"] for k in ("nicd", "nicd_loss5")]
+    bars = thr.bar(["no loss", "5 % loss"], bw, color=["tab:orange", "tab:green"])
+    thr.bar_label(bars, fmt="%.0f MB/s")
+    thr.axhline(250, ls="--", c="k", lw=1)
+    thr.text(1.45, 252, "250 MB/s target\n(Myrinet-2000)", fontsize=7, va="bottom", ha="right")
+    thr.axhline(100, ls=":", c="k", lw=1)
+    thr.text(1.45, 102, "100 MB/s target, 5 % loss", fontsize=7, va="bottom", ha="right")
+    thr.set_ylabel("64 KiB stream (MB/s)")
+    thr.set_title("bandwidth, 2 nodes, default MTU 4096")
+    env = results["environment"]
+    fig.suptitle(
+        f"nicd on loopback, {env['cpus']} CPUs, wait={env['wait_policy']}, "
+        f"nicd priority: {env['nicd_priority']}",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print a table."""
     p = argparse.ArgumentParser(prog="python -m nicd.bench", description=__doc__)
@@ -259,11 +297,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stream", type=int, default=20000, help="8 B messages streamed (64 KiB: /20)")
     p.add_argument("--wait", choices=["block", "spin", "hybrid"], default="block")
     p.add_argument("--json", metavar="FILE", help="write all results here")
+    p.add_argument("--png", metavar="FILE", help="draw the figure here (needs matplotlib)")
     args = p.parse_args(argv)
     results = _run(args)
     _print(results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
+    if args.png:
+        _plot(results, args.png)
     return 0
 
 
