@@ -253,10 +253,10 @@ def _print(results: dict[str, Any]) -> None:
 
 
 def _plot(results: dict[str, Any], path: str) -> None:
-    import matplotlib  # noqa: PLC0415  (the bench extra; only for --png)
+    import matplotlib  # the bench extra; only for --png
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     fig, (lat, thr) = plt.subplots(1, 2, figsize=(11, 4.2))
     width = 0.27
