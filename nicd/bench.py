@@ -31,6 +31,7 @@ __all__ = ["main"]
 
 SIZES = (8, 4096, 65536)
 RELAY_MTU = 4096
+NICD_RT_PRIORITY = 10  # SCHED_FIFO priority, as emurun gives nicd
 _FRAG = struct.Struct(">II")  # relay fragment header: message length, offset
 
 
@@ -166,7 +167,7 @@ def _relay_host(path: str, wait: WaitPolicy, n: int, size: int, echo: bool) -> l
     return samples
 
 
-def _bench_relay(run_dir: str, wait: WaitPolicy, iters: int) -> dict[str, Any]:
+def _bench_relay(run_dir: str, wait: WaitPolicy, iters: int, env: dict[str, Any]) -> dict[str, Any]:
     ctx = mp.get_context("fork")
     out: dict[str, Any] = {"latency_us": {}, "samples_us": {}}
     for size in SIZES:
@@ -182,6 +183,8 @@ def _bench_relay(run_dir: str, wait: WaitPolicy, iters: int) -> dict[str, Any]:
             procs.append(ctx.Process(target=_relay, args=(paths[i], udps[i], peer, ready)))
             procs[-1].start()
             ready.wait(30)
+        if env["nicd_priority"] == "rt":  # the relays stand for the NICs: same priority
+            _realtime([p.pid for p in procs if p.pid is not None], env)
         echo = ctx.Process(target=_relay_host, args=(paths[1], wait, n, size, True))
         echo.start()
         samples = _relay_host(paths[0], wait, n, size, False)
@@ -200,6 +203,16 @@ def _bench_relay(run_dir: str, wait: WaitPolicy, iters: int) -> dict[str, Any]:
 # -- driver ---------------------------------------------------------------------------------------
 
 
+def _realtime(pids: list[int], env: dict[str, Any]) -> None:
+    """nicd at SCHED_FIFO, as a NIC with its own processor (DESIGN §10); note a refusal."""
+    for pid in pids:
+        try:
+            os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(NICD_RT_PRIORITY))
+        except OSError as exc:
+            env["nicd_priority"] = f"none (SCHED_FIFO refused: {exc})"
+            return
+
+
 def _run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {
         "environment": {
@@ -207,17 +220,19 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
             "wait_policy": args.wait,
-            "nicd_priority": "none (default scheduling, same as hosts)",
+            "nicd_priority": args.nic_priority,
             "nodes": 2,
         },
         "parameters": {"iters": args.iters, "stream": args.stream, "mtu": 4096},
     }
     with tempfile.TemporaryDirectory(prefix="nicd-bench-") as run_dir:
-        results["relay"] = _bench_relay(run_dir, args.wait, args.iters)
+        results["relay"] = _bench_relay(run_dir, args.wait, args.iters, results["environment"])
         for label, flags in (("nicd", []), ("nicd_loss5", ["--loss", "0.05", "--fault-seed", "1"])):
             sub = Path(run_dir) / label
             sub.mkdir()
             with NicCluster(2, sub, flags) as cluster:
+                if args.nic_priority == "rt":
+                    _realtime([proc.pid for proc in cluster.procs], results["environment"])
                 results[label] = _bench_ports(cluster.sockets, args.wait, args.iters, args.stream)
                 results[label]["stats"] = [cluster.stats(n) for n in range(2)]
     lat, floor = results["nicd"]["latency_us"], results["relay"]["latency_us"]
@@ -296,6 +311,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--iters", type=int, default=2000, help="ping-pongs per size (64 KiB: /10)")
     p.add_argument("--stream", type=int, default=20000, help="8 B messages streamed (64 KiB: /20)")
     p.add_argument("--wait", choices=["block", "spin", "hybrid"], default="block")
+    p.add_argument(
+        "--nic-priority",
+        choices=["rt", "none"],
+        default="rt",
+        help="run the nicds at SCHED_FIFO (default, where permitted) or normal priority",
+    )
     p.add_argument("--json", metavar="FILE", help="write all results here")
     p.add_argument("--png", metavar="FILE", help="draw the figure here (needs matplotlib)")
     args = p.parse_args(argv)
