@@ -258,7 +258,12 @@ class Job:
             self._drained.set()
 
     async def _watch_signals(self, task_status: trio.TaskStatus[None]) -> None:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        # SIGINT or SIGHUP ignored when emurun started stays ignored (nohup, '&' in a script).
+        caught = [signal.SIGTERM]
+        caught += [
+            s for s in (signal.SIGINT, signal.SIGHUP) if signal.getsignal(s) != signal.SIG_IGN
+        ]
+        with trio.open_signal_receiver(*caught) as signals:
             task_status.started()
             async for signum in signals:
                 self._signals += 1
