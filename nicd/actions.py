@@ -86,6 +86,8 @@ class Transmit:
 
     addr: tuple[str, int]
     datagram: bytes
+    control: bool = False
+    """An ACK/NACK: if the link is busy it waits in the control queue (GRIM 4.2.3)."""
 
 
 @dataclass(slots=True)

@@ -35,6 +35,7 @@ __all__ = ["load_routes", "map_shared_memory", "resolve_routes", "run", "socket_
 log = logging.getLogger("nicd")
 UDP_BUFFER_BYTES = 4 * 1024 * 1024  # kernel socket buffers asked for on the link
 HOST_BUFFER_BYTES = 1024 * 1024  # ... and on each PCI connection
+LINK_RETRY_S = 0.0005  # when the link said EAGAIN, try the control queue again after this
 SHM_DIR = "/dev/shm"  # where POSIX shm_open names live on Linux
 
 
@@ -92,9 +93,13 @@ class _HostConn:
 
 
 class _Shell(asyncio.DatagramProtocol):
-    def __init__(self, core: NicCore, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, core: NicCore, loop: asyncio.AbstractEventLoop, link_sock: socket.socket
+    ) -> None:
         self.core = core
         self.loop = loop
+        self.link_sock = link_sock
+        self._link_watched = False
         self.udp: asyncio.DatagramTransport | None = None
         self.conns: dict[int, _HostConn] = {}
         self._next_conn = 1
@@ -235,15 +240,34 @@ class _Shell(asyncio.DatagramProtocol):
     # -- actions ----------------------------------------------------------------------------
 
     def _execute(self, actions: list[NicAction]) -> None:
-        udp = self.udp
+        sock = self.link_sock
+        core = self.core
         for action in actions:
             if isinstance(action, Transmit):
-                assert udp is not None
-                udp.sendto(action.datagram, action.addr)
+                if core.control_queue and action.control:
+                    core.on_link_busy(action)  # keep the control queue in order
+                    continue
+                try:
+                    sock.sendto(action.datagram, action.addr)
+                except (BlockingIOError, InterruptedError):
+                    core.on_link_busy(action)
+                    self._watch_link()
+                except OSError:
+                    core.link.drop("socket_error")  # e.g. unreachable network
             elif isinstance(action, ToHost):
                 conn = self.conns.get(action.conn)
                 if conn is not None:
                     self._write_host(conn, hl.encode_record(action.record))
+
+    def _watch_link(self) -> None:
+        # uvloop refuses add_writer on a transport's fd, so retry after a moment instead.
+        if not self._link_watched and self.core.control_queue:
+            self._link_watched = True
+            self.loop.call_later(LINK_RETRY_S, self._link_writable)
+
+    def _link_writable(self) -> None:
+        self._link_watched = False
+        self._execute(self.core.on_link_writable())
 
     def close(self) -> None:
         if self._timer is not None:
@@ -270,7 +294,7 @@ async def _serve(config: NicConfig, ready: bool) -> NicCore:
             udp_sock.setsockopt(socket.SOL_SOCKET, opt, UDP_BUFFER_BYTES)
     udp_sock.bind((config.listen_host, config.listen_port))
     udp_sock.setblocking(False)
-    shell = _Shell(core, loop)
+    shell = _Shell(core, loop, udp_sock)
     await loop.create_datagram_endpoint(lambda: shell, sock=udp_sock)
 
     path = socket_path(config.run_dir, config.node_id)

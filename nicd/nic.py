@@ -13,6 +13,7 @@ host starts ends in exactly one SENT or ERROR event to it while its port is open
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING
 
 from nicd import hostlink as hl
@@ -58,6 +59,8 @@ class NicCore:
         self._routes: dict[int, Addr] = {}
         self._nodes_by_addr: dict[Addr, int] = {}
         self._fault_free = not config.faults.active
+        self.control_queue: deque[Transmit] = deque()
+        """ACK/NACKs the link refused, sent before anything else once it is writable."""
         self._sent: dict[int, list[int]] = {}  # port -> completed handles not yet told
         self._sent_due: dict[int, float] = {}  # port -> when they must be told
         self._sent_flush_at = max(1, config.send_tokens // 2)
@@ -175,6 +178,22 @@ class NicCore:
         """End of a burst of input: send the acknowledgements held back for batching."""
         return self._convert(self.transport.flush(now=now), now)
 
+    def on_link_busy(self, action: Transmit) -> None:
+        """The link refused ``action`` (EAGAIN). Control messages wait in the control queue
+        so a busy link can never deadlock the protocol (GRIM 4.2.3); a data packet is
+        dropped like a lost one and go-back-N resends it."""
+        if action.control:
+            self.control_queue.append(action)
+            self.link.drop("control_queued")
+        else:
+            self.link.drop("link_busy")
+
+    def on_link_writable(self) -> list[NicAction]:
+        """The link takes datagrams again: the control queue goes first."""
+        queued: list[NicAction] = list(self.control_queue)
+        self.control_queue.clear()
+        return queued
+
     # -- queries ----------------------------------------------------------------------------
 
     def next_deadline(self) -> float | None:
@@ -244,10 +263,12 @@ class NicCore:
                     self.link.drop("no_route_out")
                     continue
                 datagram = encode(action.packet)
+                control = isinstance(action.packet, ControlPacket)
                 if self._fault_free:
-                    out += self._transmit_all([(addr, datagram)])
+                    out += self._transmit_all([(addr, datagram)], control)
                 else:
-                    out += self._transmit_all(self.faults.on_send(addr, datagram, now=now))
+                    faulty = self.faults.on_send(addr, datagram, now=now)
+                    out += self._transmit_all(faulty, control)
             elif isinstance(action, Deliver):
                 state = self.ports.get(action.port)
                 if state is None:
@@ -313,8 +334,10 @@ class NicCore:
         self.ports.return_send_token(port)
         return [ToHost(state.conn, event)]
 
-    def _transmit_all(self, datagrams: list[tuple[Addr, bytes]]) -> list[NicAction]:
+    def _transmit_all(
+        self, datagrams: list[tuple[Addr, bytes]], control: bool = False
+    ) -> list[NicAction]:
         link = self.link
         link.datagrams_out += len(datagrams)
         link.bytes_out += sum(len(d) for _, d in datagrams)
-        return [Transmit(addr, datagram) for addr, datagram in datagrams]
+        return [Transmit(addr, datagram, control) for addr, datagram in datagrams]

@@ -1,0 +1,74 @@
+"""NicCore: host requests, link input and the control queue, without sockets."""
+
+from __future__ import annotations
+
+from nicd import hostlink as hl
+from nicd.actions import ToHost, Transmit
+from nicd.config import NicConfig
+from nicd.nic import NicCore
+
+A = ("127.0.0.1", 1001)
+B = ("127.0.0.1", 1002)
+
+
+def pair() -> tuple[NicCore, NicCore]:
+    cores = (NicCore(NicConfig(0, "/tmp")), NicCore(NicConfig(1, "/tmp")))
+    for core in cores:
+        core.set_routes({0: A, 1: B})
+        core.on_host(1, hl.OpenReq(0), now=0.0)
+        core.on_host(1, hl.ProvideReq(8), now=0.0)
+    return cores
+
+
+def test_send_reaches_the_other_host_and_sent_comes_back_lazily() -> None:
+    a, b = pair()
+    [tx] = a.on_host(1, hl.SendReq(7, 1, 0, b"hi"), now=0.0)
+    assert isinstance(tx, Transmit)
+    assert not tx.control
+    [deliver] = b.on_datagram(tx.datagram, A, now=0.0)
+    assert deliver == ToHost(1, hl.RecvEvent(0, 0, b"hi"))
+    assert b.flush(now=0.0) == []  # the ACK is delayed
+    deadline = b.next_deadline()
+    assert deadline is not None
+    [ack] = b.on_timer(now=deadline)
+    assert isinstance(ack, Transmit)
+    assert ack.control
+    assert a.on_datagram(ack.datagram, B, now=deadline) == []  # SENT waits to be coalesced
+    sent_at = a.next_deadline()
+    assert sent_at is not None
+    assert a.on_timer(now=sent_at) == [ToHost(1, hl.SentEvent(7))]
+
+
+def test_unknown_sources_and_garbage_are_counted_drops() -> None:
+    a, _ = pair()
+    assert a.on_datagram(b"junk", ("10.9.9.9", 1), now=0.0) == []
+    assert a.on_datagram(b"junk-bytes-long-enough", B, now=0.0) == []
+    assert a.stats()["link"]["drops"] == {"unknown_source": 1, "crc": 1}  # type: ignore[index]
+
+
+def test_host_misuse_is_refused_not_raised() -> None:
+    core = NicCore(NicConfig(0, "/tmp"))
+    assert core.on_host(5, hl.SendReq(1, 0, 0, b""), now=0.0) == [
+        ToHost(5, hl.Refused("SEND before OPEN"))
+    ]
+    core.on_host(5, hl.OpenReq(0), now=0.0)
+    [refused] = core.on_host(5, hl.SendReq(1, 0, 0, b"", msg_type=10), now=0.0)  # ACK type
+    assert isinstance(refused, ToHost)
+    assert isinstance(refused.record, hl.Refused)
+    [error] = core.on_host(5, hl.SendReq(2, 9, 0, b""), now=0.0)
+    assert error == ToHost(5, hl.ErrorEvent(2, 9, "no_route"))
+
+
+def test_control_queue_holds_acks_the_link_refused_and_sends_them_first() -> None:
+    a, b = pair()
+    [tx] = a.on_host(1, hl.SendReq(1, 1, 0, b"x"), now=0.0)
+    b.on_datagram(tx.datagram, A, now=0.0)
+    [ack] = b.on_timer(now=1.0)
+    assert isinstance(ack, Transmit)
+    b.on_link_busy(ack)
+    data = Transmit(A, b"data", control=False)
+    b.on_link_busy(data)  # data on a busy link is dropped: go-back-N resends it
+    assert list(b.control_queue) == [ack]
+    assert b.on_link_writable() == [ack]
+    assert not b.control_queue
+    assert b.stats()["link"]["drops"] == {"control_queued": 1, "link_busy": 1}  # type: ignore[index]
