@@ -43,8 +43,12 @@ CORE_MODULES = (
     "emucluster/matching.py",
     "emucluster/envelope.py",
     "emucluster/p2p.py",
+    "nicd/actions.py",
+    "nicd/mcast.py",
+    "launcher/plan.py",
+    "launcher/rendezvous.py",
 )
-CORE_PACKAGES = ("nicd/nicvm",)
+CORE_PACKAGES = ("nicd/nicvm", "emucluster/coll")
 
 
 def core_files() -> list[str]:
