@@ -6,4 +6,11 @@ Importing this package (or `emucluster.mpi.collctx`) does not start MPI: only im
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = ["stats"]
+
+
+def stats() -> dict[str, object]:
+    """This rank's matching-queue statistics and protocol counters (see `runtime.stats`)."""
+    from emucluster.mpi.runtime import stats as _stats
+
+    return _stats()

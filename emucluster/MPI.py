@@ -1,0 +1,371 @@
+"""``from emucluster import MPI``: a drop-in for ``from mpi4py import MPI`` on emucluster.
+
+Importing this module initialises MPI, as importing ``mpi4py.MPI`` does: it opens the MPI
+port of this node's NIC and builds COMM_WORLD (rank == node id) and COMM_SELF. MPI is
+finalized at interpreter exit (or by ``MPI.Finalize()``). Names, defaults and semantics
+follow mpi4py (over MPICH, whose constant values it shows); mpi4py's documentation is the
+specification wherever emucluster's is silent.
+
+Beyond mpi4py: collective methods take ``algorithm="..."`` (see ``emucluster.coll``), and
+``comm.Get_queue_stats()`` / ``emucluster.mpi.stats()`` return this rank's matching-queue
+statistics (written to ``$EMU_STATS_DIR/rank<N>.json`` at Finalize when set).
+"""
+
+from __future__ import annotations
+
+from emucluster.mpi import runtime as _runtime
+from emucluster.mpi.comm import Comm, Errhandler, Intracomm, make_world
+from emucluster.mpi.constants import (
+    ANY_SOURCE,
+    ANY_TAG,
+    BOTTOM,
+    CONGRUENT,
+    IDENT,
+    IN_PLACE,
+    KEYVAL_INVALID,
+    MAX_ERROR_STRING,
+    MAX_PROCESSOR_NAME,
+    PROC_NULL,
+    ROOT,
+    SIMILAR,
+    TAG_UB,
+    THREAD_FUNNELED,
+    THREAD_MULTIPLE,
+    THREAD_SERIALIZED,
+    THREAD_SINGLE,
+    UNDEFINED,
+    UNEQUAL,
+    UNIVERSE_SIZE,
+    WTIME_IS_GLOBAL,
+)
+from emucluster.mpi.datatypes import Datatype
+from emucluster.mpi.datatypes import predefined as _dt
+from emucluster.mpi.errors import (
+    ERR_ARG,
+    ERR_BUFFER,
+    ERR_COMM,
+    ERR_COUNT,
+    ERR_DIMS,
+    ERR_GROUP,
+    ERR_IN_STATUS,
+    ERR_INTERN,
+    ERR_LASTCODE,
+    ERR_OP,
+    ERR_OTHER,
+    ERR_PENDING,
+    ERR_PROC_FAILED,
+    ERR_RANK,
+    ERR_REQUEST,
+    ERR_ROOT,
+    ERR_TAG,
+    ERR_TOPOLOGY,
+    ERR_TRUNCATE,
+    ERR_TYPE,
+    ERR_UNKNOWN,
+    SUCCESS,
+    Exception,
+    Get_error_class,
+    Get_error_string,
+)
+from emucluster.mpi.ops import Op
+from emucluster.mpi.ops import predefined_ops as _ops
+from emucluster.mpi.request import Request
+from emucluster.mpi.status import Status
+
+__all__ = [
+    "AINT",
+    "ANY_SOURCE",
+    "ANY_TAG",
+    "BAND",
+    "BOOL",
+    "BOR",
+    "BOTTOM",
+    "BXOR",
+    "BYTE",
+    "CHAR",
+    "CHARACTER",
+    "COMM_NULL",
+    "COMM_SELF",
+    "COMM_WORLD",
+    "COMPLEX",
+    "CONGRUENT",
+    "COUNT",
+    "CXX_BOOL",
+    "CXX_DOUBLE_COMPLEX",
+    "CXX_FLOAT_COMPLEX",
+    "C_BOOL",
+    "C_COMPLEX",
+    "C_DOUBLE_COMPLEX",
+    "C_FLOAT_COMPLEX",
+    "C_LONG_DOUBLE_COMPLEX",
+    "DATATYPE_NULL",
+    "DOUBLE",
+    "DOUBLE_COMPLEX",
+    "DOUBLE_INT",
+    "DOUBLE_PRECISION",
+    "ERRHANDLER_NULL",
+    "ERRORS_ARE_FATAL",
+    "ERRORS_RETURN",
+    "ERR_ARG",
+    "ERR_BUFFER",
+    "ERR_COMM",
+    "ERR_COUNT",
+    "ERR_DIMS",
+    "ERR_GROUP",
+    "ERR_INTERN",
+    "ERR_IN_STATUS",
+    "ERR_LASTCODE",
+    "ERR_OP",
+    "ERR_OTHER",
+    "ERR_PENDING",
+    "ERR_PROC_FAILED",
+    "ERR_RANK",
+    "ERR_REQUEST",
+    "ERR_ROOT",
+    "ERR_TAG",
+    "ERR_TOPOLOGY",
+    "ERR_TRUNCATE",
+    "ERR_TYPE",
+    "ERR_UNKNOWN",
+    "FLOAT",
+    "FLOAT_INT",
+    "IDENT",
+    "INT",
+    "INT8_T",
+    "INT16_T",
+    "INT32_T",
+    "INT64_T",
+    "INTEGER",
+    "INT_INT",
+    "IN_PLACE",
+    "KEYVAL_INVALID",
+    "LAND",
+    "LOGICAL",
+    "LONG",
+    "LONG_DOUBLE",
+    "LONG_DOUBLE_INT",
+    "LONG_INT",
+    "LONG_LONG",
+    "LONG_LONG_INT",
+    "LOR",
+    "LXOR",
+    "MAX",
+    "MAXLOC",
+    "MAX_ERROR_STRING",
+    "MAX_PROCESSOR_NAME",
+    "MIN",
+    "MINLOC",
+    "NO_OP",
+    "OFFSET",
+    "OP_NULL",
+    "PACKED",
+    "PROC_NULL",
+    "PROD",
+    "REAL",
+    "REPLACE",
+    "REQUEST_NULL",
+    "ROOT",
+    "SHORT",
+    "SHORT_INT",
+    "SIGNED_CHAR",
+    "SIMILAR",
+    "SUBVERSION",
+    "SUCCESS",
+    "SUM",
+    "TAG_UB",
+    "THREAD_FUNNELED",
+    "THREAD_MULTIPLE",
+    "THREAD_SERIALIZED",
+    "THREAD_SINGLE",
+    "TWOINT",
+    "UINT8_T",
+    "UINT16_T",
+    "UINT32_T",
+    "UINT64_T",
+    "UNDEFINED",
+    "UNEQUAL",
+    "UNIVERSE_SIZE",
+    "UNSIGNED",
+    "UNSIGNED_CHAR",
+    "UNSIGNED_INT",
+    "UNSIGNED_LONG",
+    "UNSIGNED_LONG_LONG",
+    "UNSIGNED_SHORT",
+    "VERSION",
+    "WCHAR",
+    "WTIME_IS_GLOBAL",
+    "Abort",
+    "Comm",
+    "Datatype",
+    "Errhandler",
+    "Exception",
+    "Finalize",
+    "Get_error_class",
+    "Get_error_string",
+    "Get_library_version",
+    "Get_processor_name",
+    "Get_version",
+    "Init",
+    "Init_thread",
+    "Intracomm",
+    "Is_finalized",
+    "Is_initialized",
+    "Is_thread_main",
+    "Op",
+    "Query_thread",
+    "Request",
+    "Status",
+    "Wtick",
+    "Wtime",
+]
+
+VERSION = 3
+SUBVERSION = 1
+
+BYTE = _dt["BYTE"]
+PACKED = _dt["PACKED"]
+CHAR = _dt["CHAR"]
+WCHAR = _dt["WCHAR"]
+SIGNED_CHAR = _dt["SIGNED_CHAR"]
+UNSIGNED_CHAR = _dt["UNSIGNED_CHAR"]
+SHORT = _dt["SHORT"]
+UNSIGNED_SHORT = _dt["UNSIGNED_SHORT"]
+INT = _dt["INT"]
+UNSIGNED = _dt["UNSIGNED"]
+UNSIGNED_INT = _dt["UNSIGNED_INT"]
+LONG = _dt["LONG"]
+UNSIGNED_LONG = _dt["UNSIGNED_LONG"]
+LONG_LONG = _dt["LONG_LONG"]
+LONG_LONG_INT = _dt["LONG_LONG_INT"]
+UNSIGNED_LONG_LONG = _dt["UNSIGNED_LONG_LONG"]
+FLOAT = _dt["FLOAT"]
+DOUBLE = _dt["DOUBLE"]
+LONG_DOUBLE = _dt["LONG_DOUBLE"]
+C_BOOL = _dt["C_BOOL"]
+BOOL = _dt["BOOL"]
+CXX_BOOL = _dt["CXX_BOOL"]
+INT8_T = _dt["INT8_T"]
+INT16_T = _dt["INT16_T"]
+INT32_T = _dt["INT32_T"]
+INT64_T = _dt["INT64_T"]
+UINT8_T = _dt["UINT8_T"]
+UINT16_T = _dt["UINT16_T"]
+UINT32_T = _dt["UINT32_T"]
+UINT64_T = _dt["UINT64_T"]
+AINT = _dt["AINT"]
+OFFSET = _dt["OFFSET"]
+COUNT = _dt["COUNT"]
+C_COMPLEX = _dt["C_COMPLEX"]
+C_FLOAT_COMPLEX = _dt["C_FLOAT_COMPLEX"]
+C_DOUBLE_COMPLEX = _dt["C_DOUBLE_COMPLEX"]
+C_LONG_DOUBLE_COMPLEX = _dt["C_LONG_DOUBLE_COMPLEX"]
+CXX_FLOAT_COMPLEX = _dt["CXX_FLOAT_COMPLEX"]
+CXX_DOUBLE_COMPLEX = _dt["CXX_DOUBLE_COMPLEX"]
+COMPLEX = _dt["COMPLEX"]
+DOUBLE_COMPLEX = _dt["DOUBLE_COMPLEX"]
+CHARACTER = _dt["CHARACTER"]
+LOGICAL = _dt["LOGICAL"]
+INTEGER = _dt["INTEGER"]
+REAL = _dt["REAL"]
+DOUBLE_PRECISION = _dt["DOUBLE_PRECISION"]
+SHORT_INT = _dt["SHORT_INT"]
+TWOINT = _dt["TWOINT"]
+INT_INT = _dt["INT_INT"]
+LONG_INT = _dt["LONG_INT"]
+FLOAT_INT = _dt["FLOAT_INT"]
+DOUBLE_INT = _dt["DOUBLE_INT"]
+LONG_DOUBLE_INT = _dt["LONG_DOUBLE_INT"]
+DATATYPE_NULL = _dt["DATATYPE_NULL"]
+
+SUM = _ops["SUM"]
+PROD = _ops["PROD"]
+MAX = _ops["MAX"]
+MIN = _ops["MIN"]
+LAND = _ops["LAND"]
+LOR = _ops["LOR"]
+LXOR = _ops["LXOR"]
+BAND = _ops["BAND"]
+BOR = _ops["BOR"]
+BXOR = _ops["BXOR"]
+MAXLOC = _ops["MAXLOC"]
+MINLOC = _ops["MINLOC"]
+REPLACE = _ops["REPLACE"]
+NO_OP = _ops["NO_OP"]
+OP_NULL = _ops["OP_NULL"]
+
+ERRORS_RETURN = Errhandler("MPI_ERRORS_RETURN")
+ERRORS_ARE_FATAL = Errhandler("MPI_ERRORS_ARE_FATAL")
+ERRHANDLER_NULL = Errhandler()
+
+_engine = _runtime.init()
+COMM_WORLD, COMM_SELF = make_world(_engine.core.node, _engine.core.num_nodes)
+COMM_NULL = Comm()
+REQUEST_NULL = Request()
+
+
+def Init() -> None:
+    """Initialise MPI (already done at import; a no-op then)."""
+    _runtime.init()
+
+
+def Init_thread(required: int = THREAD_MULTIPLE) -> int:
+    """Initialise MPI; returns the thread level provided (THREAD_SERIALIZED)."""
+    _runtime.init()
+    return Query_thread()
+
+
+def Finalize() -> None:
+    """Complete outstanding sends and shut the library down (also done at exit)."""
+    _runtime.finalize()
+
+
+def Is_initialized() -> bool:
+    """Whether MPI was initialized."""
+    return _runtime.is_initialized()
+
+
+def Is_finalized() -> bool:
+    """Whether MPI was finalized."""
+    return _runtime.is_finalized()
+
+
+def Query_thread() -> int:
+    """THREAD_SERIALIZED: any thread may call MPI, but one at a time."""
+    return THREAD_SERIALIZED
+
+
+def Is_thread_main() -> bool:
+    """Whether this is the thread that initialised MPI."""
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def Get_version() -> tuple[int, int]:
+    """The MPI standard version implemented: (3, 1)."""
+    return VERSION, SUBVERSION
+
+
+def Get_library_version() -> str:
+    """The library's name and version."""
+    return "emucluster MPI (mpi4py-compatible surface over emulated Myrinet GM ports)"
+
+
+def Get_processor_name() -> str:
+    """This emulated node's name."""
+    return _runtime.processor_name()
+
+
+def Wtime() -> float:
+    """Wall-clock time in seconds."""
+    return _runtime.wtime()
+
+
+def Wtick() -> float:
+    """Resolution of Wtime in seconds."""
+    return _runtime.wtick()
+
+
+def Abort(errorcode: int = 0) -> None:
+    """Terminate the whole job with ``errorcode``."""
+    _runtime.abort(errorcode)

@@ -1,0 +1,119 @@
+"""Buffer message specs, as mpi4py accepts them, turned into a byte view, a type and a count.
+
+Accepted forms (mpi4py's "message" argument of the uppercase calls)::
+
+    buf                          any C-contiguous buffer (bytes, bytearray, numpy, array.array);
+                                 the datatype is inferred from its format
+    [buf, datatype]              the whole buffer as elements of ``datatype``
+    [buf, count]                 ``count`` elements of the inferred type
+    [buf, count, datatype]       the first ``count`` elements
+    [buf, (count, disp), datatype]   ``count`` elements starting at element ``disp``
+    None                         an empty message (also ``[None, datatype]``)
+
+Receive buffers must be writable.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from emucluster.mpi.datatypes import Datatype, datatype_of_buffer, predefined
+from emucluster.mpi.errors import ERR_BUFFER, ERR_COUNT, ERR_TYPE
+from emucluster.mpi.errors import Exception as MPIException
+
+__all__ = ["EMPTY", "Msg", "byte_view", "message"]
+
+
+class Msg(NamedTuple):
+    """A parsed message spec."""
+
+    view: memoryview
+    """The bytes of the message (format 'B', C-contiguous; writable for receives)."""
+    datatype: Datatype
+    """Element type."""
+    elements: int
+    """Number of datatype elements."""
+    obj: object
+    """The buffer object the program passed (numpy arrays keep their dtype and shape)."""
+
+
+EMPTY = Msg(memoryview(b""), predefined["BYTE"], 0, None)
+
+
+def byte_view(obj: object, *, writable: bool) -> memoryview:
+    """A flat byte view of ``obj``'s buffer; ERR_BUFFER if it has none, is read-only when it
+    must be written, or is not contiguous."""
+    try:
+        view = memoryview(obj)  # type: ignore[arg-type]
+    except TypeError as exc:
+        raise MPIException(ERR_BUFFER, f"{type(obj).__name__} is not a buffer") from exc
+    if writable and view.readonly:
+        raise MPIException(ERR_BUFFER, "the receive buffer is read-only")
+    if not view.c_contiguous:
+        raise MPIException(ERR_BUFFER, "the buffer is not contiguous")
+    if view.format == "B" and view.ndim == 1:
+        return view
+    return view.cast("B")
+
+
+def message(spec: object, *, writable: bool) -> Msg:
+    """Parse a message spec (see the module docstring)."""
+    if spec is None:
+        return EMPTY
+    if isinstance(spec, list | tuple):
+        return _from_sequence(list(spec), writable)
+    view = byte_view(spec, writable=writable)
+    datatype = datatype_of_buffer(spec, memoryview(spec))  # type: ignore[arg-type]
+    return Msg(view, datatype, _whole(view, datatype), spec)
+
+
+def _from_sequence(parts: list[object], writable: bool) -> Msg:
+    if not 1 <= len(parts) <= 3:
+        raise MPIException(ERR_BUFFER, f"a message spec has 1 to 3 items, not {len(parts)}")
+    buf = parts[0]
+    count_spec: object = None
+    datatype: Datatype | None = None
+    if len(parts) == 3:
+        count_spec, dt = parts[1], parts[2]
+        if not isinstance(dt, Datatype):
+            raise MPIException(ERR_TYPE, f"{dt!r} is not a datatype")
+        datatype = dt
+    elif len(parts) == 2:
+        if isinstance(parts[1], Datatype):
+            datatype = parts[1]
+        else:
+            count_spec = parts[1]
+    if buf is None:
+        dt = datatype or predefined["BYTE"]
+        return Msg(memoryview(b""), dt, 0, None)
+    view = byte_view(buf, writable=writable)
+    if datatype is None:
+        datatype = datatype_of_buffer(buf, memoryview(buf))  # type: ignore[arg-type]
+    else:
+        datatype.Get_size()  # raises for DATATYPE_NULL
+    if count_spec is None:
+        return Msg(view, datatype, _whole(view, datatype), buf)
+    if isinstance(count_spec, tuple):
+        count, disp = (int(x) for x in count_spec)
+    else:
+        count, disp = int(count_spec), 0  # type: ignore[call-overload]
+    if count < 0 or disp < 0:
+        raise MPIException(ERR_COUNT, f"negative count or displacement ({count}, {disp})")
+    extent = datatype.extent
+    start, end = disp * extent, (disp + count) * extent
+    if end > len(view):
+        raise MPIException(
+            ERR_COUNT, f"{count} elements at {disp} need {end} bytes; the buffer has {len(view)}"
+        )
+    return Msg(view[start:end], datatype, count, buf)
+
+
+def _whole(view: memoryview, datatype: Datatype) -> int:
+    size = datatype.extent
+    if size == 0:
+        return 0
+    if len(view) % size:
+        raise MPIException(
+            ERR_BUFFER, f"buffer of {len(view)} bytes is not a multiple of {datatype.name}'s {size}"
+        )
+    return len(view) // size

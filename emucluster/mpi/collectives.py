@@ -1,0 +1,371 @@
+"""The collective calls of a communicator, dispatched to the algorithms of ``emucluster.coll``.
+
+Each call builds a `CallContext` (the `CollContext` of `emucluster.mpi.collctx`) on the
+communicator's collective context id with a fresh call number, looks the algorithm up
+(``algorithm=`` keyword, else ``EMU_<OP>``, else the MPICH baseline), and drives the
+generator: to completion for a blocking call, or inside a Request for Ibarrier, Ibcast,
+Ireduce and Iallreduce. Lowercase calls pickle objects; uppercase calls move the raw bytes of
+buffer specs and reduce elementwise on their numpy dtype.
+
+Dup and Split agree on context ids with `internal_allreduce` / `internal_allgather`, which
+always use the baseline algorithms, whatever the environment selects for the program.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from typing import TYPE_CHECKING, Any
+
+from emucluster.mpi import runtime
+from emucluster.mpi.buffers import Msg, message
+from emucluster.mpi.collctx import TAG_LIMIT, CollRequest, drive
+from emucluster.mpi.constants import IN_PLACE
+from emucluster.mpi.errors import ERR_ARG, ERR_COMM, ERR_OTHER, ERR_ROOT, ERR_TRUNCATE
+from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.ops import BufferCombine, ObjectCombine, Op, predefined_ops
+from emucluster.mpi.request import CollDriver, Request, check_failed
+from emucluster.mpi.state import COLL_SEQ_MOD, CommState
+from emucluster.progress import DeadlockError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from emucluster.mpi.collctx import CollGen
+    from emucluster.p2p import RecvOp, SendOp
+
+__all__ = ["CallContext", "Collectives", "internal_allgather", "internal_allreduce", "lookup"]
+
+PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
+SUM = predefined_ops["SUM"]
+_BASELINE_ALLREDUCE = "recursive-doubling"
+_BASELINE_ALLGATHER = "recursive-doubling"
+
+
+class CallContext:
+    """One collective call's channel (the `CollContext` the algorithms see)."""
+
+    __slots__ = ("_base", "_context", "nodes", "rank", "size")
+
+    def __init__(self, st: CommState) -> None:
+        self.rank = st.rank
+        self.size = st.size
+        self.nodes = st.nodes
+        """Node id of each rank (for offloads that talk to NICs)."""
+        self._context = st.context + 1
+        self._base = (st.coll_seq % COLL_SEQ_MOD) * TAG_LIMIT
+        st.coll_seq += 1
+
+    def isend(self, payload: bytes | bytearray | memoryview, dest: int, tag: int) -> SendOp:
+        """Send ``payload`` to rank ``dest`` with algorithm tag ``tag``."""
+        engine = runtime.engine()
+        op, actions = engine.core.send(self._context, self.rank, self._base + tag,
+                                       self.nodes[dest], payload)  # fmt: skip
+        if actions:
+            engine.run(actions)
+        return op
+
+    def irecv(self, source: int, tag: int) -> RecvOp:
+        """Receive the next message from rank ``source`` with algorithm tag ``tag``."""
+        engine = runtime.engine()
+        op, actions = engine.core.recv(self._context, source, self._base + tag,
+                                       self.nodes[source], None)  # fmt: skip
+        if actions:
+            engine.run(actions)
+        return op
+
+
+def lookup(operation: str, algorithm: str | None) -> Callable[..., CollGen[Any]]:
+    """The algorithm for ``operation`` (per-call name, else ``EMU_<OP>``, else baseline)."""
+    from emucluster import coll
+
+    try:
+        return coll.get(operation, algorithm, environ=os.environ)
+    except coll.UnknownAlgorithmError as exc:
+        raise MPIException(ERR_ARG, str(exc)) from None
+
+
+def wait_all(requests: list[CollRequest]) -> None:
+    """Block (making progress) until every request is complete; raise if one failed."""
+    if not all(r.done for r in requests):
+        try:
+            runtime.engine().wait_for(lambda: all(r.done for r in requests))
+        except DeadlockError as exc:
+            raise MPIException(ERR_OTHER, str(exc)) from None
+    check_failed(requests)
+
+
+def run(st: CommState, operation: str, algorithm: str | None, *args: object) -> Any:
+    """Run one blocking collective call to completion."""
+    return drive(lookup(operation, algorithm)(CallContext(st), *args), wait_all)
+
+
+def start(st: CommState, operation: str, algorithm: str | None, args: tuple[object, ...],
+          post: Callable[[Any], object]) -> Request:  # fmt: skip
+    """Start one nonblocking collective call; its Request completes with ``post(result)``."""
+    driver = CollDriver(lookup(operation, algorithm)(CallContext(st), *args), post)
+    runtime.engine().add(driver)
+    return Request._of(driver)
+
+
+def internal_allreduce(st: CommState, mask: int) -> int:
+    """Bitwise AND of every member's ``mask`` (context-id agreement; baseline algorithm)."""
+    combine = ObjectCombine(predefined_ops["BAND"])
+    data = pickle.dumps(mask, PICKLE_PROTOCOL)
+    result: int = pickle.loads(run(st, "allreduce", _BASELINE_ALLREDUCE, data, combine))
+    return result
+
+
+def internal_allgather(st: CommState, value: object) -> list[Any]:
+    """Every member's ``value`` in rank order (baseline algorithm)."""
+    blocks = run(st, "allgather", _BASELINE_ALLGATHER, pickle.dumps(value, PICKLE_PROTOCOL))
+    return [pickle.loads(b) for b in blocks]
+
+
+class Collectives:
+    """Collective calls of an intracommunicator (mixed into ``Intracomm``)."""
+
+    __slots__ = ()
+
+    def _state(self) -> CommState:
+        raise MPIException(ERR_COMM, "not a communicator")
+
+    def _root(self, root: int) -> CommState:
+        st = self._state()
+        if not 0 <= root < st.size:
+            raise MPIException(ERR_ROOT, f"invalid root {root} (communicator of {st.size})")
+        return st
+
+    # -- lowercase (pickled objects) ----------------------------------------------------------
+
+    def barrier(self, *, algorithm: str | None = None) -> None:
+        """Wait until every rank has entered."""
+        run(self._state(), "barrier", algorithm)
+
+    def bcast(self, obj: Any = None, root: int = 0, *, algorithm: str | None = None) -> Any:
+        """``obj`` of the root, on every rank."""
+        st = self._root(root)
+        data = _dumps(obj) if st.rank == root else None
+        return pickle.loads(run(st, "bcast", algorithm, data, root))
+
+    def gather(self, sendobj: Any, root: int = 0, *, algorithm: str | None = None) -> Any:
+        """The list of every rank's object at the root; None elsewhere."""
+        st = self._root(root)
+        blocks = run(st, "gather", algorithm, _dumps(sendobj), root)
+        return None if blocks is None else [pickle.loads(b) for b in blocks]
+
+    def scatter(self, sendobj: Any = None, root: int = 0, *, algorithm: str | None = None) -> Any:
+        """Item ``rank`` of the root's sequence."""
+        st = self._root(root)
+        blocks = None
+        if st.rank == root:
+            blocks = [_dumps(item) for item in _items(sendobj, st.size)]
+        return pickle.loads(run(st, "scatter", algorithm, blocks, root))
+
+    def allgather(self, sendobj: Any, *, algorithm: str | None = None) -> list[Any]:
+        """The list of every rank's object, on every rank."""
+        blocks = run(self._state(), "allgather", algorithm, _dumps(sendobj))
+        return [pickle.loads(b) for b in blocks]
+
+    def alltoall(self, sendobj: Any, *, algorithm: str | None = None) -> list[Any]:
+        """Item j of rank i's sequence goes to rank j, at position i."""
+        st = self._state()
+        blocks = [_dumps(item) for item in _items(sendobj, st.size)]
+        return [pickle.loads(b) for b in run(st, "alltoall", algorithm, blocks)]
+
+    def reduce(self, sendobj: Any, op: Op = SUM, root: int = 0, *,
+               algorithm: str | None = None) -> Any:  # fmt: skip
+        """``op`` over every rank's object, in rank order, at the root; None elsewhere."""
+        st = self._root(root)
+        result = run(st, "reduce", algorithm, _dumps(sendobj), ObjectCombine(op), root)
+        return None if result is None else pickle.loads(result)
+
+    def allreduce(self, sendobj: Any, op: Op = SUM, *, algorithm: str | None = None) -> Any:
+        """``op`` over every rank's object, on every rank."""
+        result = run(self._state(), "allreduce", algorithm, _dumps(sendobj), ObjectCombine(op))
+        return pickle.loads(result)
+
+    def scan(self, sendobj: Any, op: Op = SUM, *, algorithm: str | None = None) -> Any:
+        """Inclusive prefix reduction: ranks 0..rank."""
+        result = run(self._state(), "scan", algorithm, _dumps(sendobj), ObjectCombine(op))
+        return pickle.loads(result)
+
+    def exscan(self, sendobj: Any, op: Op = SUM, *, algorithm: str | None = None) -> Any:
+        """Exclusive prefix reduction: ranks 0..rank-1 (None on rank 0)."""
+        result = run(self._state(), "exscan", algorithm, _dumps(sendobj), ObjectCombine(op))
+        return None if result is None else pickle.loads(result)
+
+    # -- uppercase (buffers) ------------------------------------------------------------------
+
+    def Barrier(self, *, algorithm: str | None = None) -> None:
+        """Wait until every rank has entered."""
+        run(self._state(), "barrier", algorithm)
+
+    def Bcast(self, buf: Any, root: int = 0, *, algorithm: str | None = None) -> None:
+        """The root's buffer into every rank's buffer."""
+        st = self._root(root)
+        msg = message(buf, writable=st.rank != root)
+        data = msg.view if st.rank == root else None
+        result = run(st, "bcast", algorithm, data, root)
+        if st.rank != root:
+            _fill(msg, result)
+
+    def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0, *,
+               algorithm: str | None = None) -> None:  # fmt: skip
+        """Elementwise ``op`` of every rank's buffer, into the root's ``recvbuf``."""
+        st = self._root(root)
+        is_root = st.rank == root
+        rmsg = message(recvbuf, writable=True) if is_root else None
+        smsg = (
+            rmsg if sendbuf is IN_PLACE and rmsg is not None else message(sendbuf, writable=False)
+        )
+        assert smsg is not None
+        combine = BufferCombine(op, smsg.datatype)
+        result = run(st, "reduce", algorithm, bytes(smsg.view), combine, root)
+        if rmsg is not None:
+            _fill(rmsg, result)
+
+    def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, *,
+                  algorithm: str | None = None) -> None:  # fmt: skip
+        """Elementwise ``op`` of every rank's buffer, into every ``recvbuf``."""
+        st = self._state()
+        rmsg = message(recvbuf, writable=True)
+        smsg = rmsg if sendbuf is IN_PLACE else message(sendbuf, writable=False)
+        combine = BufferCombine(op, smsg.datatype)
+        _fill(rmsg, run(st, "allreduce", algorithm, bytes(smsg.view), combine))
+
+    def Scan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, *,
+             algorithm: str | None = None) -> None:  # fmt: skip
+        """Inclusive elementwise prefix reduction."""
+        st = self._state()
+        rmsg = message(recvbuf, writable=True)
+        smsg = rmsg if sendbuf is IN_PLACE else message(sendbuf, writable=False)
+        combine = BufferCombine(op, smsg.datatype)
+        _fill(rmsg, run(st, "scan", algorithm, bytes(smsg.view), combine))
+
+    def Exscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, *,
+               algorithm: str | None = None) -> None:  # fmt: skip
+        """Exclusive elementwise prefix reduction (rank 0's recvbuf is left alone)."""
+        st = self._state()
+        rmsg = message(recvbuf, writable=True)
+        smsg = rmsg if sendbuf is IN_PLACE else message(sendbuf, writable=False)
+        combine = BufferCombine(op, smsg.datatype)
+        result = run(st, "exscan", algorithm, bytes(smsg.view), combine)
+        if result is not None:
+            _fill(rmsg, result)
+
+    def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0, *,
+               algorithm: str | None = None) -> None:  # fmt: skip
+        """Every rank's buffer, in rank order, into the root's ``recvbuf``."""
+        st = self._root(root)
+        rmsg = message(recvbuf, writable=True) if st.rank == root else None
+        if sendbuf is IN_PLACE and rmsg is not None:
+            data = bytes(_blocks(rmsg.view, st.size)[root])
+        else:
+            data = bytes(message(sendbuf, writable=False).view)
+        blocks = run(st, "gather", algorithm, data, root)
+        if rmsg is not None:
+            _fill(rmsg, b"".join(blocks))
+
+    def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0, *,
+                algorithm: str | None = None) -> None:  # fmt: skip
+        """Block ``rank`` of the root's ``sendbuf`` into every ``recvbuf``."""
+        st = self._root(root)
+        blocks = None
+        if st.rank == root:
+            blocks = [bytes(b) for b in _blocks(message(sendbuf, writable=False).view, st.size)]
+        result = run(st, "scatter", algorithm, blocks, root)
+        if not (recvbuf is IN_PLACE and st.rank == root):
+            _fill(message(recvbuf, writable=True), result)
+
+    def Allgather(self, sendbuf: Any, recvbuf: Any, *, algorithm: str | None = None) -> None:
+        """Every rank's buffer, in rank order, into every ``recvbuf``."""
+        st = self._state()
+        rmsg = message(recvbuf, writable=True)
+        if sendbuf is IN_PLACE:
+            data = bytes(_blocks(rmsg.view, st.size)[st.rank])
+        else:
+            data = bytes(message(sendbuf, writable=False).view)
+        _fill(rmsg, b"".join(run(st, "allgather", algorithm, data)))
+
+    def Alltoall(self, sendbuf: Any, recvbuf: Any, *, algorithm: str | None = None) -> None:
+        """Block j of rank i's ``sendbuf`` into block i of rank j's ``recvbuf``."""
+        st = self._state()
+        rmsg = message(recvbuf, writable=True)
+        source = rmsg.view if sendbuf is IN_PLACE else message(sendbuf, writable=False).view
+        blocks = [bytes(b) for b in _blocks(source, st.size)]
+        _fill(rmsg, b"".join(run(st, "alltoall", algorithm, blocks)))
+
+    # -- nonblocking --------------------------------------------------------------------------
+
+    def Ibarrier(self, *, algorithm: str | None = None) -> Request:
+        """Nonblocking barrier."""
+        return start(self._state(), "barrier", algorithm, (), lambda _: None)
+
+    def Ibcast(self, buf: Any, root: int = 0, *, algorithm: str | None = None) -> Request:
+        """Nonblocking Bcast (leave ``buf`` alone until the request completes)."""
+        st = self._root(root)
+        msg = message(buf, writable=st.rank != root)
+        data = bytes(msg.view) if st.rank == root else None
+
+        def post(result: bytes) -> None:
+            if st.rank != root:
+                _fill(msg, result)
+
+        return start(st, "bcast", algorithm, (data, root), post)
+
+    def Ireduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0, *,
+                algorithm: str | None = None) -> Request:  # fmt: skip
+        """Nonblocking Reduce."""
+        st = self._root(root)
+        rmsg = message(recvbuf, writable=True) if st.rank == root else None
+        smsg = (
+            rmsg if sendbuf is IN_PLACE and rmsg is not None else message(sendbuf, writable=False)
+        )
+        assert smsg is not None
+        combine = BufferCombine(op, smsg.datatype)
+
+        def post(result: bytes | None) -> None:
+            if rmsg is not None and result is not None:
+                _fill(rmsg, result)
+
+        return start(st, "reduce", algorithm, (bytes(smsg.view), combine, root), post)
+
+    def Iallreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, *,
+                   algorithm: str | None = None) -> Request:  # fmt: skip
+        """Nonblocking Allreduce."""
+        st = self._state()
+        rmsg = message(recvbuf, writable=True)
+        smsg = rmsg if sendbuf is IN_PLACE else message(sendbuf, writable=False)
+        combine = BufferCombine(op, smsg.datatype)
+        return start(st, "allreduce", algorithm, (bytes(smsg.view), combine),
+                     lambda result: _fill(rmsg, result))  # fmt: skip
+
+
+def _dumps(obj: object) -> bytes:
+    return pickle.dumps(obj, PICKLE_PROTOCOL)
+
+
+def _items(seq: Any, size: int) -> Sequence[Any]:
+    if seq is None:
+        raise ValueError(f"expecting {size} items, got None")
+    items = list(seq)
+    if len(items) != size:
+        raise ValueError(f"expecting {size} items, got {len(items)}")
+    return items
+
+
+def _blocks(view: memoryview, size: int) -> list[memoryview]:
+    block, rest = divmod(len(view), size)
+    if rest:
+        raise ValueError(f"buffer of {len(view)} bytes does not split into {size} blocks")
+    return [view[i * block : (i + 1) * block] for i in range(size)]
+
+
+def _fill(msg: Msg, data: bytes) -> None:
+    view = msg.view
+    if len(data) > len(view):
+        raise MPIException(
+            ERR_TRUNCATE, f"collective result of {len(data)} bytes; the buffer holds {len(view)}"
+        )
+    view[: len(data)] = data

@@ -1,0 +1,472 @@
+"""Communicators: ``Comm`` / ``Intracomm`` with point-to-point calls, Dup, Split, Free.
+
+A communicator is a context id pair (point-to-point traffic on the even id, collective
+traffic on the odd one, so neither can take the other's messages), the list of nodes of its
+ranks, and this process's rank. New pairs are agreed collectively as MPICH does: every member
+contributes its mask of free pairs, an allreduce ANDs them, and all take the lowest common
+one. Split groups of one call share the pair; they are disjoint, so they cannot collide.
+
+Lowercase calls pickle Python objects (protocol 5); uppercase calls send the bytes of buffer
+message specs (see `emucluster.mpi.buffers`). Collective calls come from `Collectives`.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import TYPE_CHECKING, Any
+
+from emucluster.envelope import ANY_SOURCE as CORE_ANY_SOURCE
+from emucluster.mpi import runtime
+from emucluster.mpi.buffers import message
+from emucluster.mpi.collectives import Collectives, internal_allgather, internal_allreduce
+from emucluster.mpi.constants import (
+    ANY_SOURCE,
+    ANY_TAG,
+    CONGRUENT,
+    IDENT,
+    PROC_NULL,
+    SIMILAR,
+    TAG_UB,
+    TAG_UB_VALUE,
+    UNDEFINED,
+    UNEQUAL,
+    UNIVERSE_SIZE,
+    WTIME_IS_GLOBAL,
+)
+from emucluster.mpi.errors import ERR_COMM, ERR_RANK, ERR_TAG
+from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.request import RecvPending, Request, SendPending, completed
+from emucluster.mpi.state import CommState
+from emucluster.p2p import Outcome
+from emucluster.progress import DeadlockError
+
+if TYPE_CHECKING:
+    from emucluster.mpi.status import Status
+    from emucluster.p2p import RecvOp, SendOp
+
+__all__ = ["Comm", "Errhandler", "Intracomm", "make_world"]
+
+PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+
+class Errhandler:
+    """An error handler; every error raises ``MPI.Exception`` here whichever is set."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str = "MPI_ERRHANDLER_NULL") -> None:
+        self.name = name
+
+    def Free(self) -> None:
+        """Nothing to free."""
+
+    def __repr__(self) -> str:
+        return f"<emucluster.MPI.Errhandler {self.name}>"
+
+
+class Comm:
+    """A communicator (mpi4py's ``MPI.Comm``); COMM_NULL when it has no state."""
+
+    __slots__ = ("_st",)
+
+    def __init__(self, comm: Comm | None = None) -> None:
+        self._st: CommState | None = None if comm is None else comm._st
+
+    # -- identity -----------------------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Comm):
+            return NotImplemented
+        return self._st is other._st
+
+    def __hash__(self) -> int:
+        return id(self._st)
+
+    def __bool__(self) -> bool:
+        return self._st is not None
+
+    def __repr__(self) -> str:
+        if self._st is None:
+            return "<emucluster.MPI.Comm COMM_NULL>"
+        st = self._st
+        return f"<emucluster.MPI.{type(self).__name__} {st.name or 'comm'} {st.rank}/{st.size}>"
+
+    def _state(self) -> CommState:
+        st = self._st
+        if st is None:
+            raise MPIException(ERR_COMM, "the communicator is COMM_NULL (or freed)")
+        return st
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def Get_rank(self) -> int:
+        """This process's rank in the communicator."""
+        return self._state().rank
+
+    def Get_size(self) -> int:
+        """Number of processes in the communicator."""
+        return self._state().size
+
+    @property
+    def rank(self) -> int:
+        """This process's rank."""
+        return self._state().rank
+
+    @property
+    def size(self) -> int:
+        """Number of processes."""
+        return self._state().size
+
+    def Get_name(self) -> str:
+        """The communicator's name."""
+        return self._state().name
+
+    def Set_name(self, name: str) -> None:
+        """Name the communicator."""
+        self._state().name = name
+
+    @property
+    def name(self) -> str:
+        """The communicator's name."""
+        return self.Get_name()
+
+    def Is_inter(self) -> bool:
+        """False: only intracommunicators exist here."""
+        self._state()
+        return False
+
+    def Is_intra(self) -> bool:
+        """True."""
+        self._state()
+        return True
+
+    @property
+    def is_inter(self) -> bool:
+        """False."""
+        return self.Is_inter()
+
+    @property
+    def is_intra(self) -> bool:
+        """True."""
+        return self.Is_intra()
+
+    @property
+    def topology(self) -> int:
+        """UNDEFINED: no topologies."""
+        return UNDEFINED
+
+    def Get_topology(self) -> int:
+        """UNDEFINED: no topologies."""
+        return UNDEFINED
+
+    def Get_attr(self, keyval: int) -> int | bool | None:
+        """TAG_UB, UNIVERSE_SIZE and WTIME_IS_GLOBAL; None for other keys."""
+        self._state()
+        if keyval == TAG_UB:
+            return TAG_UB_VALUE
+        if keyval == UNIVERSE_SIZE:
+            return runtime.engine().core.num_nodes
+        if keyval == WTIME_IS_GLOBAL:
+            return False
+        return None
+
+    def Get_errhandler(self) -> Errhandler:
+        """The error handler (errors always raise MPI.Exception)."""
+        return Errhandler("MPI_ERRORS_RETURN")
+
+    def Set_errhandler(self, errhandler: Errhandler) -> None:
+        """Accepted and ignored: errors always raise MPI.Exception, as mpi4py's default."""
+        self._state()
+
+    @classmethod
+    def Compare(cls, comm1: Comm, comm2: Comm) -> int:
+        """IDENT, CONGRUENT, SIMILAR or UNEQUAL."""
+        a, b = comm1._state(), comm2._state()
+        if a is b:
+            return IDENT
+        if a.nodes == b.nodes:
+            return CONGRUENT
+        return SIMILAR if sorted(a.nodes) == sorted(b.nodes) else UNEQUAL
+
+    def Abort(self, errorcode: int = 0) -> None:
+        """Terminate the whole job with ``errorcode``."""
+        runtime.abort(errorcode)
+
+    # -- communicator management --------------------------------------------------------------
+
+    def Dup(self) -> Intracomm:
+        """A new communicator with the same group and a new context (collective)."""
+        st = self._state()
+        context = runtime.claim_context(internal_allreduce(st, runtime.free_context_mask()))
+        return Intracomm._of(CommState(context, st.nodes, st.rank))
+
+    def Clone(self) -> Intracomm:
+        """Same as Dup."""
+        return self.Dup()
+
+    def Split(self, color: int = 0, key: int = 0) -> Intracomm:
+        """Communicators of the processes with equal ``color``, ranked by (key, old rank);
+        COMM_NULL for color UNDEFINED (collective)."""
+        st = self._state()
+        entries = internal_allgather(st, (color, key))
+        mask = internal_allreduce(st, runtime.free_context_mask())
+        if color == UNDEFINED:
+            return Intracomm()
+        if color < 0:
+            raise MPIException(ERR_COMM, f"Split color {color} must be >= 0 or UNDEFINED")
+        context = runtime.claim_context(mask)
+        members = sorted((k, r) for r, (c, k) in enumerate(entries) if c == color)
+        nodes = tuple(st.nodes[r] for _, r in members)
+        rank = [r for _, r in members].index(st.rank)
+        return Intracomm._of(CommState(context, nodes, rank))
+
+    def Free(self) -> None:
+        """Free the communicator; it becomes COMM_NULL."""
+        st = self._state()
+        if st.context < 4:
+            raise MPIException(ERR_COMM, "cannot free COMM_WORLD or COMM_SELF")
+        runtime.release_context(st.context)
+        self._st = None
+
+    # -- lowercase point-to-point (pickled objects) -------------------------------------------
+
+    def send(self, obj: Any, dest: int, tag: int = 0) -> None:
+        """Send a Python object (blocking; returns once the object may be reused)."""
+        _wait_send(self._post_send(pickle.dumps(obj, PICKLE_PROTOCOL), dest, tag, False))
+
+    def bsend(self, obj: Any, dest: int, tag: int = 0) -> None:
+        """Buffered send (same as send here: eager sends are buffered by the NIC)."""
+        self.send(obj, dest, tag)
+
+    def ssend(self, obj: Any, dest: int, tag: int = 0) -> None:
+        """Synchronous send: returns once a receive has matched it."""
+        _wait_send(self._post_send(pickle.dumps(obj, PICKLE_PROTOCOL), dest, tag, True))
+
+    def isend(self, obj: Any, dest: int, tag: int = 0) -> Request:
+        """Nonblocking send of a Python object."""
+        op = self._post_send(pickle.dumps(obj, PICKLE_PROTOCOL), dest, tag, False)
+        return completed() if op is None else Request._of(SendPending(op))
+
+    def ibsend(self, obj: Any, dest: int, tag: int = 0) -> Request:
+        """Nonblocking buffered send."""
+        return self.isend(obj, dest, tag)
+
+    def issend(self, obj: Any, dest: int, tag: int = 0) -> Request:
+        """Nonblocking synchronous send."""
+        op = self._post_send(pickle.dumps(obj, PICKLE_PROTOCOL), dest, tag, True)
+        return completed() if op is None else Request._of(SendPending(op))
+
+    def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+             status: Status | None = None) -> Any:  # fmt: skip
+        """Receive a Python object."""
+        op = self._post_recv(source, tag, None)
+        if op is None:
+            return completed(None).wait(status)
+        _wait_op(op)
+        return RecvPending(op, unpickle=True).finish(status)
+
+    def irecv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        """Nonblocking receive of a Python object; ``wait()`` returns it."""
+        op = self._post_recv(source, tag, None)
+        return completed(None) if op is None else Request._of(RecvPending(op, unpickle=True))
+
+    def sendrecv(self, sendobj: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,
+                 source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
+                 status: Status | None = None) -> Any:  # fmt: skip
+        """Send one object and receive another."""
+        request = self.irecv(None, source, recvtag)
+        self.send(sendobj, dest, sendtag)
+        return request.wait(status)
+
+    def probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+              status: Status | None = None) -> bool:  # fmt: skip
+        """Wait until a matching message is available (not received); returns True."""
+        return self.Probe(source, tag, status)
+
+    def iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+               status: Status | None = None) -> bool:  # fmt: skip
+        """Whether a matching message is available now."""
+        return self.Iprobe(source, tag, status)
+
+    # -- uppercase point-to-point (buffers) ---------------------------------------------------
+
+    def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
+        """Send a buffer (blocking)."""
+        _wait_send(self._post_send(message(buf, writable=False).view, dest, tag, False))
+
+    Bsend = Send
+    Rsend = Send
+
+    def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
+        """Synchronous buffer send."""
+        _wait_send(self._post_send(message(buf, writable=False).view, dest, tag, True))
+
+    def Isend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        """Nonblocking buffer send (do not modify the buffer until it completes)."""
+        op = self._post_send(message(buf, writable=False).view, dest, tag, False)
+        return completed() if op is None else Request._of(SendPending(op))
+
+    Ibsend = Isend
+    Irsend = Isend
+
+    def Issend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        """Nonblocking synchronous buffer send."""
+        op = self._post_send(message(buf, writable=False).view, dest, tag, True)
+        return completed() if op is None else Request._of(SendPending(op))
+
+    def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+             status: Status | None = None) -> None:  # fmt: skip
+        """Receive into a buffer; ERR_TRUNCATE if the message is longer."""
+        op = self._post_recv(source, tag, message(buf, writable=True).view)
+        if op is None:
+            completed(None).wait(status)
+            return
+        _wait_op(op)
+        RecvPending(op, unpickle=False).finish(status)
+
+    def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        """Nonblocking receive into a buffer."""
+        op = self._post_recv(source, tag, message(buf, writable=True).view)
+        return completed(None) if op is None else Request._of(RecvPending(op, unpickle=False))
+
+    def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,
+                 source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
+                 status: Status | None = None) -> None:  # fmt: skip
+        """Send one buffer and receive into another."""
+        request = self.Irecv(recvbuf, source, recvtag)
+        self.Send(sendbuf, dest, sendtag)
+        request.Wait(status)
+
+    def Sendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0,
+                         source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
+                         status: Status | None = None) -> None:  # fmt: skip
+        """Send a buffer and receive into the same buffer."""
+        outgoing = bytes(message(buf, writable=True).view)
+        request = self.Irecv(buf, source, recvtag)
+        _wait_send(self._post_send(outgoing, dest, sendtag, False))
+        request.Wait(status)
+
+    def Probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+              status: Status | None = None) -> bool:  # fmt: skip
+        """Wait until a matching message is available; returns True."""
+        st, src, tg = self._probe_args(source, tag)
+        if src is None:
+            completed(None).wait(status)
+            return True
+        core = runtime.engine().core
+        context = st.context
+        info = core.probe(context, src, tg)
+        if info is None:
+            try:
+                runtime.engine().wait_for(lambda: core.probe(context, src, tg) is not None)
+            except DeadlockError as exc:
+                raise MPIException(ERR_RANK, f"Probe: {exc}") from None
+            info = core.probe(context, src, tg)
+            assert info is not None
+        if status is not None:
+            status.set(info.source, info.tag, info.count)
+        return True
+
+    def Iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+               status: Status | None = None) -> bool:  # fmt: skip
+        """Whether a matching message is available now."""
+        st, src, tg = self._probe_args(source, tag)
+        if src is None:
+            completed(None).wait(status)
+            return True
+        engine = runtime.engine()
+        engine.progress()
+        info = engine.core.probe(st.context, src, tg)
+        if info is None:
+            return False
+        if status is not None:
+            status.set(info.source, info.tag, info.count)
+        return True
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _post_send(self, payload: bytes | memoryview, dest: int, tag: int,
+                   sync: bool) -> SendOp | None:  # fmt: skip
+        st = self._st
+        if st is None:
+            raise MPIException(ERR_COMM, "the communicator is COMM_NULL (or freed)")
+        if not 0 <= tag <= TAG_UB_VALUE:
+            raise MPIException(ERR_TAG, f"invalid tag {tag} (0..{TAG_UB_VALUE})")
+        if not 0 <= dest < st.size:
+            if dest == PROC_NULL:
+                return None
+            raise MPIException(ERR_RANK, f"invalid rank {dest} (communicator of {st.size})")
+        engine = runtime.engine()
+        op, actions = engine.core.send(st.context, st.rank, tag, st.nodes[dest], payload,
+                                       sync=sync)  # fmt: skip
+        if actions:
+            engine.run(actions)
+        return op
+
+    def _post_recv(self, source: int, tag: int, buf: memoryview | None) -> RecvOp | None:
+        st = self._st
+        if st is None:
+            raise MPIException(ERR_COMM, "the communicator is COMM_NULL (or freed)")
+        if not 0 <= tag <= TAG_UB_VALUE and tag != ANY_TAG:
+            raise MPIException(ERR_TAG, f"invalid tag {tag} (0..{TAG_UB_VALUE} or ANY_TAG)")
+        if 0 <= source < st.size:
+            src_node: int | None = st.nodes[source]
+        elif source == ANY_SOURCE:
+            source, src_node = CORE_ANY_SOURCE, None
+        elif source == PROC_NULL:
+            return None
+        else:
+            raise MPIException(ERR_RANK, f"invalid rank {source} (communicator of {st.size})")
+        engine = runtime.engine()
+        op, actions = engine.core.recv(st.context, source, tag, src_node, buf)
+        if actions:
+            engine.run(actions)
+        return op
+
+    def _probe_args(self, source: int, tag: int) -> tuple[CommState, int | None, int]:
+        st = self._state()
+        if not 0 <= tag <= TAG_UB_VALUE and tag != ANY_TAG:
+            raise MPIException(ERR_TAG, f"invalid tag {tag}")
+        if source == ANY_SOURCE:
+            return st, CORE_ANY_SOURCE, tag
+        if source == PROC_NULL:
+            return st, None, tag
+        if not 0 <= source < st.size:
+            raise MPIException(ERR_RANK, f"invalid rank {source} (communicator of {st.size})")
+        return st, source, tag
+
+
+class Intracomm(Comm, Collectives):
+    """An intracommunicator (mpi4py's ``MPI.Intracomm``): point-to-point and collectives."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _of(cls, st: CommState) -> Intracomm:
+        comm = cls()
+        comm._st = st
+        return comm
+
+
+def make_world(node: int, num_nodes: int) -> tuple[Intracomm, Intracomm]:
+    """COMM_WORLD (contexts 0/1, rank == node) and COMM_SELF (contexts 2/3)."""
+    world = CommState(0, tuple(range(num_nodes)), node, name="MPI_COMM_WORLD")
+    self_ = CommState(2, (node,), 0, name="MPI_COMM_SELF")
+    return Intracomm._of(world), Intracomm._of(self_)
+
+
+def _wait_op(op: RecvOp | SendOp) -> None:
+    if op.done:
+        return
+    try:
+        runtime.engine().wait_for(lambda: op.done)
+    except DeadlockError as exc:
+        raise MPIException(ERR_RANK, str(exc)) from None
+
+
+def _wait_send(op: SendOp | None) -> None:
+    if op is None:
+        return
+    _wait_op(op)
+    if op.outcome is not Outcome.OK:
+        SendPending(op).finish(None)

@@ -1,0 +1,72 @@
+"""MPI constants with MPICH's values (what ``mpi4py`` over MPICH shows), and the sentinels."""
+
+from __future__ import annotations
+
+from emucluster.envelope import MAX_TAG
+
+__all__ = [
+    "ANY_SOURCE",
+    "ANY_TAG",
+    "BOTTOM",
+    "CONGRUENT",
+    "IDENT",
+    "IN_PLACE",
+    "KEYVAL_INVALID",
+    "MAX_ERROR_STRING",
+    "MAX_PROCESSOR_NAME",
+    "PROC_NULL",
+    "ROOT",
+    "SIMILAR",
+    "TAG_UB",
+    "TAG_UB_VALUE",
+    "THREAD_FUNNELED",
+    "THREAD_MULTIPLE",
+    "THREAD_SERIALIZED",
+    "THREAD_SINGLE",
+    "UNDEFINED",
+    "UNEQUAL",
+    "UNIVERSE_SIZE",
+    "WTIME_IS_GLOBAL",
+    "Sentinel",
+]
+
+ANY_SOURCE = -2
+ANY_TAG = -1
+PROC_NULL = -1
+ROOT = -3
+UNDEFINED = -32766
+
+IDENT = 0  # Comm.Compare results
+CONGRUENT = 1
+SIMILAR = 2
+UNEQUAL = 3
+
+THREAD_SINGLE = 0
+THREAD_FUNNELED = 1
+THREAD_SERIALIZED = 2
+THREAD_MULTIPLE = 3
+
+KEYVAL_INVALID = 0x24000000
+TAG_UB = 0x64400001  # attribute keys for Comm.Get_attr
+UNIVERSE_SIZE = 0x64400009
+WTIME_IS_GLOBAL = 0x64400007
+TAG_UB_VALUE = MAX_TAG  # largest tag a program may use
+
+MAX_PROCESSOR_NAME = 128
+MAX_ERROR_STRING = 512
+
+
+class Sentinel:
+    """A named placeholder buffer (IN_PLACE, BOTTOM), compared by identity."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+IN_PLACE = Sentinel("IN_PLACE")
+BOTTOM = Sentinel("BOTTOM")

@@ -1,0 +1,449 @@
+"""``MPI.Request``: completion of nonblocking operations, alone or in sets.
+
+A Request wraps one pending operation (`Pending`): a p2p send or receive of the core, a
+nonblocking collective driven by `CollDriver`, or an already complete one (PROC_NULL).
+Completing it (``Wait``/``wait``/``Test``... returning true) fills the status, raises
+``MPI.Exception`` if the operation failed, and turns the request into REQUEST_NULL, as
+mpi4py does. Every wait goes through the progress engine, so all outstanding operations
+(nonblocking collectives included) advance while any one is awaited.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import TYPE_CHECKING, Any, Protocol
+
+from emucluster.mpi import runtime
+from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED
+from emucluster.mpi.errors import ERR_PROC_FAILED, ERR_REQUEST, ERR_TRUNCATE, SUCCESS
+from emucluster.mpi.errors import Exception as MPIException
+from emucluster.p2p import Outcome, RecvOp, SendOp
+
+Some = tuple[list[int] | None, list[Any] | None]
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from emucluster.mpi.collctx import CollGen, CollRequest
+    from emucluster.mpi.status import Status
+
+__all__ = [
+    "CollDriver",
+    "Pending",
+    "RecvPending",
+    "Request",
+    "SendPending",
+    "check_failed",
+    "completed",
+]
+
+
+class Pending(Protocol):
+    """One operation a Request waits for."""
+
+    def done(self) -> bool:
+        """Whether it finished (may advance it)."""
+        ...
+
+    def finish(self, status: Status | None) -> object:
+        """Its result; fills ``status``; raises MPI.Exception if it failed."""
+        ...
+
+    def cancel(self) -> None:
+        """Try to cancel it."""
+        ...
+
+
+class SendPending:
+    """A p2p send."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: SendOp) -> None:
+        self.op = op
+
+    def done(self) -> bool:
+        return self.op.done
+
+    def finish(self, status: Status | None) -> object:
+        op = self.op
+        if op.outcome is not Outcome.OK:
+            raise MPIException(ERR_PROC_FAILED, f"send to node {op.dst_node}: {op.reason}")
+        if status is not None:
+            status.set(ANY_SOURCE, ANY_TAG, 0)
+        return None
+
+    def cancel(self) -> None:
+        return None  # sends are not cancelled (MPI 4 deprecates it)
+
+
+class RecvPending:
+    """A p2p receive; ``unpickle`` for lowercase receives."""
+
+    __slots__ = ("op", "unpickle")
+
+    def __init__(self, op: RecvOp, *, unpickle: bool) -> None:
+        self.op = op
+        self.unpickle = unpickle
+
+    def done(self) -> bool:
+        return self.op.done
+
+    def finish(self, status: Status | None) -> object:
+        op = self.op
+        outcome = op.outcome
+        if outcome is Outcome.CANCELLED:
+            if status is not None:
+                status.set(ANY_SOURCE, ANY_TAG, 0, cancelled=True)
+            return None
+        if outcome is Outcome.PEER_FAILED:
+            if status is not None:
+                status.set(op.msg_source, op.msg_tag, 0, ERR_PROC_FAILED)
+            raise MPIException(ERR_PROC_FAILED, op.reason)
+        if outcome is Outcome.TRUNCATED:
+            got = len(op.buf) if op.buf is not None else op.count
+            if status is not None:
+                status.set(op.msg_source, op.msg_tag, got, ERR_TRUNCATE)
+            raise MPIException(
+                ERR_TRUNCATE,
+                f"message from rank {op.msg_source} tag {op.msg_tag} has {op.count} bytes; "
+                f"the receive buffer holds {got}",
+            )
+        if status is not None:
+            status.set(op.msg_source, op.msg_tag, op.count)
+        if not self.unpickle:
+            return None
+        data = op.data
+        return None if data is None else pickle.loads(data)
+
+    def cancel(self) -> None:
+        runtime.engine().core.cancel(self.op)
+
+
+class _Completed:
+    __slots__ = ("source", "value")
+
+    def __init__(self, value: object, source: int) -> None:
+        self.value = value
+        self.source = source
+
+    def done(self) -> bool:
+        return True
+
+    def finish(self, status: Status | None) -> object:
+        if status is not None:
+            status.set(self.source, ANY_TAG, 0)
+        return self.value
+
+    def cancel(self) -> None:
+        return None
+
+
+def completed(value: object = None, source: int = PROC_NULL) -> Request:
+    """A request that is already complete (an operation with PROC_NULL)."""
+    return Request._of(_Completed(value, source))
+
+
+def check_failed(requests: Sequence[CollRequest]) -> None:
+    """Raise MPI.Exception for the first failed p2p operation among ``requests``."""
+    for request in requests:
+        outcome = getattr(request, "outcome", Outcome.OK)
+        if outcome is Outcome.OK:
+            continue
+        code = ERR_TRUNCATE if outcome is Outcome.TRUNCATED else ERR_PROC_FAILED
+        raise MPIException(code, f"collective: {getattr(request, 'reason', '')}")
+
+
+class CollDriver:
+    """A collective algorithm's generator advanced by the progress engine (Ibcast, ...);
+    ``post`` turns the algorithm's result into what ``wait`` returns."""
+
+    __slots__ = ("_error", "_gen", "_post", "_started", "_value", "_waiting", "finished")
+
+    def __init__(self, gen: CollGen[Any], post: Callable[[Any], object]) -> None:
+        self._gen = gen
+        self._post = post
+        self._waiting: list[CollRequest] = []
+        self._started = False
+        self._value: object = None
+        self._error: BaseException | None = None
+        self.finished = False
+
+    def advance(self) -> bool:
+        """Resume the algorithm while everything it waits for is complete."""
+        if self.finished:
+            return True
+        try:
+            while all(r.done for r in self._waiting):
+                check_failed(self._waiting)
+                if self._started:
+                    self._waiting = self._gen.send(None)
+                else:
+                    self._started = True
+                    self._waiting = next(self._gen)
+        except StopIteration as stop:
+            self.finished = True
+            self._value = stop.value
+        except MPIException as exc:
+            self.finished = True
+            self._error = exc
+        return self.finished
+
+    def done(self) -> bool:
+        return self.advance()
+
+    def finish(self, status: Status | None) -> object:
+        if self._error is not None:
+            raise self._error
+        if status is not None:
+            status.set(ANY_SOURCE, ANY_TAG, 0)
+        return self._post(self._value)
+
+    def cancel(self) -> None:
+        return None
+
+
+class Request:
+    """A nonblocking operation (mpi4py's ``MPI.Request``); REQUEST_NULL once completed."""
+
+    __slots__ = ("_pending",)
+
+    def __init__(self, request: Request | None = None) -> None:
+        self._pending: Pending | None = None if request is None else request._pending
+
+    @classmethod
+    def _of(cls, pending: Pending) -> Request:
+        request = cls()
+        request._pending = pending
+        return request
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Request):
+            return NotImplemented
+        return self._pending is other._pending
+
+    def __hash__(self) -> int:
+        return id(self._pending)
+
+    def __bool__(self) -> bool:
+        return self._pending is not None
+
+    def __repr__(self) -> str:
+        return "<emucluster.MPI.Request NULL>" if self._pending is None else super().__repr__()
+
+    # -- one request ----------------------------------------------------------------------------
+
+    def Wait(self, status: Status | None = None) -> bool:
+        """Wait for completion (buffer API); returns True."""
+        self.wait(status)
+        return True
+
+    def wait(self, status: Status | None = None) -> Any:
+        """Wait for completion; returns the received object (None for sends)."""
+        pending = self._pending
+        if pending is None:
+            _null_status(status)
+            return None
+        if not pending.done():
+            runtime.engine().wait_for(pending.done)
+        self._pending = None
+        return pending.finish(status)
+
+    def Test(self, status: Status | None = None) -> bool:
+        """Whether it completed (completing it if so)."""
+        return self.test(status)[0]
+
+    def test(self, status: Status | None = None) -> tuple[bool, Any]:
+        """``(flag, object)``: whether it completed and the received object."""
+        pending = self._pending
+        if pending is None:
+            _null_status(status)
+            return True, None
+        if not pending.done():
+            runtime.engine().progress()
+            if not pending.done():
+                return False, None
+        self._pending = None
+        return True, pending.finish(status)
+
+    def Get_status(self, status: Status | None = None) -> bool:
+        """Whether it completed, without completing it."""
+        pending = self._pending
+        if pending is None:
+            _null_status(status)
+            return True
+        runtime.engine().progress()
+        return pending.done()
+
+    def get_status(self, status: Status | None = None) -> bool:
+        """Whether it completed, without completing it."""
+        return self.Get_status(status)
+
+    def Cancel(self) -> None:
+        """Cancel a pending receive (it then completes as cancelled)."""
+        if self._pending is not None:
+            self._pending.cancel()
+
+    def cancel(self) -> None:
+        """Cancel a pending receive."""
+        self.Cancel()
+
+    def Free(self) -> None:
+        """Forget the request (the operation still completes)."""
+        self._pending = None
+
+    def free(self) -> None:
+        """Forget the request."""
+        self.Free()
+
+    # -- sets of requests -----------------------------------------------------------------------
+
+    @classmethod
+    def Waitall(cls, requests: Sequence[Request], statuses: list[Status] | None = None) -> bool:
+        """Wait for all; returns True."""
+        cls.waitall(requests, statuses)
+        return True
+
+    @classmethod
+    def waitall(cls, requests: Sequence[Request],
+                statuses: list[Status] | None = None) -> list[Any]:  # fmt: skip
+        """Wait for all; returns their objects in order."""
+        pendings = [r._pending for r in requests]
+        live = [p for p in pendings if p is not None]
+        if not all(p.done() for p in live):
+            runtime.engine().wait_for(lambda: all(p.done() for p in live))
+        return _finish_all(requests, statuses)
+
+    @classmethod
+    def Testall(cls, requests: Sequence[Request], statuses: list[Status] | None = None) -> bool:
+        """Whether all completed (completing them if so)."""
+        return cls.testall(requests, statuses)[0]
+
+    @classmethod
+    def testall(cls, requests: Sequence[Request],
+                statuses: list[Status] | None = None) -> tuple[bool, list[Any] | None]:  # fmt: skip
+        """``(flag, objects)``: all completed, and their objects (None if not all)."""
+        live = [r._pending for r in requests if r._pending is not None]
+        if not all(p.done() for p in live):
+            runtime.engine().progress()
+            if not all(p.done() for p in live):
+                return False, None
+        return True, _finish_all(requests, statuses)
+
+    @classmethod
+    def Waitany(cls, requests: Sequence[Request], status: Status | None = None) -> int:
+        """Wait for one; its index (UNDEFINED if all are null)."""
+        return cls.waitany(requests, status)[0]
+
+    @classmethod
+    def waitany(cls, requests: Sequence[Request],
+                status: Status | None = None) -> tuple[int, Any]:  # fmt: skip
+        """``(index, object)`` of one completed request (UNDEFINED, None if all are null)."""
+        if all(r._pending is None for r in requests):
+            _null_status(status)
+            return UNDEFINED, None
+        index = _first_done(requests)
+        if index < 0:
+            runtime.engine().wait_for(lambda: _first_done(requests) >= 0)
+            index = _first_done(requests)
+        return index, requests[index].wait(status)
+
+    @classmethod
+    def Testany(cls, requests: Sequence[Request],
+                status: Status | None = None) -> tuple[int, bool]:  # fmt: skip
+        """``(index, flag)`` of a completed request."""
+        index, flag, _ = cls.testany(requests, status)
+        return index, flag
+
+    @classmethod
+    def testany(cls, requests: Sequence[Request],
+                status: Status | None = None) -> tuple[int, bool, Any]:  # fmt: skip
+        """``(index, flag, object)``; (UNDEFINED, True, None) if all are null."""
+        if all(r._pending is None for r in requests):
+            _null_status(status)
+            return UNDEFINED, True, None
+        index = _first_done(requests)
+        if index < 0:
+            runtime.engine().progress()
+            index = _first_done(requests)
+            if index < 0:
+                return UNDEFINED, False, None
+        return index, True, requests[index].wait(status)
+
+    @classmethod
+    def Waitsome(cls, requests: Sequence[Request],
+                 statuses: list[Status] | None = None) -> list[int] | None:  # fmt: skip
+        """Wait for at least one; the indices completed (None if all are null)."""
+        return cls.waitsome(requests, statuses)[0]
+
+    @classmethod
+    def waitsome(cls, requests: Sequence[Request],
+                 statuses: list[Status] | None = None) -> Some:  # fmt: skip
+        """``(indices, objects)`` of the requests completed (None, None if all are null)."""
+        if all(r._pending is None for r in requests):
+            return None, None
+        if _first_done(requests) < 0:
+            runtime.engine().wait_for(lambda: _first_done(requests) >= 0)
+        return _finish_some(requests, statuses)
+
+    @classmethod
+    def Testsome(cls, requests: Sequence[Request],
+                 statuses: list[Status] | None = None) -> list[int] | None:  # fmt: skip
+        """The indices completed now (None if all are null)."""
+        return cls.testsome(requests, statuses)[0]
+
+    @classmethod
+    def testsome(cls, requests: Sequence[Request],
+                 statuses: list[Status] | None = None) -> Some:  # fmt: skip
+        """``(indices, objects)`` completed now (None, None if all are null)."""
+        if all(r._pending is None for r in requests):
+            return None, None
+        runtime.engine().progress()
+        return _finish_some(requests, statuses)
+
+
+def _null_status(status: Status | None) -> None:
+    if status is not None:
+        status.set(ANY_SOURCE, ANY_TAG, 0, SUCCESS)
+
+
+def _first_done(requests: Sequence[Request]) -> int:
+    for i, request in enumerate(requests):
+        pending = request._pending
+        if pending is not None and pending.done():
+            return i
+    return -1
+
+
+def _finish_all(requests: Sequence[Request], statuses: list[Status] | None) -> list[Any]:
+    results: list[Any] = []
+    error: MPIException | None = None
+    for i, request in enumerate(requests):
+        status = statuses[i] if statuses is not None and i < len(statuses) else None
+        try:
+            results.append(request.wait(status))
+        except MPIException as exc:
+            results.append(None)
+            error = error or exc
+    if error is not None:
+        raise error
+    return results
+
+
+def _finish_some(requests: Sequence[Request],
+                 statuses: list[Status] | None) -> tuple[list[int], list[Any]]:  # fmt: skip
+    indices: list[int] = []
+    objects: list[Any] = []
+    for i, request in enumerate(requests):
+        pending = request._pending
+        if pending is not None and pending.done():
+            status = statuses[len(indices)] if statuses is not None else None
+            indices.append(i)
+            objects.append(request.wait(status))
+    return indices, objects
+
+
+def _check_request(request: object) -> Request:
+    if not isinstance(request, Request):
+        raise MPIException(ERR_REQUEST, f"{request!r} is not a request")
+    return request

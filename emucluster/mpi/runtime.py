@@ -1,0 +1,210 @@
+"""Library lifecycle of one rank: Init, Finalize, the progress engine, Abort, timers, stats.
+
+``import emucluster.MPI`` calls `init` (as importing mpi4py.MPI initialises MPI); `finalize`
+runs at interpreter exit (atexit) unless the program called ``MPI.Finalize()``: it drains
+outstanding sends, writes ``$EMU_STATS_DIR/rank<N>.json`` if that variable is set, and
+closes the Port. An uncaught exception prints its traceback and ends the rank at once with
+exit status 1 (no finalize, which could wait on peers forever), so emurun stops the job.
+
+Outside emurun (no ``EMU_NIC_SOCKET``) the library runs as a singleton: one rank, no NIC;
+sends to itself still work, and a wait that can never be satisfied raises instead of hanging.
+
+Environment: ``EMU_EAGER_LIMIT`` (bytes, default 16,287), ``EMU_MATCH_STORE`` (lhs,
+lhs-grouped, list), ``EMU_RNDV_RM`` (0: rendezvous data as port messages, not RM writes),
+``EMU_STATS_DIR``, and the Port's ``EMU_WAIT`` / ``EMU_SPIN_US``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import socket
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from emucluster.mpi.errors import ERR_OTHER
+from emucluster.mpi.errors import Exception as MPIException
+from emucluster.p2p import EAGER_LIMIT_BYTES, P2P
+from emucluster.port import Port, PortError
+from emucluster.progress import MPI_PORT, Progress
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+__all__ = [
+    "FINALIZE_TIMEOUT_S",
+    "abort",
+    "engine",
+    "finalize",
+    "init",
+    "is_finalized",
+    "is_initialized",
+    "stats",
+    "wtick",
+    "wtime",
+]
+
+FINALIZE_TIMEOUT_S = 30.0  # longest Finalize waits for the NIC to complete outstanding sends
+MAX_CONTEXT_PAIRS = 4096  # communicators alive at once in one process (context id pairs)
+
+_engine: Progress | None = None
+_state = "new"  # new -> initialized -> finalized
+_free_contexts = (1 << MAX_CONTEXT_PAIRS) - 1 - 0b11  # pairs 0 (WORLD) and 1 (SELF) taken
+_wtime_origin = time.perf_counter()
+
+
+def init() -> Progress:
+    """Open the MPI port and build the engine (idempotent while initialized)."""
+    global _engine, _state
+    if _engine is not None:
+        return _engine
+    if _state == "finalized":
+        raise MPIException(ERR_OTHER, "MPI was finalized; it cannot be initialized again")
+    eager = int(os.environ.get("EMU_EAGER_LIMIT", EAGER_LIMIT_BYTES))
+    store = os.environ.get("EMU_MATCH_STORE", "lhs")
+    port: Port | None = None
+    if os.environ.get("EMU_NIC_SOCKET"):
+        try:
+            port = Port.open(port=MPI_PORT, receive_buffers=128)
+        except PortError as exc:
+            raise MPIException(ERR_OTHER, f"cannot open MPI port {MPI_PORT}: {exc}") from exc
+        core = P2P(port.node_id, port.num_nodes, eager_limit=eager, store=store)
+    else:
+        core = P2P(0, 1, eager_limit=eager, store=store)
+    use_rm = os.environ.get("EMU_RNDV_RM", "1") != "0"
+    _engine = Progress(port, core, use_rm=use_rm)
+    _state = "initialized"
+    atexit.register(_finalize_at_exit)
+    sys.excepthook = _excepthook
+    return _engine
+
+
+def engine() -> Progress:
+    """The progress engine (raises if MPI is not initialized)."""
+    if _engine is None:
+        raise MPIException(ERR_OTHER, f"MPI is not initialized (state: {_state})")
+    return _engine
+
+
+def is_initialized() -> bool:
+    """Whether Init has run (it stays true after Finalize, as in MPI)."""
+    return _state != "new"
+
+
+def is_finalized() -> bool:
+    """Whether Finalize has run."""
+    return _state == "finalized"
+
+
+def finalize() -> None:
+    """Complete outstanding sends, dump statistics, close the Port."""
+    global _engine, _state
+    progress = _engine
+    if progress is None:
+        return
+    try:
+        progress.finish(FINALIZE_TIMEOUT_S)
+    except (PortError, TimeoutError) as exc:
+        raise MPIException(ERR_OTHER, f"Finalize: {exc}") from exc
+    finally:
+        _dump_stats(progress)
+        _engine = None
+        _state = "finalized"
+        progress.close()
+
+
+def abort(errorcode: int = 0) -> None:
+    """End the whole job: this rank exits with ``errorcode`` at once; emurun stops the rest."""
+    rank = _engine.core.node if _engine is not None else 0
+    sys.stdout.flush()
+    print(f"emucluster: MPI_Abort(errorcode={errorcode}) called by rank {rank}", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(errorcode & 0xFF if errorcode else 0)
+
+
+def wtime() -> float:
+    """Seconds of wall-clock time since an arbitrary origin (high resolution)."""
+    return time.perf_counter() - _wtime_origin
+
+
+def wtick() -> float:
+    """Resolution of `wtime` in seconds."""
+    return float(time.get_clock_info("perf_counter").resolution)
+
+
+def processor_name() -> str:
+    """This emulated node's name."""
+    rank = _engine.core.node if _engine is not None else 0
+    return f"{socket.gethostname()}-node{rank}"
+
+
+def stats() -> dict[str, object]:
+    """This rank's matching-queue statistics and protocol counters (JSON-able).
+
+    ``matching`` holds the Matcher's `MatchStats` (queue lengths and maxima, mean and max
+    search depth of both queues, the unexpected ratio); ``protocol`` the eager/rendezvous
+    counters; ``dropped`` messages ignored as malformed. Also written at Finalize to
+    ``$EMU_STATS_DIR/rank<N>.json`` when that variable is set (``emurun --stats DIR``).
+    """
+    progress = engine()
+    out: dict[str, object] = {"rank": progress.core.node, "events": progress.events}
+    out.update(progress.core.stats())
+    return out
+
+
+def free_context_mask() -> int:
+    """Bit k set: context-id pair k (ids 2k, 2k+1) is free in this process."""
+    return _free_contexts
+
+
+def claim_context(mask: int) -> int:
+    """Given the AND of every member's free mask, claim the lowest pair; its p2p context id."""
+    global _free_contexts
+    if not mask:
+        raise MPIException(ERR_OTHER, "out of communicator context ids")
+    pair = (mask & -mask).bit_length() - 1
+    _free_contexts &= ~(1 << pair)
+    return 2 * pair
+
+
+def release_context(context: int) -> None:
+    """A communicator was freed: its context pair may be reused."""
+    global _free_contexts
+    if context >= 4:
+        _free_contexts |= 1 << (context // 2)
+
+
+def _dump_stats(progress: Progress) -> None:
+    directory = os.environ.get("EMU_STATS_DIR")
+    if not directory:
+        return
+    try:
+        os.makedirs(directory, exist_ok=True)
+        data = {"rank": progress.core.node, "events": progress.events, **progress.core.stats()}
+        path = os.path.join(directory, f"rank{progress.core.node}.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1)
+    except OSError as exc:
+        print(f"emucluster: cannot write stats to {directory}: {exc}", file=sys.stderr)
+
+
+def _finalize_at_exit() -> None:
+    try:
+        finalize()
+    except (MPIException, PortError, TimeoutError) as exc:
+        print(f"emucluster: MPI_Finalize at exit failed: {exc}", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(1)
+
+
+def _excepthook(
+    exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
+) -> None:
+    sys.__excepthook__(exc_type, exc, tb)
+    rank = _engine.core.node if _engine is not None else 0
+    print(f"emucluster: rank {rank} ended by an uncaught {exc_type.__name__}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1)

@@ -1,0 +1,27 @@
+"""What a communicator is underneath: its context ids, its ranks' nodes, this rank."""
+
+from __future__ import annotations
+
+__all__ = ["COLL_SEQ_MOD", "CommState"]
+
+COLL_SEQ_MOD = 1 << 21  # collective calls numbered modulo this in wire tags (see collectives)
+
+
+class CommState:
+    """One communicator's state, shared by every Comm handle that refers to it."""
+
+    __slots__ = ("coll_seq", "context", "name", "nodes", "rank", "size")
+
+    def __init__(self, context: int, nodes: tuple[int, ...], rank: int, name: str = "") -> None:
+        self.context = context
+        """Point-to-point context id (even); collectives use ``context + 1``."""
+        self.nodes = nodes
+        """Node id (COMM_WORLD rank) of each rank."""
+        self.rank = rank
+        """This process's rank."""
+        self.size = len(nodes)
+        """Number of ranks."""
+        self.name = name
+        """The name set by Set_name."""
+        self.coll_seq = 0
+        """Collective calls started on this communicator (every member counts alike)."""
