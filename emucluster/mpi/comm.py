@@ -188,6 +188,11 @@ class Comm:
             return CONGRUENT
         return SIMILAR if sorted(a.nodes) == sorted(b.nodes) else UNEQUAL
 
+    def Get_queue_stats(self) -> dict[str, object]:
+        """This rank's matching-queue statistics (emucluster extension; `runtime.stats`)."""
+        self._state()
+        return runtime.stats()
+
     def Abort(self, errorcode: int = 0) -> None:
         """Terminate the whole job with ``errorcode``."""
         runtime.abort(errorcode)
