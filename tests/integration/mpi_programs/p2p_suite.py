@@ -23,9 +23,11 @@ def expect_error(error_class: int, fn, *args, **kwargs) -> MPI.Exception:  # typ
     try:
         fn(*args, **kwargs)
     except MPI.Exception as exc:
-        assert exc.Get_error_class() == error_class, (exc.Get_error_class(), error_class, exc)
-        return exc
-    raise AssertionError(f"{fn.__name__} did not raise error class {error_class}")
+        caught = exc
+    else:
+        raise AssertionError(f"{fn.__name__} did not raise error class {error_class}")
+    assert caught.Get_error_class() == error_class, (caught.Get_error_class(), error_class)
+    return caught
 
 
 def basics() -> None:
@@ -105,7 +107,8 @@ def ordering() -> None:
         tag = 50 if i % 2 else MPI.ANY_TAG
         comm.Recv(buf, source=source, tag=tag, status=status)
         n = status.Get_count(MPI.BYTE)
-        assert n == sizes[i % 8] and (buf[:n] == i % 251).all(), (i, n)
+        assert n == sizes[i % 8], (i, n)
+        assert (buf[:n] == i % 251).all(), (i, n)
         assert status.source == left
         assert status.tag == 50
     MPI.Request.Waitall(reqs)
