@@ -15,6 +15,7 @@ import shutil
 import sys
 from typing import TYPE_CHECKING
 
+from emucluster import coll
 from launcher.errors import EXIT_USAGE, LaunchError, UsageError
 from launcher.plan import FAULT_ENV, FaultFlags, LaunchPlan, resolve_program, validate_job_id
 
@@ -96,6 +97,25 @@ def build_parser() -> _Parser:
     p.option("--nicd-args", default="", metavar="ARGS", help="extra nicd flags, one string")
     p.option("--job-id", metavar="ID", help="job id (letters and digits; default random)")
     p.option("-q", "--quiet", action="store_true", help="report nothing but failures")
+    c = p.add_argument_group(
+        "collective algorithms (set EMU_BCAST, EMU_REDUCE, ... for the hosts; "
+        "a program's per-call algorithm= still wins)"
+    )
+    for operation in ("bcast", "reduce"):
+        action = c.add_argument(
+            f"--{operation}",
+            metavar="NAME",
+            help=f"{operation} algorithm: {', '.join(_algorithm_names(operation))}",
+        )
+        p.valued.update(action.option_strings)
+    action = c.add_argument(
+        "--coll",
+        action="append",
+        default=[],
+        metavar="OP=NAME",
+        help="any operation's algorithm, e.g. --coll allreduce=reduce-bcast; repeatable",
+    )
+    p.valued.update(action.option_strings)
     f = p.add_argument_group(
         "fault injection (every nicd; defaults from EMU_LOSS, EMU_DUP, EMU_REORDER, "
         "EMU_CORRUPT, EMU_DELAY_MS, EMU_FAULT_SEED)"
@@ -146,6 +166,32 @@ def _exports(words: Sequence[str], env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def _algorithm_names(operation: str) -> tuple[str, ...]:
+    """Registered algorithms of ``operation``, then the names reserved for offloads."""
+    reserved = sorted(coll.RESERVED.get(operation, frozenset()))
+    return (*coll.choices(operation), *reserved)
+
+
+def _collective_env(args: argparse.Namespace) -> dict[str, str]:
+    """``--bcast``, ``--reduce`` and ``--coll OP=NAME`` as EMU_<OP> variables, checked."""
+    chosen = [f"bcast={args.bcast}"] if args.bcast else []
+    chosen += [f"reduce={args.reduce}"] if args.reduce else []
+    out: dict[str, str] = {}
+    for word in [*args.coll, *chosen]:
+        operation, sep, name = word.partition("=")
+        operation, name = operation.strip().lower(), name.strip().lower()
+        if not sep or operation not in coll.OPERATIONS:
+            known = ", ".join(coll.OPERATIONS)
+            raise UsageError(f"--coll {word!r}: expected OP=NAME with OP one of {known}")
+        names = _algorithm_names(operation)
+        if name not in names:
+            raise UsageError(
+                f"{operation} algorithm {name!r} unknown; choose from {', '.join(names)}"
+            )
+        out[coll.env_var(operation)] = name
+    return out
+
+
 def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
     """Parse and check a command line; raise UsageError / ProgramNotFound."""
     parser = build_parser()
@@ -156,6 +202,7 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         nicd_args = tuple(shlex.split(args.nicd_args))
     except ValueError as exc:
         raise UsageError(f"--nicd-args: {exc}") from None
+    host_extras = {**_exports(args.export, env), **_collective_env(args)}
     python = sys.executable
     return LaunchPlan(
         np=args.np,
@@ -171,7 +218,7 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         python=python,
         timeout=args.timeout,
         tag_output=args.tag_output,
-        env=_exports(args.export, env),
+        env=host_extras,
         faults=faults,
         stats_dir=os.path.abspath(args.stats_dir) if args.stats_dir else None,
         cpu_report=args.cpu_report,

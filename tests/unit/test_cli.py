@@ -73,6 +73,19 @@ def test_defaults(tmp_path: Path) -> None:
     assert len(plan.job_id) == 8
 
 
+def test_collective_algorithms_become_host_environment() -> None:
+    plan = plan_from_argv(
+        ["-np", "2", "--bcast", "Binomial", "--reduce", "app-bypass", "--coll",
+         "allreduce=reduce-bcast", "-x", "EMU_BCAST=ignored", "true"],
+        {},
+    )  # fmt: skip
+    assert dict(plan.env) == {
+        "EMU_BCAST": "binomial",  # the flag wins over -x
+        "EMU_REDUCE": "app-bypass",  # reserved for an offload: passed, the host decides
+        "EMU_ALLREDUCE": "reduce-bcast",
+    }
+
+
 def test_module_program() -> None:
     plan = plan_from_argv(["-np", "1", "-m", "json.tool", "--help"], {})
     assert plan.program.argv == (sys.executable, "-m", "json.tool", "--help")
@@ -86,6 +99,10 @@ def test_module_program() -> None:
         ["-np", "1", "--nicd-args", "'unbalanced", "true"],
         ["-np", "1", "--job-id", "a-b", "true"],
         ["-np", "1", "--loss", "2", "true"],
+        ["-np", "1", "--bcast", "no-such-algorithm", "true"],
+        ["-np", "1", "--reduce", "recursive-doubling", "true"],  # an allreduce name
+        ["-np", "1", "--coll", "allreduce", "true"],
+        ["-np", "1", "--coll", "sort=quick", "true"],
     ],
 )
 def test_usage_errors(argv: list[str]) -> None:
