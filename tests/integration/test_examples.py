@@ -1,0 +1,40 @@
+"""The MPI examples of examples/ run through emurun and print what their docstrings promise."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.mpirun import EXAMPLES, mpirun
+
+pytestmark = pytest.mark.slow
+
+
+def test_hello() -> None:
+    result = mpirun(3, EXAMPLES / "hello.py")
+    assert result.code == 0, result.err
+    assert result.lines("Hello") == [f"Hello from rank {r} of 3 on vm-node{r}" for r in range(3)]
+
+
+def test_ring() -> None:
+    result = mpirun(3, EXAMPLES / "ring.py")
+    assert result.code == 0, result.err
+    assert "count 30 (expected 30)" in result.out
+
+
+def test_pi() -> None:
+    result = mpirun(3, EXAMPLES / "pi.py", "20000")
+    assert result.code == 0, result.err
+    (line,) = result.lines("pi is approximately")
+    assert float(line.split()[3].rstrip(",")) == pytest.approx(3.14159265, abs=1e-8)
+
+
+def test_allreduce_numpy_and_stencil_with_faults() -> None:
+    """Rendezvous-sized Allreduce and the Sendrecv stencil, datagrams lost and duplicated."""
+    faults = ("--loss", "0.05", "--dup", "0.05", "--fault-seed", "7")
+    numpy_run = mpirun(3, EXAMPLES / "allreduce_numpy.py", emurun_args=faults)
+    assert numpy_run.code == 0, numpy_run.err
+    assert "sum of ranks in every element: 3; max ok" in numpy_run.out
+    assert "maxloc: value 2 at rank" in numpy_run.out
+    stencil = mpirun(3, EXAMPLES / "stencil.py", emurun_args=faults)
+    assert stencil.code == 0, stencil.err
+    assert "total heat" in stencil.out
