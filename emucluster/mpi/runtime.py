@@ -121,6 +121,7 @@ def abort(errorcode: int = 0) -> None:
     sys.stdout.flush()
     print(f"emucluster: MPI_Abort(errorcode={errorcode}) called by rank {rank}", file=sys.stderr)
     sys.stderr.flush()
+    _close_quietly()
     os._exit(errorcode & 0xFF if errorcode else 0)
 
 
@@ -207,4 +208,14 @@ def _excepthook(
     print(f"emucluster: rank {rank} ended by an uncaught {exc_type.__name__}", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
+    _close_quietly()
     os._exit(1)
+
+
+def _close_quietly() -> None:
+    """Before an immediate exit: free registered memory (no leak warnings), close the Port."""
+    if _engine is not None:
+        try:
+            _engine.close()
+        except (OSError, PortError):
+            pass

@@ -12,6 +12,7 @@ import numpy as np
 
 from emucluster import MPI
 
+EMU = MPI.__name__.startswith("emucluster")  # the same file runs under mpi4py (import swapped)
 comm = MPI.COMM_WORLD
 rank, size = comm.rank, comm.size
 
@@ -69,7 +70,8 @@ def lowercase(c: MPI.Intracomm) -> None:
     assert c.exscan(r + 1) == (None if r == 0 else r * (r + 1) // 2)
     assert flat(c.scan(str(r), op=CONCAT)) == dotted(r + 1)
     assert flat(c.exscan(str(r), op=CONCAT)) == (None if r == 0 else dotted(r))
-    assert c.allreduce(r, algorithm="reduce-bcast") == n * (n - 1) // 2
+    if EMU:
+        assert c.allreduce(r, algorithm="reduce-bcast") == n * (n - 1) // 2
     big = c.bcast(list(range(50_000)) if r == 0 else None, root=0)
     assert len(big) == 50_000
 
