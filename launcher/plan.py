@@ -42,6 +42,7 @@ ENV_SIZE = "EMU_SIZE"
 ENV_NIC_SOCKET = "EMU_NIC_SOCKET"
 ENV_RUN_DIR = "EMU_RUN_DIR"
 ENV_JOB_ID = "EMU_JOB_ID"
+ENV_STATS_DIR = "EMU_STATS_DIR"
 
 # Fault flags, their environment defaults (the names nicd reads too) and value types.
 FAULT_ENV: dict[str, str] = {
@@ -262,7 +263,8 @@ def host_env(
 ) -> dict[str, str]:
     """Host ``rank``'s environment: emurun's, then ``-x`` additions, then its place.
 
-    ``PYTHONUNBUFFERED=1`` unless set, so Python output is forwarded as it is printed.
+    ``PYTHONUNBUFFERED=1`` unless set, so Python output is forwarded as it is printed;
+    ``EMU_STATS_DIR`` with ``--stats``.
     """
     env = dict(parent)
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -272,6 +274,8 @@ def host_env(
     env[ENV_NIC_SOCKET] = socket
     env[ENV_RUN_DIR] = run_dir
     env[ENV_JOB_ID] = plan.job_id
+    if plan.stats_dir is not None:
+        env[ENV_STATS_DIR] = plan.stats_dir  # the MPI library writes rank<N>.json there
     return env
 
 

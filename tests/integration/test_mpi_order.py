@@ -27,8 +27,7 @@ def test_order_stress_same_with_and_without_faults(tmp_path: Path) -> None:
     clean = mpirun(4, PROGRAMS / "order_stress.py", "40", "3")
     assert clean.code == 0, clean.err
     faulty = mpirun(4, PROGRAMS / "order_stress.py", "40", "3",
-                    emurun_args=(*FAULTS, "--stats", str(tmp_path)),
-                    env={"EMU_STATS_DIR": str(tmp_path)})  # fmt: skip
+                    emurun_args=(*FAULTS, "--stats", str(tmp_path)))  # fmt: skip
     assert faulty.code == 0, faulty.err
     assert len(digests(clean.out)) == 4
     assert digests(faulty.out) == digests(clean.out)

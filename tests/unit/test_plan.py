@@ -185,6 +185,9 @@ def test_host_env_place_overrides_parent_and_exports() -> None:
     assert env["EMU_RUN_DIR"] == "/run/x"
     assert env["EMU_JOB_ID"] == "abc123"
     assert host_env(plan, 0, "/r", "/s", {})["PYTHONUNBUFFERED"] == "1"
+    assert "EMU_STATS_DIR" not in env
+    with_stats = make_plan(stats_dir="/tmp/stats")
+    assert host_env(with_stats, 0, "/r", "/s", {})["EMU_STATS_DIR"] == "/tmp/stats"
 
 
 def test_core_binding_puts_a_node_on_one_core_round_robin() -> None:
