@@ -1,0 +1,55 @@
+"""A compiled module: its instructions, its function table and the threaded handlers.
+
+Produced once by ``compiler.compile_module`` at upload; read-only afterwards. ``code`` is the
+instruction list the disassembler prints; ``threaded[pc]`` is the pre-bound handler the VM calls
+for ``code[pc]`` (direct threading: no decoding and no dispatch table at run time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from nicd.nicvm.ast import Type
+
+if TYPE_CHECKING:
+    from nicd.nicvm.opcodes import Op
+    from nicd.nicvm.vm import Machine
+
+__all__ = ["Function", "Handler", "Instruction", "Module", "Value"]
+
+Value = int | float
+Handler = Callable[["Machine"], int]
+"""Executes one instruction against the machine and returns the next pc."""
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    op: Op
+    arg: Value | None
+    line: int  # source line, for the disassembler and fault reports
+
+
+@dataclass(frozen=True, slots=True)
+class Function:
+    name: str
+    params: tuple[Type, ...]
+    returns: Type
+    slot_names: tuple[str, ...]  # parameters first, then `var` declarations in source order
+    slot_types: tuple[Type, ...]
+    entry: int  # offset of the first instruction
+    max_stack: int  # operand-stack slots the body needs (static bound)
+
+    def initial_slots(self) -> list[Value]:
+        """The zero value of every slot: 0 for int, 0.0 for float."""
+        return [0.0 if kind is Type.FLOAT else 0 for kind in self.slot_types]
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    functions: tuple[Function, ...]
+    code: tuple[Instruction, ...]
+    threaded: tuple[Handler, ...]
+    main: int  # index of `main` in functions
+    source_bytes: int
