@@ -10,7 +10,8 @@ has a tag no other has and comes from the next rank in the rotation. Grouping by
 the whole depth, as the paper's x-axis is the depth of the queue.
 
 Every figure comes from one run on this machine; compare the ratios, not the absolutes.
-``--json FILE`` writes the environment, parameters, raw samples and summary.
+``--json FILE`` writes the environment, parameters, raw samples and summary; ``--png FILE``
+draws the figure on the paper's axes.
 """
 
 from __future__ import annotations
@@ -165,8 +166,47 @@ def _print(results: dict[str, Any]) -> None:
     print("search us: one LHS search of the whole queue, in microseconds")
 
 
+def _plot(results: dict[str, Any], path: str) -> None:
+    """Seed 004 Fig. 4's axes: search cost per entry against queue depth, one line per store."""
+    import matplotlib  # the bench extra, only for --png
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summary = results["summary"]
+    depths = results["parameters"]["depths"]
+    fig, ax = plt.subplots(figsize=(7, 4.8))
+    for kind, marker in zip(STORES, "os^", strict=True):
+        ns = [summary["ns_per_entry_median"][kind][str(d)] for d in depths]
+        ax.plot(depths, ns, marker + "-", label=LABELS[kind])
+    depth = summary["report_depth"]
+    ax.axvline(depth, color="grey", lw=0.8, ls=":")
+    ax.text(
+        0.45,
+        0.64,
+        f"  at {depth}: list/LHS {summary['list_over_lhs_at_report_depth']:.1f}x,\n"
+        f"  list/LHS+group {summary['list_over_grouped_at_report_depth']:.1f}x\n"
+        f"  (paper, DIMMnet-2: {PAPER_RATIO}x; target LHS >= {TARGET_RATIO:g}x)",
+        fontsize=8,
+        va="top",
+        transform=ax.transAxes,
+    )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("unexpected-queue depth (messages)")
+    ax.set_ylabel("search cost per entry (ns)")
+    ax.set_title(
+        f"Unexpected-queue search (seed 004 Fig. 4), Python {results['environment']['python']}, "
+        f"{results['parameters']['sources']} sources",
+        fontsize=10,
+    )
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark, print a table, optionally write JSON."""
+    """Run the benchmark, print a table, optionally write JSON and a PNG."""
     p = argparse.ArgumentParser(
         prog="python -m emucluster.bench.unexpected_queue",
         description=__doc__,
@@ -177,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--samples", type=int, default=5, help="timed samples per point")
     p.add_argument("--min-time", type=float, default=0.02, help="seconds per sample")
     p.add_argument("--json", metavar="FILE", help="write all results here")
+    p.add_argument("--png", metavar="FILE", help="draw the figure here (needs matplotlib)")
     args = p.parse_args(argv)
     if args.sources < 1 or args.max_depth < 1 or args.samples < 1:
         p.error("--sources, --max-depth and --samples must be positive")
@@ -184,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     _print(results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
+    if args.png:
+        _plot(results, args.png)
     return 0
 
 

@@ -9,6 +9,14 @@ from tests.integration.mpirun import EXAMPLES, mpirun
 pytestmark = pytest.mark.slow
 
 
+def test_quick_start_demo() -> None:
+    result = mpirun(4, EXAMPLES / "demo.py")
+    assert result.code == 0, result.err
+    assert len(result.lines("hello from rank")) == 4
+    assert "checksum 786432 (expected 786432)" in result.out
+    assert "ping-pong, ranks 0-1" in result.out
+
+
 def test_hello() -> None:
     result = mpirun(3, EXAMPLES / "hello.py")
     assert result.code == 0, result.err

@@ -1,0 +1,234 @@
+"""``python -m emucluster.bench.mpi_compare``: emucluster's MPI against mpi4py on MPICH, one run.
+
+For each node count (2, 4, 8, 16 by default) it starts `emucluster.bench.mpi_micro` under
+``emurun -np N`` and under ``mpiexec -n N`` (the reference a user would otherwise pick:
+``pip install mpi4py mpich``, shared memory, oversubscribing the cores as we do), ping-pong
+at 2 nodes only. It prints both columns and their ratios, checks the issue's targets, and
+with ``--json``/``--png`` writes the raw results and a figure.
+
+Targets (issue 4): 8-byte uppercase ping-pong within 1.5x of the raw GM-port ping-pong of
+the same run; 16-node 8-byte Bcast and Reduce within 5x of MPICH's 16-process figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main"]
+
+PORT_RATIO_TARGET = 1.5
+MPICH_RATIO_TARGET = 5.0
+MICRO = "emucluster.bench.mpi_micro"
+
+
+def _mpiexec() -> str:
+    beside = Path(sys.executable).with_name("mpiexec")
+    found = str(beside) if beside.exists() else shutil.which("mpiexec")
+    if not found:
+        raise SystemExit("mpiexec not found: pip install mpi4py mpich (the bench extra)")
+    return found
+
+
+def _run(argv: list[str], out: Path, timeout: float) -> dict[str, Any]:
+    started = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0 or not out.exists():
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    results: dict[str, Any] = json.loads(out.read_text())
+    results["wall_s"] = round(time.monotonic() - started, 2)
+    results["command"] = " ".join(argv)
+    return results
+
+
+def _micro_args(args: argparse.Namespace, nodes: int, out: Path) -> list[str]:
+    words = ["-m", MICRO, "--out", str(out), "--iters", str(args.iters)]
+    words += ["--coll-iters", str(args.coll_iters)]
+    return words + ([] if nodes == 2 else ["--no-pingpong"])
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Every node count under both implementations; returns the whole record."""
+    runs: dict[str, dict[str, Any]] = {"emucluster": {}, "mpich": {}}
+    emurun = [sys.executable, "-m", "launcher.cli", "-q", "--nic-priority", args.nic_priority]
+    env_note = {"EMU_WAIT": os.environ.get("EMU_WAIT", "hybrid")}
+    with tempfile.TemporaryDirectory(prefix="mpibench-", dir="/tmp") as tmp:
+        for nodes in args.nodes:
+            for impl in ("emucluster", "mpich"):
+                out = Path(tmp) / f"{impl}-{nodes}.json"
+                micro = _micro_args(args, nodes, out)
+                if impl == "emucluster":
+                    argv = [*emurun, "-np", str(nodes), sys.executable, *micro]
+                else:
+                    argv = [_mpiexec(), "-n", str(nodes), sys.executable, *micro]
+                    argv += ["--impl", "mpi4py"]
+                print(f"{impl} on {nodes} nodes ...", file=sys.stderr, flush=True)
+                runs[impl][str(nodes)] = _run(argv, out, args.timeout)
+    return {
+        "benchmark": "emucluster.bench.mpi_compare",
+        "parameters": vars(args) | {"png": None, "json": None},
+        "environment": {
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+            "cpus": os.cpu_count(),
+            "nic_priority": args.nic_priority,
+            "bind_to": "core",
+            **env_note,
+        },
+        "runs": runs,
+        "summary": summarise(runs),
+    }
+
+
+def summarise(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The target figures: port ratio at 8 B, and MPICH ratios of the largest node count."""
+    summary: dict[str, Any] = {}
+    pair = runs["emucluster"].get("2", {}).get("pingpong")
+    if pair and "raw_port_8B_us" in pair:
+        ratio = pair["uppercase_8B_interleaved_us"] / pair["raw_port_8B_us"]
+        summary["pingpong_8B"] = {
+            "uppercase_us": pair["uppercase_8B_interleaved_us"],
+            "raw_port_us": pair["raw_port_8B_us"],
+            "ratio": ratio,
+            "target": PORT_RATIO_TARGET,
+            "reached": ratio <= PORT_RATIO_TARGET,
+        }
+    largest = max(runs["emucluster"], key=int)
+    for op in ("bcast", "reduce", "barrier"):
+        ours = runs["emucluster"][largest]["collectives"][op]["mean_us"]
+        theirs = runs["mpich"][largest]["collectives"][op]["mean_us"]
+        summary[f"{op}_{largest}"] = {
+            "emucluster_us": ours,
+            "mpich_us": theirs,
+            "ratio": ours / theirs,
+            "target": MPICH_RATIO_TARGET if op != "barrier" else None,
+            "reached": ours / theirs <= MPICH_RATIO_TARGET if op != "barrier" else None,
+        }
+    return summary
+
+
+def print_tables(record: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(stderr=False)
+    runs = record["runs"]
+    pair = runs["emucluster"].get("2", {}).get("pingpong")
+    ref = runs["mpich"].get("2", {}).get("pingpong")
+    if pair and ref:
+        table = Table(title="ping-pong one-way latency, 2 nodes (us)")
+        for column in (
+            "bytes",
+            "emu lower",
+            "emu upper",
+            "MPICH lower",
+            "MPICH upper",
+            "emu/MPICH",
+        ):
+            table.add_column(column, justify="right")
+        for i, size in enumerate(pair["sizes"]):
+            up, mpich_up = pair["uppercase_us"][i], ref["uppercase_us"][i]
+            table.add_row(
+                str(size),
+                f"{pair['lowercase_us'][i]:.1f}",
+                f"{up:.1f}",
+                f"{ref['lowercase_us'][i]:.1f}",
+                f"{mpich_up:.1f}",
+                f"{up / mpich_up:.0f}",
+            )
+        console.print(table)
+    table = Table(title="collectives of 8 bytes, mean over ranks (us)")
+    for column in ("nodes", "op", "emucluster", "MPICH", "ratio"):
+        table.add_column(column, justify="right")
+    for nodes in sorted(runs["emucluster"], key=int):
+        for op in ("bcast", "reduce", "barrier"):
+            ours = runs["emucluster"][nodes]["collectives"][op]["mean_us"]
+            theirs = runs["mpich"][nodes]["collectives"][op]["mean_us"]
+            table.add_row(nodes, op, f"{ours:.0f}", f"{theirs:.0f}", f"{ours / theirs:.1f}")
+    console.print(table)
+    for name, row in record["summary"].items():
+        if row.get("target") is not None:
+            verdict = "reached" if row["reached"] else "NOT reached"
+            console.print(f"{name}: ratio {row['ratio']:.2f} (target <= {row['target']}) {verdict}")
+
+
+def plot(record: dict[str, Any], path: str) -> None:
+    """Two panels: ping-pong latency vs size; 8-byte collectives vs node count."""
+    import matplotlib  # the bench extra, only for --png
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = record["runs"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+    pair = runs["emucluster"].get("2", {}).get("pingpong")
+    ref = runs["mpich"].get("2", {}).get("pingpong")
+    if pair and ref:
+        sizes = pair["sizes"]
+        left.plot(sizes, pair["uppercase_us"], "o-", label="emucluster Send/Recv")
+        left.plot(sizes, pair["lowercase_us"], "s--", label="emucluster send/recv (pickle)")
+        left.plot(sizes, ref["uppercase_us"], "^-", label="mpi4py + MPICH (shared memory)")
+        if "raw_port_8B_us" in pair:
+            left.plot([8], [pair["raw_port_8B_us"]], "k*", ms=12, label="raw GM port, 8 B")
+        left.set_xscale("log", base=2)
+        left.set_yscale("log")
+        left.set_xlabel("message size (bytes)")
+        left.set_ylabel("one-way latency (us)")
+        left.set_title("ping-pong, 2 nodes")
+        left.legend(fontsize=8)
+    nodes = sorted(runs["emucluster"], key=int)
+    xs = [int(n) for n in nodes]
+    for op, marker, colour in (("bcast", "o", "C0"), ("reduce", "s", "C1"), ("barrier", "^", "C2")):
+        ours = [runs["emucluster"][n]["collectives"][op]["mean_us"] for n in nodes]
+        theirs = [runs["mpich"][n]["collectives"][op]["mean_us"] for n in nodes]
+        right.plot(xs, ours, marker + "-", color=colour, label=f"emucluster {op}")
+        right.plot(xs, theirs, marker + ":", color=colour, label=f"MPICH {op}")
+    right.axhspan(
+        400, 600, color="grey", alpha=0.15, label="MPICH 16-proc bcast/reduce (DESIGN §10)"
+    )
+    right.set_xscale("log", base=2)
+    right.set_xticks(xs, [str(x) for x in xs])
+    right.set_yscale("log")
+    right.set_xlabel("nodes")
+    right.set_ylabel("latency (us), mean over ranks")
+    right.set_title("8-byte Bcast / Reduce / Barrier")
+    right.legend(fontsize=7)
+    env = record["environment"]
+    fig.suptitle(
+        f"emucluster MPI vs mpi4py+MPICH on {env['cpus']} CPUs; "
+        f"EMU_WAIT={env['EMU_WAIT']}, nicd priority {env['nic_priority']}, bind-to core"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m emucluster.bench.mpi_compare", description=__doc__)
+    p.add_argument("--nodes", type=int, nargs="+", default=[2, 4, 8, 16])
+    p.add_argument("--iters", type=int, default=500, help="round trips per ping-pong block")
+    p.add_argument("--coll-iters", type=int, default=200, help="iterations per collective")
+    p.add_argument("--nic-priority", choices=("rt", "nice", "none"), default="rt")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
+    p.add_argument("--json", metavar="FILE", help="write the whole record here")
+    p.add_argument("--png", metavar="FILE", help="draw the figure here (needs matplotlib)")
+    args = p.parse_args(argv)
+    record = measure(args)
+    print_tables(record)
+    if args.json:
+        Path(args.json).write_text(json.dumps(record, indent=1) + "\n")
+    if args.png:
+        plot(record, args.png)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
