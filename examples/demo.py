@@ -1,4 +1,4 @@
-"""The quick-start demo: an mpi4py program on the emulated cluster, ``emurun -np 8 examples/demo.py``.
+"""The quick start's demo, an mpi4py program on the cluster: ``emurun -np 8 examples/demo.py``.
 
 Every rank says hello (gathered at rank 0), the ranks estimate pi together (bcast + reduce),
 exchange a 1 MB numpy array around the ring (rendezvous: RTS, CTS, then the NIC writes the
@@ -60,7 +60,8 @@ def main() -> None:
     comm.Barrier()
     one_way = pingpong_us(comm) if size > 1 else None
     if rank == 0:
-        assert hellos is not None and pi is not None
+        assert hellos is not None
+        assert pi is not None
         print("\n".join(f"hello from {line}" for line in hellos))
         print(f"pi ~ {pi:.12f} (error {abs(pi - math.pi):.1e}) from {size} ranks")
         expected = RING_DOUBLES * size * (size - 1) / 2

@@ -1,4 +1,4 @@
-"""A token travels around the ring of ranks ``LAPS`` times: ``emurun -np 4 python examples/ring.py``.
+"""A token goes around the ring of ranks ``LAPS`` times: ``emurun -np 4 python examples/ring.py``.
 
 Rank 0 starts the token (a counter); every rank receives it from its left neighbour, adds
 one and sends it to its right neighbour. After the last lap rank 0 prints the count
