@@ -57,5 +57,5 @@ def _operand(ins: Instruction, func: Function, module: Module) -> str:
     if kind is Operand.LOCAL:
         return f"{index} ({func.slot_names[index]})"
     if kind is Operand.JUMP:
-        return f"{index} (to {index})"
+        return str(index)  # an absolute offset: the target itself
     return f"{index} ({module.functions[index].name})"

@@ -18,7 +18,7 @@ __all__ = [
 
 def caret_snippet(source: str, line: int, column: int) -> str:
     """The source line ``line`` (1-based) with a caret under ``column`` (1-based)."""
-    lines = source.splitlines()
+    lines = source.split("\n")
     if not 1 <= line <= len(lines):
         return ""
     text = lines[line - 1].expandtabs(1)
