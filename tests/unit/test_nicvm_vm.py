@@ -226,7 +226,7 @@ def test_unbounded_recursion_stops() -> None:
     assert (outcome.outcome, outcome.fault) == (Outcome.FAULT, Fault.CALL_DEPTH)
 
 
-# -- fuel --------------------------------------------------------------------------------------------
+# -- fuel ----------------------------------------------------------------------------------------
 
 
 def test_infinite_loop_runs_out_of_fuel() -> None:
