@@ -151,6 +151,7 @@ class _FunctionCompiler:
             slot_types=tuple(self.slot_types),
             entry=entry,
             max_stack=self.max_depth,
+            zero_slots=tuple(self.zero(kind) for kind in self.slot_types),
         )
 
     # -- helpers ---------------------------------------------------------------------------------

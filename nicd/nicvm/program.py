@@ -11,9 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from nicd.nicvm.ast import Type
-
 if TYPE_CHECKING:
+    from nicd.nicvm.ast import Type
     from nicd.nicvm.opcodes import Op
     from nicd.nicvm.vm import Machine
 
@@ -40,10 +39,7 @@ class Function:
     slot_types: tuple[Type, ...]
     entry: int  # offset of the first instruction
     max_stack: int  # operand-stack slots the body needs (static bound)
-
-    def initial_slots(self) -> list[Value]:
-        """The zero value of every slot: 0 for int, 0.0 for float."""
-        return [0.0 if kind is Type.FLOAT else 0 for kind in self.slot_types]
+    zero_slots: tuple[Value, ...]  # each slot's initial value: 0 for int, 0.0 for float
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,9 +115,8 @@ class Fault(Enum):
     BAD_RESULT = "main returned a value that is not a NICVM_RESULT_* code"
 
 
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    """What ``run`` returns, always."""
+class RunResult(NamedTuple):
+    """What ``run`` returns, always (a NamedTuple: built on every packet, it must be cheap)."""
 
     outcome: Outcome
     result: Result
@@ -188,7 +187,7 @@ def run(module: Module, ctx: PacketContext, *, fuel: int = DEFAULT_FUEL) -> RunR
     if ctx.size < 1 or not 0 <= ctx.root < ctx.size or not 0 <= ctx.rank < ctx.size:
         detail = f"bad context: rank {ctx.rank}, root {ctx.root}, size {ctx.size}"
         return RunResult(Outcome.VM_ERROR, Result.FAILURE, (), 0, detail=detail)
-    machine = Machine(ctx, main.initial_slots())
+    machine = Machine(ctx, list(main.zero_slots))
     code = module.threaded
     pc = main.entry
     used = 0
@@ -201,6 +200,7 @@ def run(module: Module, ctx: PacketContext, *, fuel: int = DEFAULT_FUEL) -> RunR
     except _Stop as stop:
         fault = stop.fault
         if fault is None:
+            stop.__traceback__ = None  # the shared _HALT must not keep frames alive
             value = machine.stack[-1]
             if value in _RESULTS:
                 return RunResult(Outcome.OK, _RESULTS[value], tuple(machine.sends), used)
@@ -214,6 +214,7 @@ def run(module: Module, ctx: PacketContext, *, fuel: int = DEFAULT_FUEL) -> RunR
 
 
 _RESULTS: dict[Value, Result] = {int(r): r for r in Result}
+_HALT = _Stop(None)  # main returned; built once, raised once per invocation
 
 
 def thread(code: tuple[Instruction, ...], functions: tuple[Function, ...]) -> tuple[Handler, ...]:
@@ -506,7 +507,7 @@ def _or_jump(arg: Value | None, nxt: int, fns: tuple[Function, ...]) -> Handler:
 def _call(arg: Value | None, nxt: int, fns: tuple[Function, ...]) -> Handler:
     callee = fns[_index(arg)]
     entry, nparams = callee.entry, len(callee.params)
-    template = callee.initial_slots()
+    template = list(callee.zero_slots)
 
     def call(m: Machine) -> int:
         if len(m.frames) >= MAX_CALL_DEPTH - 1:
@@ -527,7 +528,7 @@ def _call(arg: Value | None, nxt: int, fns: tuple[Function, ...]) -> Handler:
 def _return(arg: Value | None, nxt: int, fns: tuple[Function, ...]) -> Handler:
     def return_(m: Machine) -> int:
         if not m.frames:
-            raise _Stop(None)
+            raise _HALT
         pc, m.slots = m.frames.pop()
         return pc
 
