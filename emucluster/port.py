@@ -4,6 +4,12 @@ The analogue of the GM library: open a port, send with send tokens, provide rece
 buffers (receive tokens), and poll or wait for RECV / SENT / ERROR events. Waiting follows
 the wait policy (``EMU_WAIT``: ``spin`` polls like GM and burns CPU as on the real
 cluster, ``block`` sleeps in the kernel, ``hybrid`` spins ``EMU_SPIN_US`` then blocks).
+
+Signals (thesis 3.4.1): ``send_collective`` sends the application-bypass packet type, and
+``enable_signals`` / ``disable_signals`` tell the NIC whether such a message arriving should
+raise SIGUSR1 in this process (off when the port opens). A blocking wait here sleeps in
+``select``, which PEP 475 resumes after a Python signal handler ran, so handlers run during
+waits too; installing one is the caller's business (``emucluster.mpi.appbypass``).
 """
 
 from __future__ import annotations
@@ -214,6 +220,34 @@ class Port:
         return self.send(
             dst_node, dst_port, payload, msg_type=MsgType.RM_WRITE_P, args=args, timeout=timeout
         )
+
+    def send_collective(
+        self,
+        dst_node: int,
+        dst_port: int,
+        payload: bytes | bytearray | memoryview,
+        *,
+        flags: int = 0,
+        args: tuple[int, int, int, int] = (0, 0, 0, 0),
+        timeout: float | None = None,
+    ) -> int:
+        """Send an application-bypass collective message (``MsgType.AB_COLL``): like `send`,
+        but its arrival raises a signal at the destination if that port enabled signals.
+        ``flags`` travel in the AM-handler field (16 bits)."""
+        return self.send(dst_node, dst_port, payload, msg_type=MsgType.AB_COLL,
+                         am_handler=flags, args=args, timeout=timeout)  # fmt: skip
+
+    def enable_signals(self, seen: int) -> None:
+        """Ask the NIC to send this process SIGUSR1 when an application-bypass message
+        arrives (at most one pending). This also acknowledges the last signal; ``seen`` is
+        how many such messages this side has taken in, so the NIC signals again at once if
+        more have arrived."""
+        req = hl.SignalCtl(True, os.getpid(), seen & 0xFFFFFFFF)
+        self._write(hl.encode_record(req))
+
+    def disable_signals(self) -> None:
+        """No more signals from the NIC (a pending one is forgotten)."""
+        self._write(hl.encode_record(hl.SignalCtl(False, os.getpid(), 0)))
 
     def register_memory(self, size: int, *, timeout: float = 10.0) -> Region:
         """Create ``size`` bytes of shared memory and register it with the NIC."""

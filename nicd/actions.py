@@ -20,6 +20,7 @@ __all__ = [
     "Deliver",
     "NicAction",
     "PeerDead",
+    "RaiseSignal",
     "SendComplete",
     "SendFailed",
     "SendPacket",
@@ -98,4 +99,13 @@ class ToHost:
     record: HostRecord
 
 
-NicAction = Transmit | ToHost
+@dataclass(slots=True)
+class RaiseSignal:
+    """Send SIGUSR1 to host process ``pid``, the owner of connection ``conn`` (an
+    application-bypass message arrived on a port with signals enabled; thesis 3.4.1)."""
+
+    conn: int
+    pid: int
+
+
+NicAction = Transmit | ToHost | RaiseSignal

@@ -1,5 +1,8 @@
 """The nicd shell: the UDP link, the PCI socket, one timer, signals. No protocol logic.
 
+Signals go both ways: SIGTERM/SIGINT stop nicd, and a ``RaiseSignal`` from the core becomes
+``os.kill(host pid, SIGUSR1)`` (the NIC-generated signal of thesis 3.4.1).
+
 Every input goes to :class:`~nicd.nic.NicCore` with ``now`` from the monotonic clock (uvloop's
 ``loop.time()`` only has millisecond resolution, too coarse for loopback RTTs); the actions
 that come back are carried out at once. A burst of datagrams is followed by one ``flush``
@@ -17,12 +20,13 @@ import os
 import signal
 import socket
 import stat
+import struct
 import time
 from collections import deque
 from typing import TYPE_CHECKING, cast
 
 from nicd import hostlink as hl
-from nicd.actions import ToHost, Transmit
+from nicd.actions import RaiseSignal, ToHost, Transmit
 from nicd.errors import ProtocolViolation, UsageError
 from nicd.nic import Addr, NicCore
 
@@ -30,7 +34,14 @@ if TYPE_CHECKING:
     from nicd.actions import NicAction
     from nicd.config import NicConfig
 
-__all__ = ["load_routes", "map_shared_memory", "resolve_routes", "run", "socket_path"]
+__all__ = [
+    "load_routes",
+    "map_shared_memory",
+    "peer_pid",
+    "resolve_routes",
+    "run",
+    "socket_path",
+]
 
 log = logging.getLogger("nicd")
 UDP_BUFFER_BYTES = 4 * 1024 * 1024  # kernel socket buffers asked for on the link
@@ -81,12 +92,29 @@ def load_routes(path: str) -> dict[int, tuple[str, int]]:
         raise UsageError(f"{path}: not a routing table {{node: [host, port]}}: {exc}") from None
 
 
+def peer_pid(sock: socket.socket) -> int | None:
+    """The pid of the process at the other end of a Unix socket (SO_PEERCRED), if known."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, option, _PEERCRED.size)
+    except OSError:
+        return None
+    pid: int = _PEERCRED.unpack(creds)[0]
+    return pid or None
+
+
+_PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+
 class _HostConn:
-    __slots__ = ("assembler", "conn_id", "outq", "sock", "writing")
+    __slots__ = ("assembler", "conn_id", "outq", "pid", "sock", "writing")
 
     def __init__(self, conn_id: int, sock: socket.socket, max_message: int) -> None:
         self.conn_id = conn_id
         self.sock = sock
+        self.pid = peer_pid(sock)
         self.assembler = hl.Assembler(max_message)
         self.outq: deque[bytes] = deque()
         self.writing = False
@@ -258,6 +286,20 @@ class _Shell(asyncio.DatagramProtocol):
                 conn = self.conns.get(action.conn)
                 if conn is not None:
                     self._write_host(conn, hl.encode_record(action.record))
+            elif isinstance(action, RaiseSignal):
+                self._raise_signal(action)
+
+    def _raise_signal(self, action: RaiseSignal) -> None:
+        # Only the process that owns the connection may be signalled (SO_PEERCRED), so a
+        # host cannot aim the NIC's signals at someone else.
+        conn = self.conns.get(action.conn)
+        if conn is None or (conn.pid is not None and conn.pid != action.pid):
+            self.core.link.drop("signal_refused")
+            return
+        try:
+            os.kill(action.pid, signal.SIGUSR1)
+        except OSError:
+            self.core.link.drop("signal_failed")  # the host just exited
 
     def _watch_link(self) -> None:
         # uvloop refuses add_writer on a transport's fd, so retry after a moment instead.

@@ -32,6 +32,15 @@ class PortState:
     sends_outstanding: int = 0
     regions: dict[int, memoryview] = field(default_factory=dict)
     """Registered memory: region id -> the shared memory mapped by this NIC."""
+    signals_enabled: bool = False
+    """The host wants SIGUSR1 when an application-bypass message arrives (off at open)."""
+    signal_pending: bool = False
+    """A signal was raised and the host has not acknowledged it (at most one pending)."""
+    host_pid: int = 0
+    """The process to signal, as the host stated it."""
+    ab_delivered: int = 0
+    """Application-bypass messages delivered to the host, modulo 2**32."""
+    signals_raised: int = 0
 
 
 class PortTable:
@@ -106,6 +115,20 @@ class PortTable:
         """Forget region ``region``; return its memory for the shell to unmap."""
         return state.regions.pop(region, None)
 
+    def set_signals(self, state: PortState, enable: bool, pid: int, seen: int) -> bool:
+        """The host enabled (acknowledging the last signal) or disabled signals; True if a
+        signal is due at once: enabled, and messages arrived that the host has not seen."""
+        state.signals_enabled = enable
+        state.signal_pending = False
+        state.host_pid = pid
+        return enable and pid > 0 and state.ab_delivered != seen & 0xFFFFFFFF
+
+    def on_ab_delivered(self, state: PortState) -> bool:
+        """An application-bypass message goes to the host; True if it must be signalled
+        (enabled and no signal pending)."""
+        state.ab_delivered = (state.ab_delivered + 1) & 0xFFFFFFFF
+        return state.signals_enabled and not state.signal_pending and state.host_pid > 0
+
     def admit(self, first: DataPacket) -> Admission:
         """Transport hook: may the message ``first`` begins enter its port? A message uses
         one receive token; a remote-memory write needs its region registered instead."""
@@ -134,6 +157,9 @@ class PortTable:
                     "receive_tokens": p.receive_tokens,
                     "sends_outstanding": p.sends_outstanding,
                     "regions": {str(r): len(m) for r, m in p.regions.items()},
+                    "signals_enabled": p.signals_enabled,
+                    "signals_raised": p.signals_raised,
+                    "ab_delivered": p.ab_delivered,
                 }
                 for p in self._ports.values()
             },

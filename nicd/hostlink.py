@@ -46,6 +46,7 @@ __all__ = [
     "SentBatch",
     "SentEvent",
     "SetRoutesReq",
+    "SignalCtl",
     "StatsReply",
     "StatsReq",
     "encode_record",
@@ -67,6 +68,7 @@ class HostOp(IntEnum):
     GET_STATS = 6
     REGISTER = 7
     DEREGISTER = 8
+    SIGNALS = 9
     OPENED = 20
     RECV = 21
     SENT = 22
@@ -105,6 +107,8 @@ _REGION = struct.Struct(">BH")
 # RM_DONE:  op (8) | src node (16) | src port (16) | region id (16) | offset (32) | length (32)
 #           | user args 4 x 32
 _RM_DONE = struct.Struct(">BHHHII4I")
+# SIGNALS:  op (8) | enable (8) | host pid (32) | application-bypass events seen (32)
+_SIGNALS = struct.Struct(">BBII")
 _OP = struct.Struct(">B")
 
 Args = tuple[int, int, int, int]
@@ -169,6 +173,19 @@ class DeregisterReq:
     """Forget region ``region``; later writes into it are refused."""
 
     region: int
+
+
+@dataclass(slots=True)
+class SignalCtl:
+    """Enable or disable signals on this port (thesis 3.4.1). Enabling also acknowledges the
+    signal raised last: the NIC signals again at once if it has delivered more
+    application-bypass messages than the host has ``seen`` (so none arriving in between is
+    missed). ``pid`` is the host process to signal (SIGUSR1)."""
+
+    enable: bool
+    pid: int
+    seen: int = 0
+    """Application-bypass (AB_COLL) messages the host has taken in so far, modulo 2**32."""
 
 
 @dataclass(slots=True)
@@ -266,6 +283,7 @@ HostRecord = (
     | StatsReq
     | RegisterReq
     | DeregisterReq
+    | SignalCtl
     | Registered
     | RmWriteEvent
     | Opened
@@ -337,6 +355,8 @@ def encode_record(rec: HostRecord) -> list[bytes]:
         return [_REGISTER.pack(HostOp.REGISTER, rec.region, rec.size) + rec.name.encode()]
     if isinstance(rec, DeregisterReq):
         return [_REGION.pack(HostOp.DEREGISTER, rec.region)]
+    if isinstance(rec, SignalCtl):
+        return [_SIGNALS.pack(HostOp.SIGNALS, int(rec.enable), rec.pid, rec.seen)]
     if isinstance(rec, Registered):
         return [_REGION.pack(HostOp.REGISTERED, rec.region)]
     if isinstance(rec, OpenReq):
@@ -419,6 +439,11 @@ class Assembler:
             return RegisterReq(region, size, record[_REGISTER.size :].decode())
         if op == HostOp.DEREGISTER:
             return DeregisterReq(_REGION.unpack(record)[1])
+        if op == HostOp.SIGNALS:
+            _, enable, pid, seen = _SIGNALS.unpack(record)
+            if enable > 1:
+                raise ProtocolViolation(f"SIGNALS enable flag {enable}")
+            return SignalCtl(bool(enable), pid, seen)
         if op == HostOp.REGISTERED:
             return Registered(_REGION.unpack(record)[1])
         if op == HostOp.OPEN:

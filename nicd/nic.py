@@ -8,7 +8,9 @@ here, after which the seeded fault plan decides their fate.
 Invariants: nothing a peer or a host sends raises out of this class: a bad datagram is a
 counted drop, host misuse is a ``Refused`` record to that host; only datagrams from
 addresses in the routing table and addressed to this node reach the transport; every send a
-host starts ends in exactly one SENT or ERROR event to it while its port is open.
+host starts ends in exactly one SENT or ERROR event to it while its port is open; a
+``RaiseSignal`` follows only the RECV record of an application-bypass message (or a host's
+re-enabling while such messages are unseen), on a port with signals enabled and none pending.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from nicd.actions import (
     Deliver,
     NicAction,
     PeerDead,
+    RaiseSignal,
     SendComplete,
     SendFailed,
     SendPacket,
@@ -32,7 +35,7 @@ from nicd.errors import BadPacket, UsageError
 from nicd.faults import FaultPlan
 from nicd.gm import PortTable
 from nicd.stats import LinkStats
-from nicd.wire import ControlPacket, MsgType, decode_untrusted, encode
+from nicd.wire import SIGNAL_TYPES, ControlPacket, MsgType, decode_untrusted, encode
 
 if TYPE_CHECKING:
     from nicd.actions import TransportAction
@@ -129,6 +132,13 @@ class NicCore:
             return [ToHost(conn, hl.RoutesOk())]
         if isinstance(record, hl.StatsReq):
             return [ToHost(conn, hl.StatsReply(self.stats()))]
+        if isinstance(record, hl.SignalCtl):
+            state = self.ports.port_of(conn)
+            if state is None:
+                return self._refuse(conn, "SIGNALS before OPEN")
+            if self.ports.set_signals(state, record.enable, record.pid, record.seen):
+                return [self._signal(state)]
+            return []
         return self._refuse(conn, f"{type(record).__name__} is not a host request")
 
     def on_register(
@@ -284,6 +294,8 @@ class NicCore:
                 if action.port in self._sent:
                     out += self._tell_sent(action.port)  # rides along: same wake-up
                 out.append(ToHost(state.conn, event))
+                if action.msg_type in SIGNAL_TYPES and self.ports.on_ab_delivered(state):
+                    out.append(self._signal(state))  # after the record: the handler finds it
             elif isinstance(action, SendComplete):
                 out += self._complete(action.port, action.handle, now)
             elif isinstance(action, SendFailed):
@@ -293,6 +305,11 @@ class NicCore:
             elif isinstance(action, PeerDead):
                 self.link.peers_dead.append(action.node)
         return out
+
+    def _signal(self, state: PortState) -> RaiseSignal:
+        state.signal_pending = True
+        state.signals_raised += 1
+        return RaiseSignal(state.conn, state.host_pid)
 
     def _place(self, state: PortState, d: Deliver) -> list[NicAction]:
         """RM-P write (GRIM 4.5): copy into registered memory, tell the host where."""

@@ -31,6 +31,7 @@ __all__ = [
     "GRIM_PACKET_TYPE",
     "MAX_NODE",
     "MAX_PORT",
+    "SIGNAL_TYPES",
     "ControlPacket",
     "DataPacket",
     "FragFlags",
@@ -87,6 +88,7 @@ class MsgType(IntEnum):
     MCAST_DATA = 12
     MCAST_ACK = 13
     AB_COLL = 14
+    """Application-bypass collective (thesis 3.4.1): may raise a signal at the receiving host."""
     NICVM_SOURCE = 15
     NICVM_DATA = 16
     MGMT_HELLO = 17
@@ -99,6 +101,9 @@ class MsgType(IntEnum):
 
 
 CONTROL_TYPES = frozenset({MsgType.ACK, MsgType.NACK, MsgType.MCAST_ACK})
+SIGNAL_TYPES = frozenset({MsgType.AB_COLL})
+"""Types whose arrival signals a host that enabled signals on its port (DESIGN §5); no other
+traffic ever does."""
 _MSG_TYPES = {int(t): t for t in MsgType}
 
 

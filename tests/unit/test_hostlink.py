@@ -37,6 +37,7 @@ records = st.one_of(
     st.builds(hl.StatsReply, st.dictionaries(st.text(max_size=10), u32, max_size=8)),
     st.builds(hl.RegisterReq, u16, u32, st.text(max_size=40)),
     st.builds(hl.DeregisterReq, u16),
+    st.builds(hl.SignalCtl, st.booleans(), u32, u32),
     st.builds(hl.Registered, u16),
     st.builds(hl.RmWriteEvent, u16, u16, u16, u32, u32, args),
 )
@@ -97,3 +98,11 @@ def test_bad_routing_entries_are_refused() -> None:
     bad = bytes((hl.HostOp.SET_ROUTES,)) + b"\x81\x00\x91\x01"  # {0: [1]}
     with pytest.raises(ProtocolViolation):
         hl.Assembler().feed(bad)
+
+
+def test_signal_control_bytes_and_bad_flag() -> None:
+    assert hl.encode_record(hl.SignalCtl(True, 0x1234, 7)) == [
+        bytes.fromhex("09010000123400000007")
+    ]
+    with pytest.raises(ProtocolViolation):
+        hl.Assembler().feed(bytes.fromhex("09020000123400000007"))

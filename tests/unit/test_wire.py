@@ -18,6 +18,7 @@ from nicd.wire import (
     DATA_HEADER,
     MAX_NODE,
     MAX_PORT,
+    SIGNAL_TYPES,
     ControlPacket,
     DataPacket,
     FragFlags,
@@ -85,6 +86,23 @@ EXPECTED: dict[str, DataPacket | ControlPacket] = {
         mcast_group=0,
         am_handler=0x42,
         args=(0, 0, 0, 0),
+        route=b"",
+    ),
+    "data_ab_coll": DataPacket(
+        msg_type=MsgType.AB_COLL,
+        flags=FragFlags.ONLY,
+        token=3,
+        seq=5,
+        src_node=6,
+        src_port=2,
+        dst_node=4,
+        dst_port=2,
+        msg_len=8,
+        offset=0,
+        payload=bytes.fromhex("3ff0000000000000"),
+        mcast_group=0,
+        am_handler=1,
+        args=(3, 6, 0x802, 0),
         route=b"",
     ),
     "ack": ControlPacket(
@@ -371,3 +389,9 @@ def test_mutated_packets_under_a_valid_crc_raise_only_bad_packet(
     assert decoded
     if not isinstance(decoded, str):
         assert encode(decoded) == raw  # whatever decodes has exactly one encoding
+
+
+def test_only_the_application_bypass_type_signals_and_its_number_is_pinned() -> None:
+    assert {MsgType.AB_COLL} == SIGNAL_TYPES
+    assert int(MsgType.AB_COLL) == 14  # DESIGN §3; data_ab_coll.hex carries it
+    assert not SIGNAL_TYPES & CONTROL_TYPES
