@@ -31,16 +31,21 @@ __all__ = [
     "GRIM_PACKET_TYPE",
     "MAX_NODE",
     "MAX_PORT",
+    "MCAST_EPOCH_MASK",
     "SIGNAL_TYPES",
     "ControlPacket",
     "DataPacket",
     "FragFlags",
+    "McastAck",
+    "McastAckKind",
     "MsgType",
     "NackReason",
+    "decode_mcast_ack_untrusted",
     "decode_untrusted",
     "encode",
     "encode_control",
     "encode_data",
+    "mcast_ack_packet",
 ]
 
 GRIM_PACKET_TYPE = 0x0636  # GRIM's Myrinet packet type (seed 002, Fig 4.2)
@@ -327,3 +332,65 @@ def _decode_data(
         (a0, a1, a2, a3),
         route,
     )
+
+
+# -- multicast (seed 001 §5.3) -------------------------------------------------------------------
+# The two reserved types keep the layouts above; only the meaning of some fields differs.
+# MCAST_DATA, a data packet:
+#   mcast_group = group id (16); token = group epoch (low 14 bits; the tree it was sent on);
+#   seq = the group's sequence number, numbered by the root and kept by every hop;
+#   src_node = the hop's sender (the receiver's parent); src_port = the root's port (kept);
+#   dst_node = the child (rewritten per child, §5.1); dst_port = 0 (the group names the port);
+#   msg_len, offset, FIRST/LAST, am_handler and the user args as for unicast, kept by every hop.
+# MCAST_ACK, a control packet (its flags byte stays 0):
+#   seq = next sequence number expected (cumulative); from_node = child; to_node = parent;
+#   src_port = group id (16); dst_port = kind (2) | epoch (14).
+MCAST_EPOCH_MASK = 0x3FFF  # an epoch travels as its low 14 bits
+_MCAST_KIND_SHIFT = 14
+
+
+class McastAckKind(IntEnum):
+    """What a multicast ACK reports besides its cumulative sequence number."""
+
+    ACK = 0
+    """Everything before ``seq`` arrived."""
+    GAP = 1
+    """... and a later packet arrived out of order: resend from ``seq`` now (a NACK)."""
+    BUSY = 2
+    """... and ``seq`` was refused (no receive token): alive, retry after the timeout."""
+
+
+_MCAST_ACK_KINDS = {int(k): k for k in McastAckKind}
+
+
+@dataclass(slots=True)
+class McastAck:
+    """The multicast fields of an MCAST_ACK control packet."""
+
+    group: int
+    epoch: int
+    """Low 14 bits of the group epoch the child acknowledges under."""
+    seq: int
+    kind: McastAckKind
+    from_node: int
+    """The child."""
+    to_node: int
+    """The parent."""
+
+
+def mcast_ack_packet(
+    group: int, epoch: int, seq: int, kind: McastAckKind, from_node: int, to_node: int
+) -> ControlPacket:
+    """The control packet carrying a multicast ACK (``seq`` is taken mod 2**32)."""
+    dst_port = (int(kind) << _MCAST_KIND_SHIFT) | (epoch & MCAST_EPOCH_MASK)
+    return ControlPacket(MsgType.MCAST_ACK, seq & 0xFFFF_FFFF, from_node, to_node, group, dst_port)
+
+
+def decode_mcast_ack_untrusted(p: ControlPacket) -> McastAck:
+    """The multicast fields of a decoded MCAST_ACK; raise only :class:`BadPacket`."""
+    if p.msg_type is not MsgType.MCAST_ACK:
+        raise BadPacket("msg_type", f"{p.msg_type.name} is not MCAST_ACK")
+    kind = _MCAST_ACK_KINDS.get(p.dst_port >> _MCAST_KIND_SHIFT)
+    if kind is None:
+        raise BadPacket("mcast_ack_kind", str(p.dst_port >> _MCAST_KIND_SHIFT))
+    return McastAck(p.src_port, p.dst_port & MCAST_EPOCH_MASK, p.seq, kind, p.from_node, p.to_node)

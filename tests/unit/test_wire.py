@@ -128,6 +128,41 @@ EXPECTED: dict[str, DataPacket | ControlPacket] = {
         )
         for reason in NackReason
     },
+    # Multicast (seed 001 §5.3): the reserved types in the data and control layouts.
+    "mcast_data": DataPacket(
+        msg_type=MsgType.MCAST_DATA,
+        flags=FragFlags.FIRST,
+        token=3,
+        seq=17,
+        src_node=2,
+        src_port=5,
+        dst_node=9,
+        dst_port=0,
+        msg_len=100,
+        offset=0,
+        payload=b"bcast!",
+        mcast_group=7,
+        am_handler=0x21,
+        args=(1, 2, 3, 4),
+        route=b"",
+    ),
+    **{
+        name: ControlPacket(
+            msg_type=MsgType.MCAST_ACK,
+            seq=seq,
+            from_node=9,
+            to_node=2,
+            src_port=7,
+            dst_port=dst_port,
+            reason=None,
+            route=b"",
+        )
+        for name, seq, dst_port in (
+            ("mcast_ack", 18, 0x0003),
+            ("mcast_ack_gap", U32, 0x7FFF),
+            ("mcast_ack_busy", 18, 0x8003),
+        )
+    },
 }
 
 
