@@ -102,6 +102,9 @@ class Progress:
         """Rendezvous data by remote-memory write (else as ordinary port messages)."""
         self.regions = RegionPool(self.port)
         self.advancing: list[Advancing] = []
+        self.hooks: dict[int, Callable[[RecvEvent], None]] = {}
+        """Message type -> handler that takes such messages instead of the p2p core (the
+        application-bypass packets, Fig 3.4 of the thesis)."""
         self.events = 0
         self._busy = False
 
@@ -201,6 +204,11 @@ class Progress:
         self.events += 1
         core = self.core
         if type(event) is RecvEvent:
+            if self.hooks:
+                hook = self.hooks.get(event.msg_type)
+                if hook is not None:
+                    hook(event)
+                    return
             actions = core.on_message(event.src_node, event.msg_type, event.args, event.payload)
             if actions:
                 self.run(actions)

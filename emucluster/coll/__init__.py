@@ -18,7 +18,7 @@ operation  algorithms (baseline first)        reserved for later offloads
 =========  =================================  ================================
 barrier    dissemination
 bcast      binomial                           nic-mcast, nicvm
-reduce     binomial                           app-bypass
+reduce     binomial, app-bypass
 allreduce  recursive-doubling, reduce-bcast
 gather     binomial
 scatter    binomial
@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, overload
 from emucluster.coll.allgather import allgather_recursive_doubling, allgather_ring
 from emucluster.coll.allreduce import allreduce_recursive_doubling, allreduce_reduce_bcast
 from emucluster.coll.alltoall import alltoall_pairwise, alltoall_scattered
+from emucluster.coll.app_bypass import reduce_app_bypass
 from emucluster.coll.barrier import barrier_dissemination
 from emucluster.coll.binomial import bcast_binomial, reduce_binomial
 from emucluster.coll.gather import gather_binomial, scatter_binomial
@@ -121,7 +122,6 @@ BASELINES: dict[str, str] = {
 
 RESERVED: dict[str, frozenset[str]] = {
     "bcast": frozenset({"nic-mcast", "nicvm"}),
-    "reduce": frozenset({"app-bypass"}),
 }
 """Names kept for offloads registered by later work; asking for one before then is an error
 that says so, rather than "unknown"."""
@@ -401,6 +401,7 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
         BarrierAlgorithm,
         BcastAlgorithm,
         ReduceAlgorithm,
+        ReduceAlgorithm,
         AllreduceAlgorithm,
         AllreduceAlgorithm,
         GatherAlgorithm,
@@ -417,6 +418,7 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
         barrier_dissemination,
         bcast_binomial,
         reduce_binomial,
+        reduce_app_bypass,
         allreduce_recursive_doubling,
         allreduce_reduce_bcast,
         gather_binomial,
@@ -434,6 +436,7 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
 register("barrier", "dissemination", barrier_dissemination)
 register("bcast", "binomial", bcast_binomial)
 register("reduce", "binomial", reduce_binomial)
+register("reduce", "app-bypass", reduce_app_bypass)  # thesis ch. 3; needs the MPI layer's NIC
 register("allreduce", "recursive-doubling", allreduce_recursive_doubling)
 register("allreduce", "reduce-bcast", allreduce_reduce_bcast)
 register("gather", "binomial", gather_binomial)

@@ -17,6 +17,7 @@ import os
 import pickle
 from typing import TYPE_CHECKING, Any
 
+from emucluster.coll.app_bypass import reduce_app_bypass
 from emucluster.mpi import runtime
 from emucluster.mpi.buffers import Msg, message
 from emucluster.mpi.collctx import TAG_LIMIT, CollRequest, drive
@@ -31,6 +32,7 @@ from emucluster.progress import DeadlockError
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from emucluster.mpi.appbypass import Bypass
     from emucluster.mpi.collctx import CollGen
     from emucluster.p2p import RecvOp, SendOp
 
@@ -64,6 +66,17 @@ class CallContext:
         if actions:
             engine.run(actions)
         return op
+
+    @property
+    def bypass(self) -> Bypass | None:
+        """The application-bypass service of this rank (None without a NIC)."""
+        from emucluster.mpi import appbypass
+
+        return appbypass.active()
+
+    def wire(self, tag: int) -> tuple[int, int]:
+        """(context id, wire tag) this call's messages with algorithm tag ``tag`` carry."""
+        return self._context, self._base + tag
 
     def irecv(self, source: int, tag: int) -> RecvOp:
         """Receive the next message from rank ``source`` with algorithm tag ``tag``."""
@@ -102,8 +115,13 @@ def run(st: CommState, operation: str, algorithm: str | None, *args: object) -> 
 
 def start(st: CommState, operation: str, algorithm: str | None, args: tuple[object, ...],
           post: Callable[[Any], object]) -> Request:  # fmt: skip
-    """Start one nonblocking collective call; its Request completes with ``post(result)``."""
-    driver = CollDriver(lookup(operation, algorithm)(CallContext(st), *args), post)
+    """Start one nonblocking collective call; its Request completes with ``post(result)``.
+    A nonblocking reduce never uses application bypass (its synchronous part would run
+    inside the progress engine); it takes the baseline instead."""
+    function = lookup(operation, algorithm)
+    if function is reduce_app_bypass:
+        function = lookup(operation, "binomial")
+    driver = CollDriver(function(CallContext(st), *args), post)
     runtime.engine().add(driver)
     return Request._of(driver)
 

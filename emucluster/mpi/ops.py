@@ -147,6 +147,7 @@ class BufferCombine:
     """`Combine` for buffer collectives: elementwise on ``datatype``'s dtype."""
 
     __slots__ = ("commute", "datatype", "op")
+    uniform = True  # every rank's payload has the same size (MPI: same count and datatype)
 
     def __init__(self, op: Op, datatype: Datatype) -> None:
         self.op = op

@@ -17,6 +17,7 @@ lhs-grouped, list), ``EMU_RNDV_RM`` (0: rendezvous data as port messages, not RM
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import socket
@@ -24,6 +25,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from emucluster.mpi import appbypass
 from emucluster.mpi.errors import ERR_OTHER
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.p2p import EAGER_LIMIT_BYTES, P2P
@@ -75,6 +77,8 @@ def init() -> Progress:
         core = P2P(0, 1, eager_limit=eager, store=store)
     use_rm = os.environ.get("EMU_RNDV_RM", "1") != "0"
     _engine = Progress(port, core, use_rm=use_rm)
+    if port is not None:
+        appbypass.install(_engine)
     _state = "initialized"
     atexit.register(_finalize_at_exit)
     sys.excepthook = _excepthook
@@ -105,6 +109,7 @@ def finalize() -> None:
     if progress is None:
         return
     try:
+        appbypass.shutdown(FINALIZE_TIMEOUT_S)  # outstanding reductions complete first
         progress.finish(FINALIZE_TIMEOUT_S)
     except (PortError, TimeoutError) as exc:
         raise MPIException(ERR_OTHER, f"Finalize: {exc}") from exc
@@ -146,12 +151,20 @@ def stats() -> dict[str, object]:
 
     ``matching`` holds the Matcher's `MatchStats` (queue lengths and maxima, mean and max
     search depth of both queues, the unexpected ratio); ``protocol`` the eager/rendezvous
-    counters; ``dropped`` messages ignored as malformed. Also written at Finalize to
+    counters; ``dropped`` messages ignored as malformed; ``app_bypass`` the application-bypass
+    reduce counters (signals received and deferred, early/expected/late packets, copies,
+    instances completed inside Reduce and after it). Also written at Finalize to
     ``$EMU_STATS_DIR/rank<N>.json`` when that variable is set (``emurun --stats DIR``).
     """
-    progress = engine()
+    return _stats_of(engine())
+
+
+def _stats_of(progress: Progress) -> dict[str, object]:
     out: dict[str, object] = {"rank": progress.core.node, "events": progress.events}
     out.update(progress.core.stats())
+    bypass = appbypass.active()
+    if bypass is not None and bypass.engine is progress:
+        out["app_bypass"] = bypass.stats()
     return out
 
 
@@ -183,7 +196,7 @@ def _dump_stats(progress: Progress) -> None:
         return
     try:
         os.makedirs(directory, exist_ok=True)
-        data = {"rank": progress.core.node, "events": progress.events, **progress.core.stats()}
+        data = _stats_of(progress)
         path = os.path.join(directory, f"rank{progress.core.node}.json")
         with open(path, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1)
@@ -215,7 +228,5 @@ def _excepthook(
 def _close_quietly() -> None:
     """Before an immediate exit: free registered memory (no leak warnings), close the Port."""
     if _engine is not None:
-        try:
+        with contextlib.suppress(OSError, PortError):
             _engine.close()
-        except (OSError, PortError):
-            pass

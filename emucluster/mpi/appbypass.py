@@ -1,0 +1,263 @@
+"""The application-bypass shell of one rank: SIGUSR1 handler, packet hook, NIC signal control.
+
+Installed at Init (only the packet hook: a child's packet may arrive before this rank's
+first application-bypass Reduce); the signal handlers follow when signals are first enabled.
+Reduce uses it with algorithm ``app-bypass`` (``EMU_REDUCE=app-bypass``, ``emurun --reduce
+app-bypass`` or ``algorithm="app-bypass"``). It is the `BypassService` of
+``emucluster.coll.app_bypass`` and carries out that core's actions:
+
+* Fig 3.4: the progress engine hands every AB_COLL packet to `Bypass.on_packet`. A packet
+  flagged for the root of its instance goes to the default point-to-point matching; any
+  other goes to the asynchronous part (Fig 3.5) of the core.
+* The NIC raises SIGUSR1 for an AB_COLL packet only while signals are enabled (only while
+  reductions are outstanding and no synchronous part runs). The handler runs the progress
+  engine, then acknowledges by re-enabling (with the count of packets seen, so none that
+  arrived meanwhile is missed) or disables signals if nothing is outstanding any more.
+* A signal that arrives while the program is inside the MPI library (any emucluster or
+  nicd frame on the interrupted stack) is deferred, never re-entrant: the library is making
+  progress itself or soon returns; a one-shot timer (SIGALRM, ``RETRY_S``) retries until the
+  program is outside the library.
+* Finalize (and exit) first waits until every outstanding reduction completed.
+
+``EMU_AB_DELAY_US`` sets the optional delay before an internal node leaves Reduce with
+children outstanding (thesis 3.3.5; default 0: off).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import TYPE_CHECKING
+
+from emucluster.coll.app_bypass import AppBypass, InstanceKey, SendUp, SetSignals
+from emucluster.p2p import Transmit
+from emucluster.progress import MPI_PORT
+from nicd.wire import MsgType
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import FrameType
+
+    from emucluster.coll.app_bypass import Action
+    from emucluster.mpi.collctx import CollContext, CollRequest
+    from emucluster.port import RecvEvent
+    from emucluster.progress import Progress
+
+__all__ = ["AB_TO_ROOT", "DELAY_ENV", "RETRY_S", "Bypass", "active", "install", "shutdown"]
+
+AB_TO_ROOT = 0x1  # AB_COLL flag (AM-handler field): for the root of its instance (Fig 3.4)
+DELAY_ENV = "EMU_AB_DELAY_US"
+RETRY_S = 0.001  # a deferred signal is retried after this long
+DRAIN_TIMEOUT_S = 30.0  # longest Finalize waits for outstanding reductions
+_U32 = 0xFFFFFFFF
+_LIBRARY = ("emucluster.", "nicd.")
+_NOT_LIBRARY = ("emucluster.bench",)  # benchmark loops are the application
+
+_bypass: Bypass | None = None
+
+
+def active() -> Bypass | None:
+    """The installed shell, if any reduce used application bypass."""
+    return _bypass
+
+
+def install(engine: Progress) -> Bypass:
+    """The shell for ``engine`` (installed on first call)."""
+    global _bypass
+    if _bypass is None or _bypass.engine is not engine:
+        _bypass = Bypass(engine)
+    return _bypass
+
+
+def shutdown(timeout: float = DRAIN_TIMEOUT_S) -> None:
+    """Finalize: complete outstanding reductions, disable signals, restore the handlers (the
+    shell stays readable for the final statistics)."""
+    if _bypass is not None:
+        _bypass.close(timeout)
+
+
+def in_library(frame: FrameType | None) -> bool:
+    """Whether the interrupted stack is inside the MPI library."""
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if (
+            isinstance(name, str)
+            and name.startswith(_LIBRARY)
+            and not name.startswith(_NOT_LIBRARY)
+        ):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class Bypass:
+    """The application-bypass shell of one rank (one per process)."""
+
+    def __init__(self, engine: Progress) -> None:
+        self.engine = engine
+        self.core = AppBypass()
+        self.eager_limit = engine.core.eager_limit
+        self.delay_s = float(os.environ.get(DELAY_ENV, "0") or 0) / 1e6
+        self.seen = 0
+        """AB_COLL packets taken in (the NIC compares it with what it delivered)."""
+        self.signals_on = False
+        self.owe_ack = False
+        self.retry_armed = False
+        self.counters: dict[str, int] = dict.fromkeys(
+            ("signals", "signals_deferred", "signal_runs", "retries", "root_packets",
+             "enables", "disables"), 0
+        )  # fmt: skip
+        engine.hooks[int(MsgType.AB_COLL)] = self.on_packet
+        self._old_handlers: tuple[object, object] | None = None
+
+    def _ensure_handlers(self) -> None:
+        if self._old_handlers is None:
+            self._old_handlers = (signal.signal(signal.SIGUSR1, self._on_signal),
+                                  signal.signal(signal.SIGALRM, self._on_retry))  # fmt: skip
+
+    # -- BypassService ----------------------------------------------------------------------
+
+    def instance(self, ctx: CollContext, tag: int) -> InstanceKey:
+        """The instance key of this call (its collective context id and wire tag)."""
+        context, wire_tag = ctx.wire(tag)  # type: ignore[attr-defined]
+        return InstanceKey(context, wire_tag)
+
+    def execute(self, actions: list[Action]) -> list[CollRequest]:
+        """Carry out the core's actions; sends still in progress come back."""
+        waiting: list[CollRequest] = []
+        for action in actions:
+            if type(action) is SendUp:
+                op = self._send_up(action)
+                if op is not None and not op.done:
+                    waiting.append(op)
+            elif type(action) is SetSignals:
+                self._set_signals(action.enabled)
+        return waiting
+
+    def progress(self) -> None:
+        """One non-blocking progress pass."""
+        self.engine.poll()
+
+    def linger(self, done: Callable[[], bool]) -> None:
+        """Thesis 3.3.5: poll up to ``delay_s`` for late children before leaving Reduce."""
+        if self.delay_s <= 0:
+            return
+        end = time.monotonic() + self.delay_s
+        while not done() and time.monotonic() < end:
+            self.engine.poll()
+
+    # -- the progress engine's hook (Fig 3.4) -----------------------------------------------
+
+    def on_packet(self, event: RecvEvent) -> None:
+        """An AB_COLL packet: the root's go to default matching, others to Fig 3.5."""
+        self.seen = (self.seen + 1) & _U32
+        args = event.args
+        if event.am_handler & AB_TO_ROOT:
+            self.counters["root_packets"] += 1
+            engine = self.engine
+            actions = engine.core.on_message(event.src_node, MsgType.MPI_EAGER, args,
+                                              event.payload)  # fmt: skip
+            if actions:
+                engine.run(actions)
+            return
+        self.execute(self.core.on_packet(InstanceKey(args[0], args[2]), args[1], event.payload))
+
+    # -- signals ----------------------------------------------------------------------------
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.counters["signals"] += 1
+        self.owe_ack = True
+        if in_library(frame):
+            self.counters["signals_deferred"] += 1
+            self._arm_retry()
+            return
+        self._run_async()
+
+    def _on_retry(self, signum: int, frame: FrameType | None) -> None:
+        self.retry_armed = False
+        if not self.owe_ack:
+            return
+        self.counters["retries"] += 1
+        if in_library(frame):
+            self._arm_retry()
+            return
+        self._run_async()
+
+    def _arm_retry(self) -> None:
+        if not self.retry_armed:
+            self.retry_armed = True
+            signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+
+    def _run_async(self) -> None:
+        """Outside the library: run the progress engine, then acknowledge or disable."""
+        self.counters["signal_runs"] += 1
+        while self.engine.poll():
+            pass
+        if self.core.outstanding:
+            self._set_signals(True)
+        else:
+            self._set_signals(False)
+        self.owe_ack = False
+
+    def _set_signals(self, enabled: bool) -> None:
+        port = self.engine.port
+        if enabled:
+            if self.signals_on and not self.owe_ack:
+                return
+            self._ensure_handlers()
+            port.enable_signals(self.seen)
+            self.counters["enables"] += 1
+            self.signals_on = True
+        else:
+            if not self.signals_on:
+                return
+            port.disable_signals()
+            self.counters["disables"] += 1
+            self.signals_on = False
+        self.owe_ack = False
+
+    # -- sends ------------------------------------------------------------------------------
+
+    def _send_up(self, up: SendUp) -> CollRequest | None:
+        engine = self.engine
+        key = up.key
+        if not up.parent_is_root:
+            engine.port.send_collective(up.parent_node, MPI_PORT, up.payload,
+                                        args=(key.context, up.source, key.tag, 0))  # fmt: skip
+            return None
+        # The root receives by default matching: a point-to-point eager message, sent as an
+        # AB_COLL packet flagged for the root (a rendezvous, for a large object, as usual).
+        op, actions = engine.core.send(key.context, up.source, key.tag, up.parent_node,
+                                       up.payload)  # fmt: skip
+        for action in actions:
+            if type(action) is Transmit and action.msg_type == MsgType.MPI_EAGER:
+                engine.port.send_collective(action.dst_node, MPI_PORT, action.payload,
+                                            flags=AB_TO_ROOT, args=action.args)  # fmt: skip
+            else:
+                engine.run([action])
+        return op
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, object]:
+        """Shell and core counters, JSON-able."""
+        return {**self.core.stats(), **self.counters, "seen": self.seen,
+                "signals_enabled": self.signals_on, "delay_us": self.delay_s * 1e6}  # fmt: skip
+
+    def close(self, timeout: float) -> None:
+        """Complete outstanding reductions, disable signals, put the old handlers back."""
+        core = self.core
+        try:
+            if core.outstanding and not self.engine.wait_for(lambda: not core.outstanding, timeout):
+                raise TimeoutError(f"{core.outstanding} application-bypass reductions never "
+                                   "completed")  # fmt: skip
+        finally:
+            self._set_signals(False)
+            if self._old_handlers is not None:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                usr1, alrm = self._old_handlers
+                signal.signal(signal.SIGUSR1, usr1)  # type: ignore[arg-type]
+                signal.signal(signal.SIGALRM, alrm)  # type: ignore[arg-type]
+                self._old_handlers = None
+            self.engine.hooks.pop(int(MsgType.AB_COLL), None)
