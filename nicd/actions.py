@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Deliver",
+    "McastAction",
+    "McastChildDead",
+    "McastDone",
     "NicAction",
     "PeerDead",
     "RaiseSignal",
@@ -109,3 +112,35 @@ class RaiseSignal:
 
 
 NicAction = Transmit | ToHost | RaiseSignal
+
+
+@dataclass(slots=True)
+class McastDone:
+    """At a multicast root: message ``handle`` that ``port`` multicast on ``group`` is over,
+    its send records released (seed 001 §5.1). Every child acknowledged every packet except
+    the children in ``failed`` (dead ones, or all still owed when the group was updated or
+    freed); those subtrees did not get the message."""
+
+    port: int
+    group: int
+    handle: int
+    failed: tuple[int, ...] = ()
+    reason: str = "ok"
+    """``ok``; ``child_dead``; ``freed`` or ``updated`` (the group went first)."""
+
+
+@dataclass(slots=True)
+class McastChildDead:
+    """At a multicast parent (root or forwarding node): ``child`` of ``group`` stopped
+    acknowledging past the retry limit (``retries``) or its node was declared dead
+    (``peer_dead``). It gets nothing more on this group; the group's host port ``port``
+    decides what to do (an error, not a hang)."""
+
+    port: int
+    group: int
+    child: int
+    reason: str
+
+
+McastAction = SendPacket | Deliver | McastDone | McastChildDead
+"""What the multicast core (:mod:`nicd.mcast`) returns."""
