@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from nicd.errors import BadPacket, UsageError
 from nicd.mcast_recv import McastReceiver, Verdict
-from nicd.mcast_send import McastSender
+from nicd.mcast_send import McastSender, earliest, rewrite
 from nicd.reliable import SEQ_MASK, Admission
 from nicd.rto import RttEstimator
 from nicd.wire import (
@@ -37,9 +37,9 @@ from nicd.wire import (
     MAX_PORT,
     MCAST_EPOCH_MASK,
     DataPacket,
-    FragFlags,
     MsgType,
     decode_mcast_ack_untrusted,
+    fragment_flags,
 )
 
 if TYPE_CHECKING:
@@ -232,16 +232,11 @@ class McastEngine:
         token = spec.epoch & MCAST_EPOCH_MASK
         packets: list[DataPacket] = []
         for i in range(count):
-            flags = FragFlags.NONE
-            if i == 0:
-                flags |= FragFlags.FIRST
-            if i == count - 1:
-                flags |= FragFlags.LAST
             seq = sender.next_seq + i
             packets.append(DataPacket(
-                MsgType.MCAST_DATA, flags, token, seq & SEQ_MASK, self.node_id, spec.port,
-                0, 0, len(payload), i * mtu, bytes(view[i * mtu : (i + 1) * mtu]),
-                group, am_handler, args,
+                MsgType.MCAST_DATA, fragment_flags(i, count), token, seq & SEQ_MASK,
+                self.node_id, spec.port, 0, 0, len(payload), i * mtu,
+                bytes(view[i * mtu : (i + 1) * mtu]), group, am_handler, args,
             ))  # fmt: skip
         self.stats.messages_sent += 1
         out = sender.add_message(packets, port=spec.port, handle=handle)
@@ -269,7 +264,7 @@ class McastEngine:
         out: list[McastAction] = []
         if verdict is Verdict.ACCEPTED and g.sender is not None:
             self.stats.forwarded += 1
-            g.sender.add(_forwarded(p, self.node_id))
+            g.sender.add(rewrite(p, src_node=self.node_id, dst_node=p.dst_node))
             forwards = g.sender.transmit(now=now)
             if delivery is not None and not self.config.forward_first:
                 out.append(delivery)  # §5.2: DMA to the host first, then forward
@@ -308,15 +303,14 @@ class McastEngine:
 
     def next_deadline(self) -> float | None:
         """The earliest timer of any group (delayed ACK, retransmission, BUSY hold)."""
-        best: float | None = None
-        for g in self._groups.values():
+        return earliest(
+            deadline
+            for g in self._groups.values()
             for deadline in (
                 g.receiver.ack_due if g.receiver is not None else None,
                 g.sender.next_deadline() if g.sender is not None else None,
-            ):
-                if deadline is not None and (best is None or deadline < best):
-                    best = deadline
-        return best
+            )
+        )
 
     def on_timer(self, *, now: float) -> list[McastAction]:
         """Fire every timer that has passed."""
@@ -397,11 +391,3 @@ class McastEngine:
             )
             self._estimators[node] = est
         return est
-
-
-def _forwarded(p: DataPacket, node_id: int) -> DataPacket:
-    """The record an internal node keeps for ``p``: same packet, sent from this node."""
-    return DataPacket(
-        p.msg_type, p.flags, p.token, p.seq, node_id, p.src_port, p.dst_node, p.dst_port,
-        p.msg_len, p.offset, p.payload, p.mcast_group, p.am_handler, p.args,
-    )  # fmt: skip

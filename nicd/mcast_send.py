@@ -30,13 +30,13 @@ from nicd.rto import Rto
 from nicd.wire import DataPacket, McastAckKind
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from nicd.actions import McastAction
     from nicd.mcast import McastConfig, McastStats
     from nicd.rto import RttEstimator
 
-__all__ = ["McastSender"]
+__all__ = ["McastSender", "earliest", "rewrite"]
 
 
 @dataclass(slots=True)
@@ -146,7 +146,8 @@ class McastSender:
         window = self.config.window
         stats = self.stats
         start = min(c.send_next for c in live)
-        for seq in range(start, self.next_seq):
+        stop = min(self.next_seq, max(c.acked for c in live) + window)
+        for seq in range(start, stop):
             record = self._records[seq - self.base]
             template = record.packet
             for child in live:
@@ -163,7 +164,9 @@ class McastSender:
                 record.sent[node] = now
                 child.send_next = seq + 1
                 child.high_sent = max(child.high_sent, seq + 1)
-                out.append(SendPacket(node, _to_child(template, node)))
+                out.append(
+                    SendPacket(node, rewrite(template, src_node=template.src_node, dst_node=node))
+                )
         return out
 
     # -- acknowledgements ----------------------------------------------------------------------
@@ -207,12 +210,7 @@ class McastSender:
 
     def next_deadline(self) -> float | None:
         """The earliest child timer: a retransmission timeout or the end of a BUSY hold."""
-        best: float | None = None
-        for child in self.children.values():
-            deadline = self._deadline(child)
-            if deadline is not None and (best is None or deadline < best):
-                best = deadline
-        return best
+        return earliest(self._deadline(c) for c in self.children.values())
 
     def on_timer(self, *, now: float) -> list[McastAction]:
         """Fire every child timer that has passed: roll that child back, or declare it dead."""
@@ -332,10 +330,20 @@ class McastSender:
         return est.srtt if est.srtt is not None else est.initial_s
 
 
-def _to_child(p: DataPacket, node: int) -> DataPacket:
-    """A copy of ``p`` for ``node``: only the destination changes (§5.1 header rewrite)."""
+def rewrite(p: DataPacket, *, src_node: int, dst_node: int) -> DataPacket:
+    """A copy of ``p`` from ``src_node`` to ``dst_node``; nothing else changes (§5.1: a
+    replica differs from the packet only in its header's addresses)."""
     return DataPacket(
-        p.msg_type, p.flags, p.token, p.seq & SEQ_MASK, p.src_node, p.src_port, node,
+        p.msg_type, p.flags, p.token, p.seq & SEQ_MASK, src_node, p.src_port, dst_node,
         p.dst_port, p.msg_len, p.offset, p.payload, p.mcast_group, p.am_handler, p.args,
         p.route,
     )  # fmt: skip
+
+
+def earliest(deadlines: Iterable[float | None]) -> float | None:
+    """The smallest deadline that is set, or None."""
+    best: float | None = None
+    for deadline in deadlines:
+        if deadline is not None and (best is None or deadline < best):
+            best = deadline
+    return best

@@ -45,6 +45,7 @@ __all__ = [
     "encode",
     "encode_control",
     "encode_data",
+    "fragment_flags",
     "mcast_ack_packet",
 ]
 
@@ -122,6 +123,14 @@ class FragFlags(IntFlag):
 
 
 _FRAG_MASK = int(FragFlags.ONLY)
+
+
+def fragment_flags(index: int, count: int) -> FragFlags:
+    """The flags of fragment ``index`` (from 0) of a ``count``-fragment message."""
+    flags = FragFlags.FIRST if index == 0 else FragFlags.NONE
+    if index == count - 1:
+        flags |= FragFlags.LAST
+    return flags
 
 
 class NackReason(IntEnum):

@@ -45,6 +45,8 @@ CORE_MODULES = (
     "emucluster/p2p.py",
     "nicd/actions.py",
     "nicd/mcast.py",
+    "nicd/mcast_send.py",
+    "nicd/mcast_recv.py",
     "launcher/plan.py",
     "launcher/rendezvous.py",
 )
