@@ -38,8 +38,18 @@ ep.wait_for(lambda: rank != size - 1 or sum("late" in g for g in got) == size, 3
 ep.flush()
 am.barrier()
 stats = ep.stats()
-print("RESULT " + json.dumps({
-    "rank": rank, "ids": mine, "late": late_id, "consistent": consistent,
-    "unknown": stats["counts"].get("unknown_handler", 0), "got": sorted(got),
-    "errors": stats["errors"],
-}), flush=True)
+print(
+    "RESULT "
+    + json.dumps(
+        {
+            "rank": rank,
+            "ids": mine,
+            "late": late_id,
+            "consistent": consistent,
+            "unknown": stats["counts"].get("unknown_handler", 0),
+            "got": sorted(got),
+            "errors": stats["errors"],
+        }
+    ),
+    flush=True,
+)

@@ -82,8 +82,9 @@ else:
         rm.read(1, h, 0, h.size, local)
         full_ok &= bytes(local.buf[: h.size]) == mirror[b]
     am.send(1, "done", payload=hashlib.sha256(b"".join(mirror)).hexdigest().encode())
-    result.update(writes=writes, reads=reads, reads_ok=reads_ok, full_ok=full_ok,
-                  expected_notify=last_notify)  # fmt: skip
+    result.update(
+        writes=writes, reads=reads, reads_ok=reads_ok, full_ok=full_ok, expected_notify=last_notify
+    )
 ep.flush()
 am.barrier()
 print("RESULT " + json.dumps(result), flush=True)

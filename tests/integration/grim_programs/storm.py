@@ -38,6 +38,17 @@ ep.wait_for(lambda: len(seen) == requests * replies_each, 120, "replies")
 ep.flush()
 am.barrier()
 stats = ep.stats()
-print("RESULT " + json.dumps({"rank": rank, "replies": len(seen), "in_order": order_ok,
-                              "overflow": stats["overflow"], "counts": stats["counts"],
-                              "tokens": ep.port.free_send_tokens}), flush=True)  # fmt: skip
+print(
+    "RESULT "
+    + json.dumps(
+        {
+            "rank": rank,
+            "replies": len(seen),
+            "in_order": order_ok,
+            "overflow": stats["overflow"],
+            "counts": stats["counts"],
+            "tokens": ep.port.free_send_tokens,
+        }
+    ),
+    flush=True,
+)
