@@ -28,9 +28,10 @@ def test_registry_same_name_same_id_everywhere_late_names_and_unknown_ids() -> N
     assert records[0]["unknown"] == records[2]["unknown"] == 0
 
 
-def test_reply_storm_with_two_send_tokens_overflows_to_the_host_and_completes() -> None:
+@pytest.mark.parametrize("mode", ["poll", "thread"])
+def test_reply_storm_with_two_send_tokens_overflows_to_the_host_and_completes(mode: str) -> None:
     result, records = run_grim(
-        2, "storm.py", "300", "4", emurun_args=("--nicd-args", "--send-tokens 2")
+        2, "storm.py", "300", "4", mode, emurun_args=("--nicd-args", "--send-tokens 2")
     )
     _ok(result, records, 2)
     for r in records:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 from emucluster import am
 
 requests, replies_each = int(sys.argv[1]), int(sys.argv[2])
+threaded = sys.argv[3:] == ["thread"]  # handlers run by the polling thread only
 ep = am.endpoint()
 rank, peer = ep.rank, 1 - ep.rank
 seen: list[int] = []
@@ -34,7 +36,14 @@ am.register("reply", on_reply)
 am.barrier()
 for i in range(requests):
     am.send(peer, "request", (i, 0, 0, 0), b"x" * (i % 50))
-ep.wait_for(lambda: len(seen) == requests * replies_each, 120, "replies")
+if threaded:
+    am.start_polling()
+    deadline = time.monotonic() + 120
+    while len(seen) < requests * replies_each and time.monotonic() < deadline:
+        time.sleep(0.001)  # no explicit poll: the thread runs the handlers
+    am.stop_polling()
+else:
+    ep.wait_for(lambda: len(seen) == requests * replies_each, 120, "replies")
 ep.flush()
 am.barrier()
 stats = ep.stats()
