@@ -31,16 +31,16 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import struct
 import sys
 import threading
 import time
 from collections import Counter, deque
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from emucluster.amcore import HandlerTable, Outbox, OutMsg
-from emucluster.port import ErrorEvent, Port, PortError, RecvEvent, SentEvent
-from emucluster.rmalloc import Allocator, Placement
+from emucluster.grimport import WAIT_S, Block, GrimPort, Handle, RMError, RmRequest
+from emucluster.port import ErrorEvent, PortError, RecvEvent, SentEvent
+from emucluster.rmalloc import Allocator
 from nicd import amregistry
 from nicd import hostlink as hl
 from nicd.grim import REGISTRY_NODE
@@ -51,20 +51,16 @@ from nicd.grimlink import (
     RmFlags,
     RmMapReq,
     RmStatus,
-    RmStatusEvent,
     RmUnmapReq,
-    RmXlateReply,
-    RmXlateReq,
 )
 from nicd.wire import MsgType
-from nicd.xlate import AddressMap, Translation
+from nicd.xlate import Translation
 
 if TYPE_CHECKING:
-    import socket
     from collections.abc import Callable
 
     from emucluster.amcore import Args
-    from emucluster.port import Region, WaitPolicy
+    from emucluster.port import Region
 
 __all__ = [
     "GRIM_CHANNEL",
@@ -79,134 +75,8 @@ __all__ = [
 
 GRIM_CHANNEL = 3  # the default endpoint's port / logical channel (MPI uses 2)
 _U32 = 0xFFFFFFFF
-_WAIT_S = 60.0  # how long a blocking call waits before TimeoutError
 _ERRORS_KEPT = 100
-
-
-class RMError(Exception):
-    """A remote-memory operation was refused (by this host before sending, or by the NIC
-    that executed it) or failed in transit; ``status`` names why."""
-
-    def __init__(self, message: str, status: str) -> None:
-        super().__init__(message)
-        self.status = status
-        """``no_translation``, ``out_of_range``, ``no_region``, ``bad_notify``,
-        ``bad_reply``, ``wrong_node``, ``not_local``, or a send failure (``peer_dead`` ...)."""
-
-
-class Handle(NamedTuple):
-    """A block's address, picklable and sendable to peers: the node and channel that own
-    it, its virtual address and size, and its physical (segment, offset) for RM-P."""
-
-    node: int
-    channel: int
-    vaddr: int
-    size: int
-    segment: int
-    offset: int
-
-    def pack(self) -> bytes:
-        """18 bytes for an active-message payload."""
-        return _HANDLE.pack(*self)
-
-    @classmethod
-    def unpack(cls, data: bytes) -> Handle:
-        """The handle :meth:`pack` made."""
-        return cls(*_HANDLE.unpack(data))
-
-
-_HANDLE = struct.Struct(">HHIIHI")
-
-
-class Block:
-    """Registered memory allocated by :meth:`Endpoint.alloc`."""
-
-    def __init__(self, handle: Handle, buf: memoryview, placement: Placement) -> None:
-        self.handle = handle
-        """Send this to peers so they can read and write the block."""
-        self.buf = buf
-        """The memory (writable); the NIC writes remote data straight into it."""
-        self.placement = placement
-
-    @property
-    def nbytes(self) -> int:
-        """The block's size."""
-        return self.handle.size
-
-    def word(self, offset: int) -> int:
-        """The 32-bit notification word at ``offset`` (little-endian)."""
-        return int.from_bytes(self.buf[offset : offset + 4], "little")
-
-
-class RmRequest:
-    """An outstanding remote-memory operation (from ``iwrite``/``iread``)."""
-
-    def __init__(self, endpoint: Endpoint, req_id: int, what: str) -> None:
-        self._endpoint = endpoint
-        self.req_id = req_id
-        self.what = what
-        self.done = False
-        self.error: RMError | None = None
-
-    def test(self) -> bool:
-        """Poll once; True when the operation has finished (successfully or not)."""
-        if not self.done:
-            self._endpoint.poll()
-        return self.done
-
-    def wait(self, timeout: float | None = _WAIT_S) -> None:
-        """Block until finished; raise RMError if it was refused or failed."""
-        self._endpoint.wait_for(lambda: self.done, timeout, f"{self.what} (request {self.req_id})")
-        if self.error is not None:
-            raise self.error
-
-    def _finish(self, error: RMError | None) -> None:
-        self.done = True
-        self.error = error
-
-
-class GrimPort(Port):
-    """A port that also carries GRIM records: it answers the NIC's translation upcalls from
-    the endpoint's address map during every drain, and queues RM statuses."""
-
-    def __init__(
-        self,
-        sock: socket.socket,
-        opened: hl.Opened,
-        *,
-        auto_replenish: bool,
-        wait: WaitPolicy,
-        spin_s: float,
-    ) -> None:
-        super().__init__(sock, opened, auto_replenish=auto_replenish, wait=wait, spin_s=spin_s)
-        self.kernel = AddressMap()
-        """Every block of this endpoint: the "kernel" translation table."""
-        self.statuses: deque[RmStatusEvent] = deque()
-        self.upcalls = 0
-
-    def _take(self, event: hl.HostRecord) -> int:
-        if isinstance(event, RmXlateReq):
-            self.upcalls += 1
-            t = self.kernel.find(event.vaddr, 1)
-            reply = (
-                RmXlateReply(event.vaddr, t.vaddr, t.size, t.region, t.offset)
-                if t is not None
-                else RmXlateReply(event.vaddr, 0, 0, 0, 0)
-            )
-            self._write(hl.encode_record(reply))
-            return 0
-        if isinstance(event, RmStatusEvent):
-            self.statuses.append(event)
-            return 1
-        return super()._take(event)
-
-    def send_record(self, record: hl.HostRecord) -> None:
-        """Write one record to the NIC."""
-        self._write(hl.encode_record(record))
-
-    def pump(self, deadline: float | None) -> bool:
-        """Wait (by the wait policy) for at least one event; False at the deadline."""
-        return self._pump(deadline)
+_REASK_S = 1.0  # an unknown handler id is looked up again after this long
 
 
 class Endpoint:
@@ -235,6 +105,7 @@ class Endpoint:
         self._dispatching = False
         self._amq: deque[RecvEvent] = deque()
         self._registry: dict[int, dict[str, int]] = {}
+        self._asked: dict[int, float] = {}  # handler id -> when it was last looked up
         self._next_req = 1
         self._requests: dict[int, RmRequest] = {}
         self._by_handle: dict[int, RmRequest] = {}
@@ -255,7 +126,7 @@ class Endpoint:
         with self._lock:
             self.handlers.register(name, handler)
 
-    def sync(self, timeout: float | None = _WAIT_S) -> dict[str, int]:
+    def sync(self, timeout: float | None = WAIT_S) -> dict[str, int]:
         """Publish the local handlers to the job's registry; learn the whole table."""
         with self._lock:
             names = self.handlers.unsynced()
@@ -266,7 +137,7 @@ class Endpoint:
                 raise RuntimeError(f"the registry is full; not registered: {missing}")
             return table
 
-    def handler_id(self, name: str, timeout: float | None = _WAIT_S) -> int:
+    def handler_id(self, name: str, timeout: float | None = WAIT_S) -> int:
         """The cluster-wide id of ``name``, asking the registry if it is not known here;
         KeyError if no endpoint has published it."""
         with self._lock:
@@ -341,7 +212,7 @@ class Endpoint:
             self._stop.set()
             thread.join()
 
-    def barrier(self, timeout: float | None = _WAIT_S) -> None:
+    def barrier(self, timeout: float | None = WAIT_S) -> None:
         """Wait until every rank's endpoint on this channel called ``barrier`` (active
         messages through rank 0); also publishes this endpoint's unsynced handlers first,
         so after a barrier every name registered before it resolves everywhere."""
@@ -508,7 +379,7 @@ class Endpoint:
     # -- misc -------------------------------------------------------------------------------
 
     def wait_for(
-        self, done: Callable[[], bool], timeout: float | None = _WAIT_S, what: str = "event"
+        self, done: Callable[[], bool], timeout: float | None = WAIT_S, what: str = "event"
     ) -> None:
         """Poll (running handlers) until ``done()``; TimeoutError after ``timeout``."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -525,7 +396,7 @@ class Endpoint:
                 raise TimeoutError(f"{what}: nothing after {timeout} s")
             time.sleep(0.0001)
 
-    def flush(self, timeout: float | None = _WAIT_S) -> None:
+    def flush(self, timeout: float | None = WAIT_S) -> None:
         """Wait until the overflow queue is empty and every send has completed."""
         self.wait_for(lambda: not self.outbox.overflow and not self.port.outstanding,
                       timeout, "flush")  # fmt: skip
@@ -602,7 +473,7 @@ class Endpoint:
         self.wait_for(
             lambda: not self.outbox.overflow
             and self.outbox.may_send(port.free_send_tokens, port.outstanding),
-            _WAIT_S, "send token",
+            WAIT_S, "send token",
         )  # fmt: skip
         self._send_now(msg)
 
@@ -658,7 +529,7 @@ class Endpoint:
         d = self.handlers.dispatch(event.am_handler)
         if d.name is None and not self._ask_failed(event.am_handler):
             self.counts["registry_lookups"] += 1
-            self.handlers.merge(self._ask_registry("lookup", [], _WAIT_S))
+            self.handlers.merge(self._ask_registry("lookup", [], WAIT_S))
             d = self.handlers.dispatch(event.am_handler)
         if d.handler is None:
             self.counts["unknown_handler"] += 1
@@ -675,11 +546,13 @@ class Endpoint:
             raise
 
     def _ask_failed(self, hid: int) -> bool:
-        """True if ``hid`` was already looked up in vain (ask the registry once per id)."""
-        key = f"asked_{hid}"
-        asked = self.counts[key] > 0
-        self.counts[key] += 1
-        return asked
+        """True if ``hid`` was looked up in vain within the last second (so a stream of
+        messages for an unknown id costs one registry round trip a second, not one each)."""
+        now = time.monotonic()
+        if now - self._asked.get(hid, -_REASK_S) < _REASK_S:
+            return True
+        self._asked[hid] = now
+        return False
 
     def _ask_registry(self, op: str, names: list[str], timeout: float | None) -> dict[str, int]:
         req = self._next_req

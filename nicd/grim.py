@@ -109,8 +109,11 @@ class GrimNic:
         *,
         static_entries: int = STATIC_ENTRIES,
         dynamic_entries: int = DYNAMIC_ENTRIES,
+        max_message: int = 1 << 30,
     ) -> None:
         self.node_id = node_id
+        self.max_message = max_message
+        """The longest message the transport carries: a longer read is refused."""
         self._ports = ports
         self._static = static_entries
         self._dynamic = dynamic_entries
@@ -254,6 +257,8 @@ class GrimNic:
         status, where = self._locate(d.port, pin[0] if pin else None, vaddr, length)
         if len(d.payload) != READ_META.size:
             status, where = RmStatus.BAD_NOTIFY, None
+        elif length > self.max_message:
+            status, where = RmStatus.OUT_OF_RANGE, None
         if status is not RmStatus.OK or where is None:
             return [self._status(d, req, status, ReplyKind.READ)]
         notify_vaddr, value = READ_META.unpack(d.payload)

@@ -60,7 +60,7 @@ class NicCore:
         self.config = config
         self.node_id = config.node_id
         self.ports = PortTable(max_ports=config.max_ports, send_tokens=config.send_tokens)
-        self.grim = GrimNic(config.node_id, self.ports)
+        self.grim = GrimNic(config.node_id, self.ports, max_message=config.max_message)
         self.transport = Transport(config.node_id, config.transport, self._admit)
         self.faults: FaultPlan[Addr] = FaultPlan(config.faults)
         self.link = LinkStats()
@@ -391,11 +391,15 @@ class NicCore:
         actions: list[NicAction] = []
         for o in outs:
             if isinstance(o, NicSend):
-                sent = self.transport.send(
-                    now=now, src_port=NIC_PORT, dst_node=o.dst_node, dst_port=o.dst_port,
-                    msg_type=o.msg_type, payload=o.payload, handle=0,
-                    am_handler=o.am_handler, args=o.args,
-                )  # fmt: skip
+                try:
+                    sent = self.transport.send(
+                        now=now, src_port=NIC_PORT, dst_node=o.dst_node, dst_port=o.dst_port,
+                        msg_type=o.msg_type, payload=o.payload, handle=0,
+                        am_handler=o.am_handler, args=o.args,
+                    )  # fmt: skip
+                except UsageError:
+                    self.link.drop("grim_reply_unsendable")
+                    continue
                 actions += self._convert(sent, now)
             else:
                 state = self.ports.get(o.port)

@@ -83,7 +83,7 @@ def test_every_refused_address_is_an_error_and_writes_nothing() -> None:
         "local_negative_offset": "out_of_range",
         "local_wrong_node": "wrong_node",
         "local_read_into_remote": "not_local",
-        "rv_reply_freed": "bad_reply",
+        "rv_reply_unregistered": "bad_reply",
         "valid_after": "ok",
     }
     assert records[1]["unchanged"] == [True]

@@ -289,3 +289,12 @@ def test_closing_a_port_forgets_its_translations() -> None:
     grim = p.cores[1].stats()["grim"]
     assert isinstance(grim, dict)
     assert str(PORT) not in grim["xlate"]
+
+
+def test_a_read_longer_than_the_transport_carries_is_refused() -> None:
+    p = Pair()
+    p.block(1, VBASE, 1024, 0, static=True)
+    p.block(0, VBASE, 1024, 0, static=True)
+    p.cores[1].grim.max_message = 4
+    p.host_send(0, PORT, MsgType.RM_READ, READ_META.pack(0, 0), 0, (VBASE, 6, VBASE, 12))
+    assert p.statuses(0) == [(12, RmStatus.OUT_OF_RANGE)]

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 
 from emucluster import am, rm
+from emucluster.amcore import OutMsg
 from emucluster.rmalloc import SEGMENT_BYTES
+from nicd.grimlink import READ_META
+from nicd.wire import MsgType
 
 ep = am.endpoint()
 rank = ep.rank
@@ -71,16 +74,16 @@ else:
             statuses[name] = "accepted"
         except rm.RMError as exc:
             statuses[name] = exc.status
-    # The reply address freed before the reply lands: refused by this NIC (bad_reply).
-    keep = rm.alloc(64)
-    into = rm.alloc(64)
-    request = rm.iread(1, a, 0, 64, into)
-    rm.free(into)
+    # A reply address that is not registered memory at the reader: refused by the reader's
+    # own NIC (bad_reply). The library checks this before sending, so go around it.
+    request = ep._request("read")
+    args = (a.vaddr, 8, 0x0F00_0000, request.req_id)
+    ep._submit(OutMsg(1, a.channel, MsgType.RM_READ, READ_META.pack(0, 0), 0, args, request))
     try:
         request.wait()
-        statuses["rv_reply_freed"] = "accepted"
+        statuses["rv_reply_unregistered"] = "accepted"
     except rm.RMError as exc:
-        statuses["rv_reply_freed"] = exc.status
+        statuses["rv_reply_unregistered"] = exc.status
     # A valid write still works afterwards on the same stream.
     rm.write(1, a, 0, b"ok")
     rm.read(1, a, 0, 2, local)
