@@ -22,6 +22,7 @@ from enum import IntEnum
 import msgpack
 
 from nicd.errors import ProtocolViolation
+from nicd.grimlink import GRIM_OPS, GrimRecord, decode_grim, encode_grim
 
 __all__ = [
     "ANY_PORT",
@@ -80,6 +81,11 @@ class HostOp(IntEnum):
     RM_DONE = 28
     SENT_MANY = 29
     CONT = 40
+    RM_MAP = 80
+    RM_UNMAP = 81
+    RM_XLATE_REQ = 82
+    RM_XLATE = 83
+    RM_STATUS = 84
 
 
 # OPEN:     op (8) | port (16)
@@ -294,6 +300,7 @@ HostRecord = (
     | RoutesOk
     | StatsReply
     | Refused
+    | GrimRecord
 )
 
 
@@ -314,6 +321,8 @@ def _packb(op: HostOp, obj: object) -> bytes:
 
 def encode_record(rec: HostRecord) -> list[bytes]:
     """Encode a record as the list of SEQPACKET records that carry it."""
+    if isinstance(rec, GrimRecord):  # GRIM remote memory (nicd.grimlink)
+        return encode_grim(rec)
     if isinstance(rec, SendReq):
         head = _SEND.pack(
             HostOp.SEND,
@@ -465,6 +474,8 @@ class Assembler:
             return StatsReply(stats)
         if op == HostOp.REFUSED:
             return Refused(record[1:].decode())
+        if op in GRIM_OPS:
+            return decode_grim(op, record)
         raise ProtocolViolation(f"unknown opcode {op}")
 
     def _start(self, head: SendReq | RecvEvent, total: int, first: bytes) -> HostRecord | None:

@@ -34,6 +34,8 @@ from nicd.channels import Transport
 from nicd.errors import BadPacket, UsageError
 from nicd.faults import FaultPlan
 from nicd.gm import PortTable
+from nicd.grim import GrimNic, NicSend, ToPort
+from nicd.grimlink import NIC_PORT, GrimRecord
 from nicd.stats import LinkStats
 from nicd.wire import SIGNAL_TYPES, ControlPacket, MsgType, decode_untrusted, encode
 
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
     from nicd.actions import TransportAction
     from nicd.config import NicConfig
     from nicd.gm import PortState
+    from nicd.reliable import Admission
+    from nicd.wire import DataPacket
 
 __all__ = ["Addr", "NicCore"]
 
@@ -56,7 +60,8 @@ class NicCore:
         self.config = config
         self.node_id = config.node_id
         self.ports = PortTable(max_ports=config.max_ports, send_tokens=config.send_tokens)
-        self.transport = Transport(config.node_id, config.transport, self.ports.admit)
+        self.grim = GrimNic(config.node_id, self.ports, max_message=config.max_message)
+        self.transport = Transport(config.node_id, config.transport, self._admit)
         self.faults: FaultPlan[Addr] = FaultPlan(config.faults)
         self.link = LinkStats()
         self._routes: dict[int, Addr] = {}
@@ -102,7 +107,8 @@ class NicCore:
         if packet.dst_node != self.node_id or packet.src_node != node:
             link.drop("misrouted")
             return []
-        return self._convert(self.transport.on_data(packet, now=now), now)
+        actions = self._convert(self.transport.on_data(packet, now=now), now)
+        return actions + self._grim_out(self.grim.take_upcalls(), now)
 
     def on_host(self, conn: int, record: hl.HostRecord, *, now: float) -> list[NicAction]:
         """A whole record arrived from host connection ``conn``."""
@@ -132,6 +138,8 @@ class NicCore:
             return [ToHost(conn, hl.RoutesOk())]
         if isinstance(record, hl.StatsReq):
             return [ToHost(conn, hl.StatsReply(self.stats()))]
+        if isinstance(record, GrimRecord):
+            return self._grim_host(conn, record, now)
         if isinstance(record, hl.SignalCtl):
             state = self.ports.port_of(conn)
             if state is None:
@@ -172,6 +180,7 @@ class NicCore:
             return []
         self._sent.pop(state.port, None)
         self._sent_due.pop(state.port, None)
+        self.grim.on_port_closed(state.port)
         return self._convert(self.transport.close_port(state.port, now=now), now)
 
     def on_timer(self, *, now: float) -> list[NicAction]:
@@ -224,6 +233,7 @@ class NicCore:
             "transport": self.transport.stats(),
             "gm": self.ports.stats(),
             "faults": self.faults.stats(),
+            "grim": self.grim.stats(),
         }
 
     # -- helpers ----------------------------------------------------------------------------
@@ -280,6 +290,10 @@ class NicCore:
                     faulty = self.faults.on_send(addr, datagram, now=now)
                     out += self._transmit_all(faulty, control)
             elif isinstance(action, Deliver):
+                grim = self.grim.on_deliver(action)
+                if grim is not None:
+                    out += self._grim_out(grim, now)
+                    continue
                 state = self.ports.get(action.port)
                 if state is None:
                     self.link.drop("port_closed")
@@ -358,3 +372,37 @@ class NicCore:
         link.datagrams_out += len(datagrams)
         link.bytes_out += sum(len(d) for _, d in datagrams)
         return [Transmit(addr, datagram, control) for addr, datagram in datagrams]
+
+    # -- GRIM interfaces (nicd.grim) --------------------------------------------------------
+
+    def _admit(self, first: DataPacket) -> Admission:
+        verdict = self.grim.admit(first)
+        return self.ports.admit(first) if verdict is None else verdict
+
+    def _grim_host(self, conn: int, record: GrimRecord, now: float) -> list[NicAction]:
+        state = self.ports.port_of(conn)
+        if state is None:
+            return self._refuse(conn, f"{type(record).__name__} before OPEN")
+        if self.grim.on_host(state.port, record):
+            return self._convert(self.transport.resume_port(state.port, now=now), now)
+        return []
+
+    def _grim_out(self, outs: list[NicSend | ToPort], now: float) -> list[NicAction]:
+        actions: list[NicAction] = []
+        for o in outs:
+            if isinstance(o, NicSend):
+                try:
+                    sent = self.transport.send(
+                        now=now, src_port=NIC_PORT, dst_node=o.dst_node, dst_port=o.dst_port,
+                        msg_type=o.msg_type, payload=o.payload, handle=0,
+                        am_handler=o.am_handler, args=o.args,
+                    )  # fmt: skip
+                except UsageError:
+                    self.link.drop("grim_reply_unsendable")
+                    continue
+                actions += self._convert(sent, now)
+            else:
+                state = self.ports.get(o.port)
+                if state is not None:
+                    actions.append(ToHost(state.conn, o.record))
+        return actions

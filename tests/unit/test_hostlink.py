@@ -106,3 +106,23 @@ def test_signal_control_bytes_and_bad_flag() -> None:
     ]
     with pytest.raises(ProtocolViolation):
         hl.Assembler().feed(bytes.fromhex("09020000123400000007"))
+
+
+def test_grim_records_round_trip_and_match_hostop() -> None:
+    from nicd import grimlink as gl
+
+    records = [
+        gl.RmMapReq(0x1000_0000, 64, 1, 128),
+        gl.RmUnmapReq(0x1000_0000),
+        gl.RmXlateReq(0x1000_0004, 8),
+        gl.RmXlateReply(5, 0, 0, 0, 0),
+        gl.RmXlateReply(0x1000_0004, 0x1000_0000, 64, 2, 0),
+        gl.RmStatusEvent(7, 3),
+    ]
+    for rec in records:
+        [wire] = hl.encode_record(rec)
+        assert hl.Assembler().feed(wire) == rec
+    assert {int(hl.HostOp[n]) for n in ("RM_MAP", "RM_UNMAP", "RM_XLATE_REQ", "RM_XLATE",
+                                         "RM_STATUS")} == gl.GRIM_OPS  # fmt: skip
+    with pytest.raises(ProtocolViolation):
+        hl.Assembler().feed(bytes([gl.RM_STATUS, 1]))

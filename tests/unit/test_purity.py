@@ -49,6 +49,12 @@ CORE_MODULES = (
     "nicd/mcast_recv.py",
     "launcher/plan.py",
     "launcher/rendezvous.py",
+    "nicd/xlate.py",
+    "nicd/grimlink.py",
+    "nicd/grim.py",
+    "nicd/amregistry.py",
+    "emucluster/amcore.py",
+    "emucluster/rmalloc.py",
 )
 CORE_PACKAGES = ("nicd/nicvm", "emucluster/coll")
 

@@ -1,0 +1,626 @@
+"""A GRIM endpoint: the host shell behind ``emucluster.am`` and ``emucluster.rm``.
+
+One :class:`Endpoint` owns one GM port, which is one GRIM logical channel (GRIM 4.3.1):
+``Endpoint(channel=k)`` opens port ``k`` on this node and talks to port ``k`` of the others,
+so each channel has its own go-back-N streams and one channel's NACKs never roll back
+another's (GRIM 4.3.2). The module-level ``am``/``rm`` calls use the default endpoint on
+channel ``GRIM_CHANNEL``; MPI uses port 2, so both coexist in one program.
+
+Active messages (GRIM 4.4): handlers run in :meth:`Endpoint.poll`, which every call makes
+(a handler's own calls drain the NIC but do not run handlers recursively); a handler never
+blocks: when the NIC has no send token (or credit) its sends wait in the host overflow queue,
+drained by later polls, so the reply deadlock of Fig 4.12 cannot happen while memory lasts.
+Unknown handler ids are counted and reported on stderr, never raised at the receiver.
+
+Remote memory (GRIM 4.5): blocks are carved from registered shared-memory segments
+(:mod:`emucluster.rmalloc`); the NIC translates virtual addresses through its cache and asks
+this endpoint (the "kernel", answering inside every drain of the port) on a miss. Every
+operation completes when its status comes back from the NIC that executed it.
+
+Ordering (GRIM 4.5.6): messages of one endpoint to one endpoint are executed in injection
+order by the receiving NIC, but active messages then wait in the endpoint until it polls,
+while remote-memory operations take effect at once. So an RM operation may pass earlier AMs
+(its effect is visible before their handlers run); AM->AM, RM->AM and RM->RM never reorder.
+
+Thread safety: every public method takes the endpoint's lock, so the optional polling thread
+(:meth:`Endpoint.start_polling`) and the program can share it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import sys
+import threading
+import time
+from collections import Counter, deque
+from typing import TYPE_CHECKING
+
+from emucluster.amcore import HandlerTable, Outbox, OutMsg
+from emucluster.grimport import WAIT_S, Block, GrimPort, Handle, RMError, RmRequest
+from emucluster.port import ErrorEvent, PortError, RecvEvent, SentEvent
+from emucluster.rmalloc import Allocator
+from nicd import amregistry
+from nicd import hostlink as hl
+from nicd.grim import REGISTRY_NODE
+from nicd.grimlink import (
+    NIC_PORT,
+    NOTIFY_P,
+    READ_META,
+    RmFlags,
+    RmMapReq,
+    RmStatus,
+    RmUnmapReq,
+)
+from nicd.wire import MsgType
+from nicd.xlate import Translation
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from emucluster.amcore import Args
+    from emucluster.port import Region
+
+__all__ = [
+    "GRIM_CHANNEL",
+    "Block",
+    "Endpoint",
+    "GrimPort",
+    "Handle",
+    "RMError",
+    "RmRequest",
+    "default_endpoint",
+]
+
+GRIM_CHANNEL = 3  # the default endpoint's port / logical channel (MPI uses 2)
+_U32 = 0xFFFFFFFF
+_ERRORS_KEPT = 100
+_REASK_S = 1.0  # an unknown handler id is looked up again after this long
+
+
+class Endpoint:
+    """A GRIM endpoint on logical channel ``channel`` of this node."""
+
+    def __init__(
+        self,
+        channel: int = GRIM_CHANNEL,
+        *,
+        socket_path: str | None = None,
+        receive_buffers: int = 64,
+        credits: int | None = None,
+    ) -> None:
+        port = GrimPort.open(socket_path, channel, receive_buffers=receive_buffers)
+        assert isinstance(port, GrimPort)
+        self.port = port
+        self.rank = port.node_id
+        self.size = port.num_nodes
+        self.channel = port.port_id
+        self.handlers = HandlerTable()
+        self.outbox = Outbox(credits)
+        self.counts: Counter[str] = Counter()
+        self.errors: deque[str] = deque(maxlen=_ERRORS_KEPT)
+        """Receiver-side errors (unknown handler ids, handler exceptions), newest last."""
+        self._lock = threading.RLock()
+        self._dispatching = False
+        self._amq: deque[RecvEvent] = deque()
+        self._registry: dict[int, dict[str, int]] = {}
+        self._asked: dict[int, float] = {}  # handler id -> when it was last looked up
+        self._next_req = 1
+        self._requests: dict[int, RmRequest] = {}
+        self._by_handle: dict[int, RmRequest] = {}
+        self._alloc = Allocator()
+        self._segments: dict[int, Region] = {}  # allocator key -> registered region
+        self._blocks: dict[int, Block] = {}  # vaddr -> block
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._closed = False
+        self._barrier_epoch = 0
+        self._barrier_seen: Counter[int] = Counter()  # epoch -> arrivals (rank 0) or release
+        self.handlers.register(_BARRIER, self._on_barrier)
+
+    # -- active messages --------------------------------------------------------------------
+
+    def register(self, name: str, handler: Callable[[int, Args, bytes], object]) -> None:
+        """Register ``handler(src_rank, args, payload)`` locally under ``name``."""
+        with self._lock:
+            self.handlers.register(name, handler)
+
+    def sync(self, timeout: float | None = WAIT_S) -> dict[str, int]:
+        """Publish the local handlers to the job's registry; learn the whole table."""
+        with self._lock:
+            names = self.handlers.unsynced()
+            table = self._ask_registry("sync", names, timeout)
+            self.handlers.merge(table, names)
+            missing = [n for n in names if n not in table]
+            if missing:
+                raise RuntimeError(f"the registry is full; not registered: {missing}")
+            return table
+
+    def handler_id(self, name: str, timeout: float | None = WAIT_S) -> int:
+        """The cluster-wide id of ``name``, asking the registry if it is not known here;
+        KeyError if no endpoint has published it."""
+        with self._lock:
+            hid = self.handlers.id_of(name)
+            if hid is None:
+                self.counts["registry_lookups"] += 1
+                self.handlers.merge(self._ask_registry("lookup", [], timeout))
+                hid = self.handlers.id_of(name)
+            if hid is None:
+                raise KeyError(f"no endpoint has published an active-message handler {name!r}")
+            return hid
+
+    def send(
+        self,
+        dest_rank: int,
+        name_or_id: str | int,
+        args: Args = (0, 0, 0, 0),
+        payload: bytes | bytearray | memoryview = b"",
+    ) -> None:
+        """Send an active message to ``dest_rank`` for the handler ``name_or_id``."""
+        with self._lock:
+            self._check_rank(dest_rank)
+            hid = name_or_id if isinstance(name_or_id, int) else self.handler_id(name_or_id)
+            if not 1 <= hid <= amregistry.MAX_HANDLER_ID:
+                raise ValueError(f"handler id {hid} is outside 1..{amregistry.MAX_HANDLER_ID}")
+            words = tuple(args)
+            if len(words) != 4 or not all(isinstance(a, int) and 0 <= a <= _U32 for a in words):
+                raise ValueError(f"args must be four 32-bit unsigned ints, not {args!r}")
+            msg = OutMsg(dest_rank, self.channel, MsgType.AM_DATA, bytes(payload), hid, words)
+            self.counts["am_sent"] += 1
+            self._submit(msg)
+
+    def poll(self) -> int:
+        """Take in everything the NIC has, drain the overflow queue, and run the handlers of
+        waiting active messages (not from inside a handler). Return how many ran."""
+        with self._lock:
+            self._progress()
+            if self._dispatching:
+                return 0
+            ran = 0
+            self._dispatching = True
+            try:
+                while self._amq:
+                    self._run(self._amq.popleft())
+                    ran += 1
+                    self._progress()
+            finally:
+                self._dispatching = False
+            return ran
+
+    def start_polling(self, interval_s: float = 0.0002) -> None:
+        """Run :meth:`poll` in a background thread (GRIM 4.4.2's polling thread)."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+
+        def loop() -> None:
+            while not self._stop.is_set():
+                try:
+                    self.poll()
+                except PortError:
+                    return
+                time.sleep(interval_s)
+
+        self._thread = threading.Thread(target=loop, name="grim-poll", daemon=True)
+        self._thread.start()
+
+    def stop_polling(self) -> None:
+        """Stop the polling thread."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._stop.set()
+            thread.join()
+
+    def barrier(self, timeout: float | None = WAIT_S) -> None:
+        """Wait until every rank's endpoint on this channel called ``barrier`` (active
+        messages through rank 0); also publishes this endpoint's unsynced handlers first,
+        so after a barrier every name registered before it resolves everywhere."""
+        with self._lock:
+            if self.handlers.unsynced():
+                self.sync(timeout)
+            epoch = self._barrier_epoch = self._barrier_epoch + 1
+            hid = self.handler_id(_BARRIER, timeout)
+            if self.rank == 0:
+                self.wait_for(lambda: self._barrier_seen[epoch] >= self.size - 1, timeout,
+                              "barrier")  # fmt: skip
+                for rank in range(1, self.size):
+                    self.send(rank, hid, (epoch, 1, 0, 0))
+            else:
+                self.send(0, hid, (epoch, 0, 0, 0))
+                self.wait_for(lambda: self._barrier_seen[epoch] > 0, timeout, "barrier")
+            del self._barrier_seen[epoch]
+
+    def _on_barrier(self, src: int, args: Args, payload: bytes) -> None:
+        self._barrier_seen[args[0]] += 1
+
+    # -- remote memory ----------------------------------------------------------------------
+
+    def alloc(self, nbytes: int, *, static: bool = True) -> Block:
+        """Allocate ``nbytes`` of registered memory. ``static`` programs the NIC's static
+        translation entry at once (if the static region has room); otherwise the NIC
+        learns the translation on the first access (a miss)."""
+        with self._lock:
+            placement, plan = self._alloc.place(nbytes)
+            if plan is not None:
+                self._segments[plan.key] = self.port.register_memory(plan.size)
+            region = self._segments[placement.segment]
+            t = Translation(placement.vaddr, nbytes, region.id, placement.offset)
+            self.port.kernel.add(t)
+            if static:
+                self.port.send_record(RmMapReq(t.vaddr, t.size, t.region, t.offset))
+            buf = region.buf[placement.offset : placement.offset + nbytes]
+            handle = Handle(self.rank, self.channel, t.vaddr, nbytes, region.id, t.offset)
+            block = Block(handle, buf, placement)
+            self._blocks[t.vaddr] = block
+            return block
+
+    def free(self, block: Block) -> None:
+        """Free a block: the NIC forgets its translations, later accesses are refused."""
+        with self._lock:
+            if self._blocks.pop(block.handle.vaddr, None) is None:
+                raise RMError(
+                    f"block at {block.handle.vaddr:#x} is not allocated here", "not_local"
+                )
+            self.port.kernel.remove(block.handle.vaddr)
+            self.port.send_record(RmUnmapReq(block.handle.vaddr))
+            block.buf.release()
+            empty = self._alloc.release(block.placement)
+            if empty is not None:
+                region = self._segments.pop(empty)
+                with contextlib.suppress(BufferError):  # views still held: unmapped at exit
+                    self.port.deregister_memory(region)
+
+    def iwrite(
+        self,
+        dest_rank: int,
+        handle: Handle,
+        offset: int,
+        data: bytes | bytearray | memoryview,
+        *,
+        physical: bool = False,
+        notify: tuple[Handle, int, int] | None = None,
+    ) -> RmRequest:
+        """Start writing ``data`` at ``offset`` of the remote block ``handle`` (RM-V, or
+        RM-P with ``physical``); ``notify=(handle, offset, value)`` names a 32-bit word of
+        the destination to set to ``value`` once the data is in place."""
+        with self._lock:
+            payload = bytes(data)
+            self._check_remote(dest_rank, handle, offset, len(payload))
+            req = self._request("write")
+            flags = RmFlags.NONE
+            nvaddr, value, prefix = 0, 0, b""
+            if notify is not None:
+                nh, noff, value = notify
+                self._check_remote(dest_rank, nh, noff, 4, what="notify word")
+                self._check_word(value)
+                flags |= RmFlags.NOTIFY
+                nvaddr = nh.vaddr + noff
+                prefix = NOTIFY_P.pack(nh.segment, nh.offset + noff)
+            if physical:
+                args = (handle.segment, handle.offset + offset, req.req_id, value)
+                msg = OutMsg(dest_rank, handle.channel, MsgType.RM_WRITE_P, prefix + payload,
+                             int(flags | RmFlags.RM_API), args, req)  # fmt: skip
+                self.counts["rm_p_writes"] += 1
+            else:
+                args = (handle.vaddr + offset, nvaddr, value, req.req_id)
+                msg = OutMsg(dest_rank, handle.channel, MsgType.RM_WRITE_V, payload,
+                             int(flags), args, req)  # fmt: skip
+                self.counts["rm_v_writes"] += 1
+            self._submit(msg)
+            return req
+
+    def write(
+        self,
+        dest_rank: int,
+        handle: Handle,
+        offset: int,
+        data: bytes | bytearray | memoryview,
+        *,
+        physical: bool = False,
+        notify: tuple[Handle, int, int] | None = None,
+    ) -> None:
+        """Blocking :meth:`iwrite`: returns once the destination NIC placed the data."""
+        self.iwrite(dest_rank, handle, offset, data, physical=physical, notify=notify).wait()
+
+    def iread(
+        self,
+        src_rank: int,
+        handle: Handle,
+        offset: int,
+        nbytes: int,
+        into: Block,
+        into_offset: int = 0,
+        *,
+        notify: tuple[Handle, int, int] | None = None,
+    ) -> RmRequest:
+        """Start reading ``nbytes`` at ``offset`` of remote block ``handle`` into the local
+        block ``into`` at ``into_offset`` (RM-RV: the remote NIC fetches, this NIC places
+        the reply). ``notify`` names a local word set to ``value`` when the data is in."""
+        with self._lock:
+            self._check_remote(src_rank, handle, offset, nbytes)
+            if into.handle.vaddr not in self._blocks or into.handle.node != self.rank:
+                raise RMError("a read must land in a block of this endpoint", "not_local")
+            if not (into_offset >= 0 and into_offset + nbytes <= into.nbytes):
+                raise RMError(
+                    f"{nbytes} B at {into_offset} do not fit the {into.nbytes} B local block",
+                    "out_of_range",
+                )
+            nvaddr, value = 0, 0
+            if notify is not None:
+                nh, noff, value = notify
+                if nh.node != self.rank or nh.channel != self.channel:
+                    raise RMError("a read's notify word must be local", "not_local")
+                self._check_bounds(nh, noff, 4, "notify word")
+                self._check_word(value)
+                nvaddr = nh.vaddr + noff
+            req = self._request("read")
+            args = (handle.vaddr + offset, nbytes, into.handle.vaddr + into_offset, req.req_id)
+            meta = READ_META.pack(nvaddr, value)
+            msg = OutMsg(src_rank, handle.channel, MsgType.RM_READ, meta, 0, args, req)
+            self.counts["rm_reads"] += 1
+            self._submit(msg)
+            return req
+
+    def read(
+        self,
+        src_rank: int,
+        handle: Handle,
+        offset: int,
+        nbytes: int,
+        into: Block,
+        into_offset: int = 0,
+        *,
+        notify: tuple[Handle, int, int] | None = None,
+    ) -> None:
+        """Blocking :meth:`iread`."""
+        self.iread(src_rank, handle, offset, nbytes, into, into_offset, notify=notify).wait()
+
+    # -- misc -------------------------------------------------------------------------------
+
+    def wait_for(
+        self, done: Callable[[], bool], timeout: float | None = WAIT_S, what: str = "event"
+    ) -> None:
+        """Poll (running handlers) until ``done()``; TimeoutError after ``timeout``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                self.poll()
+                if done():
+                    return
+                if self._thread is None:
+                    if not self.port.pump(deadline):
+                        raise TimeoutError(f"{what}: nothing after {timeout} s")
+                    continue
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"{what}: nothing after {timeout} s")
+            time.sleep(0.0001)
+
+    def flush(self, timeout: float | None = WAIT_S) -> None:
+        """Wait until the overflow queue is empty and every send has completed."""
+        self.wait_for(lambda: not self.outbox.overflow and not self.port.outstanding,
+                      timeout, "flush")  # fmt: skip
+
+    def stats(self) -> dict[str, object]:
+        """Host-side counters, JSON-able."""
+        with self._lock:
+            return {
+                "rank": self.rank,
+                "channel": self.channel,
+                "counts": dict(self.counts),
+                "overflow": {
+                    **self.outbox.counts,
+                    "peak": self.outbox.overflow_peak,
+                    "queued": len(self.outbox.overflow),
+                },
+                "upcalls_answered": self.port.upcalls,
+                "handlers": self.handlers.table(),
+                "errors": list(self.errors),
+            }
+
+    def nic_stats(self) -> dict[str, object]:
+        """The NIC's counters (management request over a second connection)."""
+        import socket as _socket
+
+        path = os.environ.get("EMU_NIC_SOCKET", "")
+        with _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET) as sock:
+            sock.settimeout(10)
+            sock.connect(path)
+            for rec in hl.encode_record(hl.StatsReq()):
+                sock.send(rec)
+            reply = hl.Assembler().feed(sock.recv(hl.MAX_RECORD_BYTES))
+        assert isinstance(reply, hl.StatsReply)
+        return reply.stats
+
+    def close(self) -> None:
+        """Stop the polling thread, free the blocks and close the port."""
+        if self._closed:
+            return
+        self.stop_polling()
+        with self._lock:
+            with contextlib.suppress(TimeoutError, PortError, RMError):
+                self.flush(timeout=10.0)  # closing fails what is still in flight
+            self._closed = True
+            for block in self._blocks.values():
+                block.buf.release()
+            self._blocks.clear()
+            with contextlib.suppress(BufferError):  # views still held: unmapped at exit
+                self.port.close()
+
+    def __enter__(self) -> Endpoint:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _submit(self, msg: OutMsg) -> None:
+        """Hand ``msg`` to the NIC, or (inside a handler, NIC full) to the overflow queue;
+        outside handlers wait (polling) until it can go."""
+        self._progress()
+        port = self.port
+        if self._dispatching:
+            if self.outbox.admit(msg, port.free_send_tokens, port.outstanding):
+                self._send_now(msg)
+            return
+        if not self.outbox.overflow and self.outbox.may_send(
+            port.free_send_tokens, port.outstanding
+        ):
+            self._send_now(msg)
+            return
+        self.counts["send_waits"] += 1
+        self.wait_for(
+            lambda: not self.outbox.overflow
+            and self.outbox.may_send(port.free_send_tokens, port.outstanding),
+            WAIT_S, "send token",
+        )  # fmt: skip
+        self._send_now(msg)
+
+    def _send_now(self, msg: OutMsg) -> None:
+        handle = self.port.send(msg.dest, msg.dst_port, msg.payload, msg_type=msg.msg_type,
+                                am_handler=msg.am_handler, args=msg.args)  # fmt: skip
+        if isinstance(msg.tag, RmRequest):
+            self._by_handle[handle] = msg.tag
+
+    def _progress(self) -> None:
+        """Take in events; complete requests; drain the overflow queue."""
+        port = self.port
+        for event in port.poll():
+            if isinstance(event, RecvEvent):
+                self._on_recv(event)
+            elif isinstance(event, SentEvent):
+                self._by_handle.pop(event.handle, None)
+            elif isinstance(event, ErrorEvent):
+                req = self._by_handle.pop(event.handle, None)
+                if req is not None:
+                    self._fail(req, RMError(f"{req.what} failed: {event.reason}", event.reason))
+                else:
+                    self._note(f"send to node {event.dst_node} failed: {event.reason}")
+        while port.statuses:
+            st = port.statuses.popleft()
+            req = self._requests.pop(st.req_id, None)
+            if req is None:
+                self.counts["stray_status"] += 1
+                continue
+            if st.status == RmStatus.OK:
+                req._finish(None)
+            else:
+                name = RmStatus(st.status).name.lower() if st.status in _STATUSES else "unknown"
+                self._fail(req, RMError(f"{req.what} refused by the remote NIC: {name}", name))
+        n = self.outbox.drainable(port.free_send_tokens, port.outstanding)
+        for msg in self.outbox.take(n):
+            self._send_now(msg)
+
+    def _on_recv(self, event: RecvEvent) -> None:
+        if event.src_port == NIC_PORT:
+            try:
+                req, table = amregistry.decode_reply(event.payload)
+            except Exception:  # BadPacket: a garbled reply is counted
+                self.counts["bad_registry_reply"] += 1
+                return
+            self._registry[req] = table
+        elif event.msg_type == MsgType.AM_DATA:
+            self._amq.append(event)
+        else:
+            self.counts["not_grim"] += 1
+
+    def _run(self, event: RecvEvent) -> None:
+        d = self.handlers.dispatch(event.am_handler)
+        if d.name is None and not self._ask_failed(event.am_handler):
+            self.counts["registry_lookups"] += 1
+            self.handlers.merge(self._ask_registry("lookup", [], WAIT_S))
+            d = self.handlers.dispatch(event.am_handler)
+        if d.handler is None:
+            self.counts["unknown_handler"] += 1
+            what = f"id {event.am_handler}" if d.name is None else repr(d.name)
+            self._note(f"active message from rank {event.src_node} for handler {what}: "
+                       "no such handler on this endpoint; dropped")  # fmt: skip
+            return
+        self.counts["am_handled"] += 1
+        try:
+            d.handler(event.src_node, event.args, event.payload)
+        except Exception as exc:
+            self.counts["handler_errors"] += 1
+            self._note(f"handler {d.name!r} raised {type(exc).__name__}: {exc}")
+            raise
+
+    def _ask_failed(self, hid: int) -> bool:
+        """True if ``hid`` was looked up in vain within the last second (so a stream of
+        messages for an unknown id costs one registry round trip a second, not one each)."""
+        now = time.monotonic()
+        if now - self._asked.get(hid, -_REASK_S) < _REASK_S:
+            return True
+        self._asked[hid] = now
+        return False
+
+    def _ask_registry(self, op: str, names: list[str], timeout: float | None) -> dict[str, int]:
+        req = self._next_req
+        self._next_req = (req + 1) & _U32 or 1
+        payload = amregistry.encode_request(op, req, names)
+        self._submit(OutMsg(REGISTRY_NODE, NIC_PORT, MsgType.AM_DATA, payload))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while req not in self._registry:
+            self._progress()
+            if req in self._registry:
+                break
+            if not self.port.pump(deadline):
+                raise TimeoutError(f"the AM registry on node {REGISTRY_NODE} did not answer")
+        return self._registry.pop(req)
+
+    def _request(self, what: str) -> RmRequest:
+        req = RmRequest(self, self._next_req, what)
+        self._next_req = (self._next_req + 1) & _U32 or 1
+        self._requests[req.req_id] = req
+        return req
+
+    def _fail(self, req: RmRequest, error: RMError) -> None:
+        self._requests.pop(req.req_id, None)
+        req._finish(error)
+
+    def _note(self, message: str) -> None:
+        self.errors.append(message)
+        print(f"emucluster.am rank {self.rank}: {message}", file=sys.stderr)
+
+    def _check_rank(self, rank: int) -> None:
+        if not 0 <= rank < self.size:
+            raise ValueError(f"rank {rank} is outside 0..{self.size - 1}")
+
+    def _check_remote(
+        self, rank: int, handle: Handle, offset: int, length: int, what: str = "block"
+    ) -> None:
+        self._check_rank(rank)
+        if not isinstance(handle, Handle):
+            raise TypeError(f"expected a Handle, not {type(handle).__name__}")
+        if handle.node != rank:
+            raise RMError(f"the {what} belongs to rank {handle.node}, not {rank}", "wrong_node")
+        self._check_bounds(handle, offset, length, what)
+
+    @staticmethod
+    def _check_bounds(handle: Handle, offset: int, length: int, what: str) -> None:
+        if not (offset >= 0 and length >= 0 and offset + length <= handle.size):
+            raise RMError(
+                f"{length} B at offset {offset} are outside the {handle.size} B {what}",
+                "out_of_range",
+            )
+
+    @staticmethod
+    def _check_word(value: int) -> None:
+        if not 0 <= value <= _U32:
+            raise ValueError(f"notify value {value} is not a 32-bit unsigned int")
+
+
+_BARRIER = "emucluster.grim.barrier"
+_STATUSES = {int(s) for s in RmStatus}
+_default: Endpoint | None = None
+_default_lock = threading.Lock()
+
+
+def default_endpoint() -> Endpoint:
+    """The process's endpoint on ``GRIM_CHANNEL`` (opened on first use, under emurun)."""
+    global _default
+    with _default_lock:
+        if _default is None or _default._closed:
+            _default = Endpoint()
+            atexit.register(_default.close)
+        return _default

@@ -1,0 +1,164 @@
+"""GRIM endpoint pieces the API hands out: handles and blocks of registered memory, requests,
+the error class, and :class:`GrimPort`, the GM port that also carries GRIM records.
+
+:class:`GrimPort` is where the host plays the "kernel" of GRIM 4.5.2: it answers the NIC's
+translation upcalls from the endpoint's address map during every drain of the port (so an
+upcall is answered whenever the program makes any call), and queues RM statuses for the
+endpoint.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from emucluster.port import Port
+from nicd import hostlink as hl
+from nicd.grimlink import RmStatusEvent, RmXlateReply, RmXlateReq
+from nicd.xlate import AddressMap
+
+if TYPE_CHECKING:
+    import socket
+    from collections.abc import Callable
+
+    from emucluster.port import WaitPolicy
+    from emucluster.rmalloc import Placement
+
+__all__ = ["WAIT_S", "Block", "GrimPort", "Handle", "RMError", "RmRequest", "Waiter"]
+
+WAIT_S = 60.0  # how long a blocking call waits before TimeoutError
+
+
+class Waiter(Protocol):
+    """What a request needs from its endpoint."""
+
+    def poll(self) -> int: ...
+
+    def wait_for(self, done: Callable[[], bool], timeout: float | None, what: str) -> None: ...
+
+
+class RMError(Exception):
+    """A remote-memory operation was refused (by this host before sending, or by the NIC
+    that executed it) or failed in transit; ``status`` names why."""
+
+    def __init__(self, message: str, status: str) -> None:
+        super().__init__(message)
+        self.status = status
+        """``no_translation``, ``out_of_range``, ``no_region``, ``bad_notify``,
+        ``bad_reply``, ``wrong_node``, ``not_local``, or a send failure (``peer_dead`` ...)."""
+
+
+class Handle(NamedTuple):
+    """A block's address, picklable and sendable to peers: the node and channel that own
+    it, its virtual address and size, and its physical (segment, offset) for RM-P."""
+
+    node: int
+    channel: int
+    vaddr: int
+    size: int
+    segment: int
+    offset: int
+
+    def pack(self) -> bytes:
+        """18 bytes for an active-message payload."""
+        return _HANDLE.pack(*self)
+
+    @classmethod
+    def unpack(cls, data: bytes) -> Handle:
+        """The handle :meth:`pack` made."""
+        return cls(*_HANDLE.unpack(data))
+
+
+_HANDLE = struct.Struct(">HHIIHI")
+
+
+class Block:
+    """Registered memory allocated by :meth:`Endpoint.alloc`."""
+
+    def __init__(self, handle: Handle, buf: memoryview, placement: Placement) -> None:
+        self.handle = handle
+        """Send this to peers so they can read and write the block."""
+        self.buf = buf
+        """The memory (writable); the NIC writes remote data straight into it."""
+        self.placement = placement
+
+    @property
+    def nbytes(self) -> int:
+        """The block's size."""
+        return self.handle.size
+
+    def word(self, offset: int) -> int:
+        """The 32-bit notification word at ``offset`` (little-endian)."""
+        return int.from_bytes(self.buf[offset : offset + 4], "little")
+
+
+class RmRequest:
+    """An outstanding remote-memory operation (from ``iwrite``/``iread``)."""
+
+    def __init__(self, endpoint: Waiter, req_id: int, what: str) -> None:
+        self._endpoint = endpoint
+        self.req_id = req_id
+        self.what = what
+        self.done = False
+        self.error: RMError | None = None
+
+    def test(self) -> bool:
+        """Poll once; True when the operation has finished (successfully or not)."""
+        if not self.done:
+            self._endpoint.poll()
+        return self.done
+
+    def wait(self, timeout: float | None = WAIT_S) -> None:
+        """Block until finished; raise RMError if it was refused or failed."""
+        self._endpoint.wait_for(lambda: self.done, timeout, f"{self.what} (request {self.req_id})")
+        if self.error is not None:
+            raise self.error
+
+    def _finish(self, error: RMError | None) -> None:
+        self.done = True
+        self.error = error
+
+
+class GrimPort(Port):
+    """A port that also carries GRIM records: it answers the NIC's translation upcalls from
+    the endpoint's address map during every drain, and queues RM statuses."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        opened: hl.Opened,
+        *,
+        auto_replenish: bool,
+        wait: WaitPolicy,
+        spin_s: float,
+    ) -> None:
+        super().__init__(sock, opened, auto_replenish=auto_replenish, wait=wait, spin_s=spin_s)
+        self.kernel = AddressMap()
+        """Every block of this endpoint: the "kernel" translation table."""
+        self.statuses: deque[RmStatusEvent] = deque()
+        self.upcalls = 0
+
+    def _take(self, event: hl.HostRecord) -> int:
+        if isinstance(event, RmXlateReq):
+            self.upcalls += 1
+            t = self.kernel.find(event.vaddr, 1)
+            reply = (
+                RmXlateReply(event.vaddr, t.vaddr, t.size, t.region, t.offset)
+                if t is not None
+                else RmXlateReply(event.vaddr, 0, 0, 0, 0)
+            )
+            self._write(hl.encode_record(reply))
+            return 0
+        if isinstance(event, RmStatusEvent):
+            self.statuses.append(event)
+            return 1
+        return super()._take(event)
+
+    def send_record(self, record: hl.HostRecord) -> None:
+        """Write one record to the NIC."""
+        self._write(hl.encode_record(record))
+
+    def pump(self, deadline: float | None) -> bool:
+        """Wait (by the wait policy) for at least one event; False at the deadline."""
+        return self._pump(deadline)

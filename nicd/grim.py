@@ -1,0 +1,363 @@
+"""The NIC side of GRIM's programming interfaces (seed 002 §4.4-4.5): remote-memory writes
+(RM-V, RM-P) and reads (RM-RV) executed by the NIC, address translation through the
+translation cache with host upcalls on misses, notification words, and the active-message
+handler registry (served by node ``REGISTRY_NODE``'s NIC).
+
+Inputs: the transport's admission question for a message's first packet (:meth:`admit`), a
+whole message delivered to a local endpoint (:meth:`on_deliver`), a GRIM host record
+(:meth:`on_host`), a port closing. Outputs are :data:`GrimOut`: :class:`NicSend` (a message
+the NIC itself sends from ``NIC_PORT``) and :class:`ToPort` (a record for a port's host).
+
+A translation miss refuses the message like a port without receive buffers (NO_BUFFER: the
+sender backs off, GRIM 4.3.3) and asks the host for the translation (the "kernel" upcall of
+Fig 4.13); the host's answer fills the dynamic region and the caller resumes the port, which
+NACK-RESUMEs the stream. Field layouts are in :mod:`nicd.grimlink`.
+
+Invariants: the NIC writes only inside a registered segment, and for RM-V/RM-RV only inside
+the block a translation names; every remote-memory operation that reaches an endpoint ends in
+exactly one status back to its initiator (OK or why it was refused); a malformed registry
+request is a counted drop; a port's translations die with the port.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from nicd.amregistry import Registry
+from nicd.errors import BadPacket
+from nicd.grimlink import (
+    NIC_PORT,
+    NOTIFY_P,
+    READ_META,
+    ReplyKind,
+    RmFlags,
+    RmMapReq,
+    RmStatus,
+    RmStatusEvent,
+    RmUnmapReq,
+    RmXlateReply,
+    RmXlateReq,
+)
+from nicd.reliable import Admission
+from nicd.wire import MsgType
+from nicd.xlate import Translation, TranslationCache
+
+if TYPE_CHECKING:
+    from nicd.actions import Deliver
+    from nicd.gm import PortTable
+    from nicd.grimlink import GrimRecord
+    from nicd.wire import DataPacket
+
+__all__ = [
+    "DYNAMIC_ENTRIES",
+    "REGISTRY_NODE",
+    "STATIC_ENTRIES",
+    "GrimNic",
+    "GrimOut",
+    "NicSend",
+    "ToPort",
+    "reply_kind_status",
+]
+
+REGISTRY_NODE = 0  # whose NIC hosts the AM handler registry
+STATIC_ENTRIES = 32  # static translation-cache entries per port
+DYNAMIC_ENTRIES = 16  # dynamic (filled on miss) entries per port
+_WORD = struct.Struct("<I")  # notification words: 32-bit, little-endian (the hosts' order)
+_RM_TYPES = frozenset({MsgType.RM_WRITE_V, MsgType.RM_READ, MsgType.RM_READ_REPLY})
+_Pin = list[Translation | None]
+_StreamId = tuple[int, int, int]  # (src node, src port, dst port)
+
+
+@dataclass(slots=True)
+class NicSend:
+    """A message the NIC sends itself, from ``NIC_PORT``."""
+
+    dst_node: int
+    dst_port: int
+    msg_type: MsgType
+    payload: bytes
+    am_handler: int = 0
+    args: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+
+@dataclass(slots=True)
+class ToPort:
+    """A record for the host that owns local port ``port``."""
+
+    port: int
+    record: GrimRecord
+
+
+GrimOut = NicSend | ToPort
+
+
+def reply_kind_status(am_handler: int) -> tuple[ReplyKind, int]:
+    """Split an RM_READ_REPLY handler field into (kind, status)."""
+    return ReplyKind(am_handler >> 8 & 1), am_handler & 0xFF
+
+
+class GrimNic:
+    """GRIM interfaces of the NIC of node ``node_id`` (sans-IO)."""
+
+    def __init__(
+        self,
+        node_id: int,
+        ports: PortTable,
+        *,
+        static_entries: int = STATIC_ENTRIES,
+        dynamic_entries: int = DYNAMIC_ENTRIES,
+        max_message: int = 1 << 30,
+    ) -> None:
+        self.node_id = node_id
+        self.max_message = max_message
+        """The longest message the transport carries: a longer read is refused."""
+        self._ports = ports
+        self._static = static_entries
+        self._dynamic = dynamic_entries
+        self._caches: dict[int, TranslationCache] = {}
+        self._pinned: dict[_StreamId, _Pin] = {}
+        self._asking: set[tuple[int, int]] = set()  # (port, vaddr) upcalls outstanding
+        self._negative: set[tuple[int, int]] = set()  # host said: nothing there
+        self._upcalls: list[GrimOut] = []
+        self.registry = Registry() if node_id == REGISTRY_NODE else None
+        self.counts: Counter[str] = Counter()
+
+    # -- admission (transport hook) ---------------------------------------------------------
+
+    def admit(self, first: DataPacket) -> Admission | None:
+        """The verdict for a GRIM message, or None to leave it to the GM port table."""
+        if first.dst_port == NIC_PORT:
+            ok = self.registry is not None and first.msg_type is MsgType.AM_DATA
+            return Admission.OK if ok else Admission.NO_PORT
+        t = first.msg_type
+        if t not in _RM_TYPES and not (
+            t is MsgType.RM_WRITE_P and first.am_handler & RmFlags.RM_API
+        ):
+            return None
+        if self._ports.get(first.dst_port) is None:
+            return None  # the port table says NO_PORT
+        a = first.args
+        ranges: list[tuple[int, int]] = []
+        if t is MsgType.RM_WRITE_V:
+            ranges.append((a[0], first.msg_len))
+            if first.am_handler & RmFlags.NOTIFY:
+                ranges.append((a[1], 4))
+        elif t is MsgType.RM_READ:
+            ranges.append((a[0], a[1]))
+        elif t is MsgType.RM_READ_REPLY:
+            kind, status = reply_kind_status(first.am_handler)
+            if kind is ReplyKind.READ and status == 0:
+                ranges.append((a[0], first.msg_len))
+                if a[1]:
+                    ranges.append((a[1], 4))
+        return self._resolve(first, ranges)
+
+    def _resolve(self, first: DataPacket, ranges: list[tuple[int, int]]) -> Admission:
+        port = first.dst_port
+        cache = self._cache(port)
+        found: _Pin = []
+        missing: list[tuple[int, int]] = []
+        for vaddr, length in ranges:
+            t = cache.lookup(vaddr, 1)
+            if t is None and (port, vaddr) not in self._negative:
+                missing.append((vaddr, length))
+            found.append(t)
+        if missing:
+            for vaddr, length in missing:
+                if (port, vaddr) not in self._asking:
+                    self._asking.add((port, vaddr))
+                    self.counts["upcalls"] += 1
+                    self._upcalls.append(ToPort(port, RmXlateReq(vaddr, length)))
+            self.counts["refused_for_translation"] += 1
+            return Admission.NO_BUFFER
+        for vaddr, _ in ranges:
+            self._negative.discard((port, vaddr))
+        self._pinned[(first.src_node, first.src_port, port)] = found
+        return Admission.OK
+
+    def take_upcalls(self) -> list[GrimOut]:
+        """Translation requests raised by admissions since the last call."""
+        out, self._upcalls = self._upcalls, []
+        return out
+
+    # -- delivery ---------------------------------------------------------------------------
+
+    def on_deliver(self, d: Deliver) -> list[GrimOut] | None:
+        """Execute a whole GRIM message; None if ``d`` is not one (plain delivery)."""
+        t = d.msg_type
+        if d.port == NIC_PORT:
+            return self._registry(d)
+        if t is MsgType.RM_WRITE_V:
+            return self._write_v(d)
+        if t is MsgType.RM_WRITE_P:
+            return self._write_p(d) if d.am_handler & RmFlags.RM_API else None
+        if t is MsgType.RM_READ:
+            return self._read(d)
+        if t is MsgType.RM_READ_REPLY:
+            return self._read_reply(d)
+        return None
+
+    def _registry(self, d: Deliver) -> list[GrimOut]:
+        if self.registry is None:
+            self.counts["registry_not_here"] += 1
+            return []
+        try:
+            reply = self.registry.on_request(d.payload)
+        except BadPacket as exc:
+            self.counts[f"registry_drop_{exc.reason}"] += 1
+            return []
+        return [NicSend(d.src_node, d.src_port, MsgType.AM_DATA, reply)]
+
+    def _write_v(self, d: Deliver) -> list[GrimOut]:
+        vaddr, notify_vaddr, value, req = d.args
+        pin = self._pinned.pop((d.src_node, d.src_port, d.port), [])
+        data_t = pin[0] if pin else None
+        status, where = self._locate(d.port, data_t, vaddr, len(d.payload))
+        notify = None
+        if status is RmStatus.OK and d.am_handler & RmFlags.NOTIFY:
+            notify_t = pin[1] if len(pin) > 1 else None
+            nstatus, notify = self._locate(d.port, notify_t, notify_vaddr, 4)
+            status = RmStatus.BAD_NOTIFY if nstatus is not RmStatus.OK else status
+        if status is RmStatus.OK and where is not None:
+            where[:] = d.payload
+            if notify is not None:
+                _WORD.pack_into(notify, 0, value)
+            self.counts["rm_v_writes"] += 1
+        return [self._status(d, req, status, ReplyKind.WRITE)]
+
+    def _write_p(self, d: Deliver) -> list[GrimOut]:
+        region, offset, req, value = d.args
+        data = memoryview(d.payload)
+        notify = None
+        status = RmStatus.OK
+        if d.am_handler & RmFlags.NOTIFY:
+            if len(data) < NOTIFY_P.size:
+                status = RmStatus.BAD_NOTIFY
+            else:
+                nregion, noffset = NOTIFY_P.unpack_from(data)
+                data = data[NOTIFY_P.size :]
+                nstatus, notify = self._physical(d.port, nregion, noffset, 4)
+                status = RmStatus.BAD_NOTIFY if nstatus is not RmStatus.OK else status
+        dstatus, where = self._physical(d.port, region, offset, len(data))
+        if dstatus is not RmStatus.OK:
+            status = dstatus
+        if status is RmStatus.OK and where is not None:
+            where[:] = data
+            if notify is not None:
+                _WORD.pack_into(notify, 0, value)
+            self.counts["rm_p_writes"] += 1
+        return [self._status(d, req, status, ReplyKind.WRITE)]
+
+    def _read(self, d: Deliver) -> list[GrimOut]:
+        vaddr, length, reply_vaddr, req = d.args
+        pin = self._pinned.pop((d.src_node, d.src_port, d.port), [])
+        status, where = self._locate(d.port, pin[0] if pin else None, vaddr, length)
+        if len(d.payload) != READ_META.size:
+            status, where = RmStatus.BAD_NOTIFY, None
+        elif length > self.max_message:
+            status, where = RmStatus.OUT_OF_RANGE, None
+        if status is not RmStatus.OK or where is None:
+            return [self._status(d, req, status, ReplyKind.READ)]
+        notify_vaddr, value = READ_META.unpack(d.payload)
+        self.counts["rm_reads_served"] += 1
+        args = (reply_vaddr, notify_vaddr, req, value)
+        return [NicSend(d.src_node, d.src_port, MsgType.RM_READ_REPLY, bytes(where), 0, args)]
+
+    def _read_reply(self, d: Deliver) -> list[GrimOut]:
+        reply_vaddr, notify_vaddr, req, value = d.args
+        kind, status_code = reply_kind_status(d.am_handler)
+        if kind is ReplyKind.WRITE or status_code:
+            return [ToPort(d.port, RmStatusEvent(req, status_code))]
+        pin = self._pinned.pop((d.src_node, d.src_port, d.port), [])
+        status, where = self._locate(d.port, pin[0] if pin else None, reply_vaddr, len(d.payload))
+        notify = None
+        if status is RmStatus.OK and notify_vaddr:
+            nstatus, notify = self._locate(
+                d.port, pin[1] if len(pin) > 1 else None, notify_vaddr, 4
+            )
+            status = RmStatus.BAD_NOTIFY if nstatus is not RmStatus.OK else status
+        elif status is not RmStatus.OK:
+            status = RmStatus.BAD_REPLY
+        if status is RmStatus.OK and where is not None:
+            where[:] = d.payload
+            if notify is not None:
+                _WORD.pack_into(notify, 0, value)
+            self.counts["rm_read_replies_placed"] += 1
+        return [ToPort(d.port, RmStatusEvent(req, status))]
+
+    def _status(self, d: Deliver, req: int, status: RmStatus, kind: ReplyKind) -> NicSend:
+        if status is not RmStatus.OK:
+            self.counts[f"refused_{status.name.lower()}"] += 1
+        handler = int(kind) << 8 | int(status)
+        return NicSend(d.src_node, d.src_port, MsgType.RM_READ_REPLY, b"", handler, (0, 0, req, 0))
+
+    def _locate(
+        self, port: int, t: Translation | None, vaddr: int, length: int
+    ) -> tuple[RmStatus, memoryview | None]:
+        """Where ``[vaddr, vaddr + length)`` lives, through translation ``t``."""
+        if t is None:
+            return RmStatus.NO_TRANSLATION, None
+        if not t.covers(vaddr, length):
+            return RmStatus.OUT_OF_RANGE, None
+        return self._physical(port, t.region, t.offset + vaddr - t.vaddr, length)
+
+    def _physical(
+        self, port: int, region: int, offset: int, length: int
+    ) -> tuple[RmStatus, memoryview | None]:
+        state = self._ports.get(port)
+        memory = None if state is None else state.regions.get(region)
+        if memory is None:
+            return RmStatus.NO_REGION, None
+        if offset < 0 or length < 0 or offset + length > len(memory):
+            return RmStatus.OUT_OF_RANGE, None
+        return RmStatus.OK, memory[offset : offset + length]
+
+    # -- host records -----------------------------------------------------------------------
+
+    def on_host(self, port: int, record: GrimRecord) -> bool:
+        """A GRIM record from the host of ``port``; True if refused streams should resume
+        (a translation arrived). Records a host must not send are counted and ignored."""
+        cache = self._cache(port)
+        if isinstance(record, RmMapReq):
+            cache.program(Translation(record.vaddr, record.size, record.region, record.offset))
+            return False
+        if isinstance(record, RmUnmapReq):
+            cache.invalidate(record.vaddr)
+            return False
+        if isinstance(record, RmXlateReply):
+            self._asking.discard((port, record.asked))
+            if record.size:
+                t = Translation(record.vaddr, record.size, record.region, record.offset)
+                cache.fill(t)
+            else:
+                self._negative.add((port, record.asked))
+            return True
+        self.counts["host_misuse"] += 1
+        return False
+
+    def on_port_closed(self, port: int) -> None:
+        """Forget everything about ``port``."""
+        self._caches.pop(port, None)
+        self._asking = {k for k in self._asking if k[0] != port}
+        self._negative = {k for k in self._negative if k[0] != port}
+        self._pinned = {k: v for k, v in self._pinned.items() if k[2] != port}
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, object]:
+        """Counters and per-port translation-cache statistics, JSON-able."""
+        return {
+            "counts": dict(self.counts),
+            "xlate": {str(p): c.stats() for p, c in self._caches.items()},
+            "registry": None if self.registry is None else self.registry.stats(),
+        }
+
+    def _cache(self, port: int) -> TranslationCache:
+        cache = self._caches.get(port)
+        if cache is None:
+            cache = TranslationCache(static_entries=self._static, dynamic_entries=self._dynamic)
+            self._caches[port] = cache
+        return cache

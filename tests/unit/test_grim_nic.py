@@ -1,0 +1,300 @@
+"""GRIM on the NIC (nicd.grim through NicCore): RM-V/RM-P/RM-RV, the translation cache with
+host upcalls, statuses for every refusal, and the AM registry; two cores on a fake clock."""
+
+from __future__ import annotations
+
+import struct
+
+from nicd import hostlink as hl
+from nicd.actions import NicAction, ToHost, Transmit
+from nicd.amregistry import decode_reply, encode_request
+from nicd.config import NicConfig
+from nicd.grimlink import (
+    NIC_PORT,
+    NOTIFY_P,
+    READ_META,
+    RmFlags,
+    RmMapReq,
+    RmStatus,
+    RmStatusEvent,
+    RmUnmapReq,
+    RmXlateReply,
+    RmXlateReq,
+)
+from nicd.nic import NicCore
+from nicd.wire import MsgType
+
+ADDRS = {0: ("127.0.0.1", 1001), 1: ("127.0.0.1", 1002)}
+PORT = 3
+TICK = 0.001
+VBASE = 0x1000_0000
+
+
+class Pair:
+    """Two NICs, one host connection (conn 1, port 3) each, a fake clock, no loss."""
+
+    def __init__(self) -> None:
+        self.cores = [NicCore(NicConfig(n, "/tmp")) for n in (0, 1)]
+        self.now = 0.0
+        self.memory = [bytearray(4096), bytearray(4096)]
+        self.host: list[list[hl.HostRecord]] = [[], []]
+        self.kernel: list[dict[int, tuple[int, int, int]]] = [
+            {},
+            {},
+        ]  # vaddr -> (size, region, off)
+        for n, core in enumerate(self.cores):
+            core.set_routes(ADDRS)
+            core.on_host(1, hl.OpenReq(PORT), now=0.0)
+            core.on_host(1, hl.ProvideReq(16), now=0.0)
+            req = hl.RegisterReq(1, 4096, "seg")
+            assert core.on_register(1, req, memoryview(self.memory[n]), now=0.0) == [
+                ToHost(1, hl.Registered(1))
+            ]
+
+    def block(self, node: int, vaddr: int, size: int, offset: int, *, static: bool) -> None:
+        self.kernel[node][vaddr] = (size, 1, offset)
+        if static:
+            self.run(
+                node, self.cores[node].on_host(1, RmMapReq(vaddr, size, 1, offset), now=self.now)
+            )
+
+    def host_send(
+        self,
+        node: int,
+        dst_port: int,
+        msg_type: MsgType,
+        payload: bytes,
+        handler: int = 0,
+        args: tuple[int, int, int, int] = (0, 0, 0, 0),
+        dst: int | None = None,
+    ) -> None:
+        dst_node = 1 - node if dst is None else dst
+        req = hl.SendReq(1, dst_node, dst_port, payload, int(msg_type), handler, args)
+        self.run(node, self.cores[node].on_host(1, req, now=self.now))
+
+    def run(self, node: int, actions: list[NicAction], rounds: int = 200) -> None:
+        """Deliver everything until quiet, answering translation upcalls like a host."""
+        pending = [(node, a) for a in actions]
+        for _ in range(rounds):
+            while pending:
+                at, action = pending.pop(0)
+                if isinstance(action, Transmit):
+                    dst = 0 if action.addr == ADDRS[0] else 1
+                    pending += [
+                        (dst, a)
+                        for a in self.cores[dst].on_datagram(
+                            action.datagram, ADDRS[at], now=self.now
+                        )
+                    ]
+                elif isinstance(action, ToHost):
+                    rec = action.record
+                    self.host[at].append(rec)
+                    if isinstance(rec, RmXlateReq):
+                        pending += [
+                            (at, a)
+                            for a in self.cores[at].on_host(1, self._answer(at, rec), now=self.now)
+                        ]
+            self.now += TICK
+            for n, core in enumerate(self.cores):
+                pending += [(n, a) for a in core.flush(now=self.now)]
+            if not pending:  # autojump to the earliest timer
+                deadlines = [d for c in self.cores if (d := c.next_deadline()) is not None]
+                if deadlines:
+                    self.now = max(self.now, min(deadlines))
+            for n, core in enumerate(self.cores):
+                deadline = core.next_deadline()
+                if deadline is not None and deadline <= self.now:
+                    pending += [(n, a) for a in core.on_timer(now=self.now)]
+            if not pending and all(c.next_deadline() is None for c in self.cores):
+                return
+
+    def _answer(self, node: int, rec: RmXlateReq) -> RmXlateReply:
+        for vaddr, (size, region, off) in self.kernel[node].items():
+            if vaddr <= rec.vaddr < vaddr + size:
+                return RmXlateReply(rec.vaddr, vaddr, size, region, off)
+        return RmXlateReply(rec.vaddr, 0, 0, 0, 0)
+
+    def statuses(self, node: int) -> list[tuple[int, int]]:
+        return [(r.req_id, r.status) for r in self.host[node] if isinstance(r, RmStatusEvent)]
+
+    def xlate(self, node: int) -> dict[str, int]:
+        stats = self.cores[node].stats()["grim"]
+        assert isinstance(stats, dict)
+        return stats["xlate"][str(PORT)]  # type: ignore[no-any-return]
+
+
+def test_rm_v_static_hit_writes_data_and_notify_word_then_reports_ok() -> None:
+    p = Pair()
+    p.block(1, VBASE, 256, 0, static=True)
+    args = (VBASE + 10, VBASE + 200, 77, 5)
+    p.host_send(0, PORT, MsgType.RM_WRITE_V, b"hello", int(RmFlags.NOTIFY), args)
+    assert p.memory[1][10:15] == b"hello"
+    assert struct.unpack_from("<I", p.memory[1], 200)[0] == 77
+    assert p.statuses(0) == [(5, RmStatus.OK)]
+    assert p.xlate(1)["hits_static"] == 2
+    assert p.xlate(1)["misses"] == 0
+    assert not p.host[1]  # the target host was not involved
+
+
+def test_rm_v_miss_asks_the_host_once_fills_the_dynamic_region_and_then_hits() -> None:
+    p = Pair()
+    p.block(1, VBASE, 256, 512, static=False)
+    p.host_send(0, PORT, MsgType.RM_WRITE_V, b"abc", 0, (VBASE + 1, 0, 0, 9))
+    assert p.memory[1][513:516] == b"abc"
+    assert [r for r in p.host[1] if isinstance(r, RmXlateReq)] == [RmXlateReq(VBASE + 1, 3)]
+    assert p.statuses(0) == [(9, RmStatus.OK)]
+    p.host_send(0, PORT, MsgType.RM_WRITE_V, b"xyz", 0, (VBASE + 100, 0, 0, 10))
+    assert p.memory[1][612:615] == b"xyz"
+    x = p.xlate(1)
+    assert x["fills"] == 1
+    assert x["hits_dynamic"] >= 2
+    assert x["misses"] >= 1
+
+
+def test_unmap_makes_later_writes_fail_with_no_translation() -> None:
+    p = Pair()
+    p.block(1, VBASE, 64, 0, static=True)
+    del p.kernel[1][VBASE]
+    p.run(1, p.cores[1].on_host(1, RmUnmapReq(VBASE), now=p.now))
+    p.host_send(0, PORT, MsgType.RM_WRITE_V, b"no", 0, (VBASE, 0, 0, 3))
+    assert p.statuses(0) == [(3, RmStatus.NO_TRANSLATION)]
+    assert p.memory[1] == bytearray(4096)
+
+
+def test_refusals_report_their_reason_and_write_nothing() -> None:
+    p = Pair()
+    p.block(1, VBASE, 64, 0, static=True)
+    cases = [
+        (MsgType.RM_WRITE_V, b"x" * 8, 0, (VBASE + 60, 0, 0, 1), RmStatus.OUT_OF_RANGE),
+        (MsgType.RM_WRITE_V, b"x", 0, (VBASE + 4096, 0, 0, 2), RmStatus.NO_TRANSLATION),
+        (
+            MsgType.RM_WRITE_V,
+            b"x",
+            int(RmFlags.NOTIFY),
+            (VBASE, VBASE + 900, 1, 3),
+            RmStatus.BAD_NOTIFY,
+        ),
+        (MsgType.RM_WRITE_P, b"x", int(RmFlags.RM_API), (9, 0, 4, 0), RmStatus.NO_REGION),
+        (MsgType.RM_WRITE_P, b"x" * 8, int(RmFlags.RM_API), (1, 4090, 5, 0), RmStatus.OUT_OF_RANGE),
+        (
+            MsgType.RM_WRITE_P,
+            NOTIFY_P.pack(7, 0) + b"x",
+            int(RmFlags.RM_API | RmFlags.NOTIFY),
+            (1, 0, 6, 0),
+            RmStatus.BAD_NOTIFY,
+        ),
+        (
+            MsgType.RM_WRITE_P,
+            b"",
+            int(RmFlags.RM_API | RmFlags.NOTIFY),
+            (1, 0, 7, 0),
+            RmStatus.BAD_NOTIFY,
+        ),
+    ]
+    for msg_type, payload, flags, args, _ in cases:
+        p.host_send(0, PORT, msg_type, payload, flags, args)
+    assert p.statuses(0) == [
+        (c[3][3] if c[0] is MsgType.RM_WRITE_V else c[3][2], c[4]) for c in cases
+    ]
+    assert p.memory[1] == bytearray(4096)
+
+
+def test_rm_p_places_without_translation_and_sets_the_physical_notify_word() -> None:
+    p = Pair()
+    payload = NOTIFY_P.pack(1, 100) + b"phys"
+    p.host_send(
+        0,
+        PORT,
+        MsgType.RM_WRITE_P,
+        payload,
+        int(RmFlags.RM_API | RmFlags.NOTIFY),
+        (1, 40, 8, 0xDEADBEEF),
+    )
+    assert p.memory[1][40:44] == b"phys"
+    assert struct.unpack_from("<I", p.memory[1], 100)[0] == 0xDEADBEEF
+    assert p.statuses(0) == [(8, RmStatus.OK)]
+    assert p.xlate(1)["misses"] == 0
+    assert p.xlate(1)["hits"] == 0
+
+
+def test_rm_rv_read_fetches_remote_data_into_the_readers_block_with_notify() -> None:
+    p = Pair()
+    p.memory[1][300:310] = b"0123456789"
+    p.block(1, VBASE, 1024, 0, static=True)
+    p.block(0, VBASE, 1024, 0, static=False)  # the reply address misses at the reader
+    meta = READ_META.pack(VBASE + 900, 42)
+    p.host_send(0, PORT, MsgType.RM_READ, meta, 0, (VBASE + 302, 6, VBASE + 16, 11))
+    assert p.memory[0][16:22] == b"234567"
+    assert struct.unpack_from("<I", p.memory[0], 900)[0] == 42
+    assert p.statuses(0) == [(11, RmStatus.OK)]
+    assert p.xlate(0)["misses"] >= 1
+    assert p.xlate(0)["fills"] >= 1
+
+
+def test_rm_rv_refusals_at_the_target_and_at_the_reader() -> None:
+    p = Pair()
+    p.block(1, VBASE, 64, 0, static=True)
+    meta = READ_META.pack(0, 0)
+    p.host_send(0, PORT, MsgType.RM_READ, meta, 0, (VBASE + 60, 8, VBASE, 1))
+    p.host_send(0, PORT, MsgType.RM_READ, meta, 0, (VBASE + 999, 8, VBASE, 2))
+    p.host_send(0, PORT, MsgType.RM_READ, meta, 0, (VBASE, 8, VBASE + 5000, 3))  # reader: none
+    p.host_send(0, PORT, MsgType.RM_READ, b"short", 0, (VBASE, 8, VBASE, 4))
+    assert p.statuses(0) == [
+        (1, RmStatus.OUT_OF_RANGE),
+        (2, RmStatus.NO_TRANSLATION),
+        (3, RmStatus.BAD_REPLY),
+        (4, RmStatus.BAD_NOTIFY),
+    ]
+    assert p.memory[0] == bytearray(4096)
+
+
+def test_mpi_rendezvous_rm_write_p_keeps_its_meaning() -> None:
+    p = Pair()
+    p.host_send(0, PORT, MsgType.RM_WRITE_P, b"mpi", 0, (1, 8, 5, 6))
+    assert p.memory[1][8:11] == b"mpi"
+    assert hl.RmWriteEvent(0, PORT, 1, 8, 3, (1, 8, 5, 6)) in p.host[1]
+
+
+def test_registry_on_node_zero_assigns_ids_and_drops_garbage() -> None:
+    p = Pair()
+    p.host_send(1, NIC_PORT, MsgType.AM_DATA, encode_request("sync", 4, ["a", "b"]))
+    p.host_send(0, NIC_PORT, MsgType.AM_DATA, encode_request("sync", 5, ["b", "c"]), dst=0)
+    p.host_send(1, NIC_PORT, MsgType.AM_DATA, b"\xc1garbage")
+    replies = [
+        decode_reply(r.payload)
+        for n in (0, 1)
+        for r in p.host[n]
+        if isinstance(r, hl.RecvEvent) and r.src_port == NIC_PORT
+    ]
+    assert (4, {"a": 1, "b": 2}) in replies
+    assert (5, {"a": 1, "b": 2, "c": 3}) in replies
+    counts = p.cores[0].stats()["grim"]
+    assert isinstance(counts, dict)
+    assert counts["counts"]["registry_drop_registry_request"] == 1
+
+
+def test_registry_requests_to_another_node_fail_no_port() -> None:
+    p = Pair()
+    req = hl.SendReq(4, 1, NIC_PORT, b"x", int(MsgType.AM_DATA))
+    p.run(0, p.cores[0].on_host(1, req, now=p.now), rounds=2000)
+    errors = [r for r in p.host[0] if isinstance(r, hl.ErrorEvent)]
+    assert [e.reason for e in errors] == ["no_port"]
+
+
+def test_closing_a_port_forgets_its_translations() -> None:
+    p = Pair()
+    p.block(1, VBASE, 64, 0, static=True)
+    assert p.xlate(1)["static_entries"] == 1
+    p.cores[1].on_disconnect(1, now=p.now)
+    grim = p.cores[1].stats()["grim"]
+    assert isinstance(grim, dict)
+    assert str(PORT) not in grim["xlate"]
+
+
+def test_a_read_longer_than_the_transport_carries_is_refused() -> None:
+    p = Pair()
+    p.block(1, VBASE, 1024, 0, static=True)
+    p.block(0, VBASE, 1024, 0, static=True)
+    p.cores[1].grim.max_message = 4
+    p.host_send(0, PORT, MsgType.RM_READ, READ_META.pack(0, 0), 0, (VBASE, 6, VBASE, 12))
+    assert p.statuses(0) == [(12, RmStatus.OUT_OF_RANGE)]
