@@ -3,7 +3,8 @@
 A real NIC has its own processor; here nicd shares CPUs with busy hosts, so it is run at
 SCHED_FIFO where permitted (root or CAP_SYS_NICE; the kernel's RT throttling keeps 5 % for
 everyone else), or the hosts are niced instead (DESIGN §10: 0.2 ms vs 2-6 ms for a 16-node
-tree forward with busy hosts).
+tree forward with busy hosts). A host may also ask for a short time slice (`set_slice`), so
+that many busy hosts on few cores share them finely (the reduce-skew benchmark does).
 """
 
 from __future__ import annotations
