@@ -1,18 +1,35 @@
-"""CPU utilisation of Reduce under process skew (thesis 3.5, Figs 3.6-3.8), one run per call.
+"""Reduce under process skew and without it (thesis 3.5, Figs 3.6-3.10), three variants in one job.
 
-``emurun -np N python -m emucluster.bench.reduce_skew --variant ab --skew-us 1000 --out F``
-runs one configuration; ``--variant`` is ``ab`` (application bypass), ``nab`` (the host-based
-binomial reduce) or ``ireduce`` (``Ireduce`` before the catch-up, ``Wait`` after it). Per
-iteration, after a barrier: start; busy-loop a random skew in [0, max]; the reduce; busy-loop
-the catch-up (max skew + ``--bound-us``); stop. The paper's utilisation is elapsed - nominal
-skew - nominal catch-up (wall clock). Because many emulated nodes share few cores, each rank
-also reports the process CPU time outside its busy loops (``time.process_time``, with the CPU
-of signal-driven progress that ran inside a busy loop moved back out of it), which time
-slicing does not inflate. Busy loops count process CPU time, not wall time, for the same
-reason. Rank 0 writes JSON: parameters, environment, per-rank means and raw samples, summary.
+One emurun job measures every variant interleaved iteration by iteration, so their ratios come
+from the same run: ``ab`` (application bypass), ``nab`` (the host-based binomial reduce) and
+``ireduce`` (``Ireduce`` before the catch-up, ``Wait`` after it)::
+
+    emurun -np 16 python -m emucluster.bench.reduce_skew --skews 0 500 1000 --elements 4 32 \
+        --latency-elements 1 128 --out run.json
+
+CPU utilisation (Figs 3.6-3.8), per iteration after a barrier: start; busy-loop a random skew
+in [0, max]; the reduce; busy-loop the catch-up (max skew + ``--bound-us``, prolonged while an
+application-bypass reduction of this rank is still outstanding, see `_settle`); stop. The paper's
+utilisation is elapsed - nominal skew - nominal catch-up (wall clock). Because many emulated
+nodes share few cores, each rank also reports the process CPU time outside its busy loops
+(``time.process_time``, with the CPU of signal-driven progress that ran inside a busy loop moved
+back out of it), which time slicing does not inflate: comparisons are based on it. Busy loops
+count process CPU time, not wall time, for the same reason.
+
+Latency (Figs 3.9-3.10), the thesis's method: the one-way latency between the root and the
+*last node* (deepest in the tree) is measured by ping-pong; per iteration after a barrier the
+last node starts timing just before its reduce, the root sends a notification when its reduce
+completes, and the last node stops timing on its arrival and subtracts the one-way latency.
+
+Each host first asks the kernel for a short time slice (``--slice-us``, `launcher.tuning.
+set_slice`) so that many busy hosts on few cores share them finely (see the README). Rank 0
+writes JSON: parameters, environment (wait policy, nicd scheduling, slice), per-rank raw samples
+and the application-bypass counters.
 
 ``python -m emucluster.bench.reduce_skew sweep --out docs/figures/reduce_skew.json`` runs the
-variants over node counts and skews through emurun and draws ``reduce_skew.png``.
+jobs of every figure through emurun (repeated; medians of the per-repeat means; each job's
+result kept in ``--work`` so an interrupted sweep resumes), writes one JSON with the paper's
+factor beside the measured one and one PNG per figure (``plot FILE.json`` redraws them).
 """
 
 from __future__ import annotations
@@ -20,22 +37,36 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
+import socket
+import struct
 import subprocess
 import sys
-import tempfile
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["main"]
+__all__ = ["PAPER", "last_node", "main"]
 
-PAPER = {  # thesis 3.5.1 / seed 003: the factor of improvement (nab / ab) at 1000 us skew
-    "fig3.6_32_nodes_4_doubles": 5.1,
-    "fig3.7_32_nodes_4_doubles": 5.1,
-    "slides_16_nodes": 3.3,
-    "fig3.8_no_skew_32_nodes_128_doubles": 1.5,
-}
+VARIANTS = ("nab", "ab", "ireduce")
+PAPER: dict[str, dict[str, object]] = {
+    # The factor of improvement (nab / ab CPU utilisation) the thesis (32 nodes, Figs 3.6-3.8)
+    # and the slides (seed 003, 16 nodes) report; latency: the text of 3.5.2.
+    "fig3_6": {"what": "max factor nab/ab over skews 0-1000 us, 4 doubles",
+               "thesis_32_nodes": 5.1, "slides_16_nodes": 3.3},
+    "fig3_7": {"what": "factor nab/ab at 1000 us skew, grows with nodes (max at most nodes)",
+               "thesis_32_nodes": 5.1, "slides_16_nodes": 3.3},
+    "fig3_8": {"what": "factor nab/ab without skew, max at most nodes",
+               "thesis_32_nodes": 1.5, "slides_16_nodes": 1.18},
+    "fig3_9": {"what": "latency ab vs nab, 1 double: nearly equal up to 4 nodes, signal "
+                       "overhead visible from 8 nodes (no number given; target ab/nab <= 1.5)"},
+    "fig3_10": {"what": "latency ab vs nab over 1-128 doubles: the ab penalty stays about "
+                        "constant (no number given; target ab/nab <= 1.5)"},
+}  # fmt: skip
 
 
 def _busy_cpu(seconds: float) -> None:
@@ -52,61 +83,233 @@ def _async_cpu() -> float:
     return bypass.async_cpu_s if bypass is not None else 0.0
 
 
-def run_rank(args: argparse.Namespace) -> None:
-    """One rank's side of one configuration."""
-    from emucluster import MPI
+SETTLE_LIMIT_S = 1.0
 
-    comm = MPI.COMM_WORLD
-    rank, size = comm.rank, comm.size
-    rng = np.random.default_rng(args.seed * 1000 + rank)
-    data = np.full(args.elements, rank + 1.0)
-    out = np.zeros(args.elements)
-    skew_max = args.skew_us / 1e6
-    catch_up = skew_max + args.bound_us / 1e6
-    algorithm = "app-bypass" if args.variant == "ab" else "binomial"
-    wall: list[float] = []
-    cpu: list[float] = []
-    for i in range(args.warmup + args.iters):
-        comm.Barrier()
-        skew = float(rng.uniform(0, skew_max))
-        t0, c0, a0 = time.perf_counter(), time.process_time(), _async_cpu()
-        _busy_cpu(skew)
-        c1 = time.process_time()
-        if args.variant == "ireduce":
+
+def _settle() -> tuple[float, float, float]:
+    """Prolong the catch-up busy loop until no application-bypass reduction of this rank is
+    outstanding (thesis 3.5: the catch-up must be long enough to capture all asynchronous
+    processing; with many nodes time-sliced on few cores a nominal bound is not, and a late
+    child's packet would otherwise be combined, unmeasured, inside the next barrier). Returns
+    the CPU and wall seconds of the extra busy loop and the signal-driven CPU within it."""
+    from emucluster.mpi import appbypass
+
+    bypass = appbypass.active()
+    if bypass is None or not bypass.core.outstanding:
+        return 0.0, 0.0, 0.0
+    c0, t0, a0 = time.process_time(), time.perf_counter(), bypass.async_cpu_s
+    while bypass.core.outstanding and time.perf_counter() - t0 < SETTLE_LIMIT_S:
+        _busy_cpu(SETTLE_STEP_S)
+    return time.process_time() - c0, time.perf_counter() - t0, bypass.async_cpu_s - a0
+
+
+SETTLE_STEP_S = 50e-6
+
+
+def last_node(size: int, root: int = 0) -> int:
+    """The node furthest from ``root`` in the binomial tree (the highest rank among the
+    deepest)."""
+    from emucluster.coll.trees import binomial_parent
+
+    def depth(rank: int) -> int:
+        hops = 0
+        parent = binomial_parent(rank, root, size)
+        while parent is not None:
+            hops += 1
+            parent = binomial_parent(parent, root, size)
+        return hops
+
+    return max(range(size), key=lambda rank: (depth(rank), rank))
+
+
+class Rank:
+    """One rank's side of a job."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from emucluster import MPI
+
+        self.MPI = MPI
+        self.args = args
+        self.comm = MPI.COMM_WORLD
+        self.rank, self.size = self.comm.rank, self.comm.size
+        self.rng = np.random.default_rng(args.seed * 1000 + self.rank)
+
+    def reduce(self, variant: str, data: np.ndarray, out: np.ndarray,
+               between: float = 0.0) -> tuple[float, float]:  # fmt: skip
+        """One reduce of ``variant`` with a busy loop of ``between`` CPU seconds after it (for
+        ``ireduce``: between Ireduce and Wait); the process CPU times around that loop."""
+        comm, MPI = self.comm, self.MPI
+        if variant == "ireduce":
             request = comm.Ireduce(data, out, MPI.SUM, 0)
             c2 = time.process_time()
-            _busy_cpu(catch_up)
+            _busy_cpu(between)
             c3 = time.process_time()
             request.Wait()
         else:
-            comm.Reduce(data, out, MPI.SUM, 0, algorithm=algorithm)
+            comm.Reduce(
+                data, out, MPI.SUM, 0, algorithm="app-bypass" if variant == "ab" else "binomial"
+            )
             c2 = time.process_time()
-            _busy_cpu(catch_up)
+            _busy_cpu(between)
             c3 = time.process_time()
-        t1, c4 = time.perf_counter(), time.process_time()
-        if i >= args.warmup:
-            wall.append((t1 - t0 - skew - catch_up) * 1e6)
-            outside = (c4 - c0) - (c1 - c0) - (c3 - c2) + (_async_cpu() - a0)
-            cpu.append(outside * 1e6)
-    if rank == 0:
-        assert np.allclose(out, size * (size + 1) / 2)
-    samples = comm.gather({"rank": rank, "wall_us": wall, "cpu_us": cpu}, 0)
-    stats = comm.gather(_stats(), 0)
-    if rank != 0:
-        return
-    assert samples is not None
-    report = {
-        "parameters": vars(args) | {"nodes": size},
-        "environment": {k: v for k, v in os.environ.items() if k.startswith("EMU_")},
-        "ranks": samples,
-        "app_bypass": stats,
-        "summary": {
-            "utilisation_us": float(np.mean([np.mean(s["wall_us"]) for s in samples])),
-            "cpu_outside_busy_us": float(np.mean([np.mean(s["cpu_us"]) for s in samples])),
+        return c2, c3
+
+    def utilisation(self, skew_us: float, elements: int) -> dict[str, dict[str, list[float]]]:
+        """Figs 3.6-3.8: per variant, this rank's paper utilisation and CPU outside busy loops."""
+        args, comm = self.args, self.comm
+        data = np.full(elements, self.rank + 1.0)
+        out = np.zeros(elements)
+        skew_max = skew_us / 1e6
+        catch_up = skew_max + args.bound_us / 1e6
+        samples: dict[str, dict[str, list[float]]] = {
+            v: {"wall_us": [], "cpu_us": [], "settle_us": []} for v in args.variants
+        }
+        variants = list(args.variants)
+        for i in range(args.warmup + args.iters):
+            for k in range(len(variants)):
+                variant = variants[(i + k) % len(variants)]  # rotate: no variant always first
+                comm.Barrier()
+                skew = float(self.rng.uniform(0, skew_max))
+                t0, c0, a0 = time.perf_counter(), time.process_time(), _async_cpu()
+                _busy_cpu(skew)
+                c1 = time.process_time()
+                c2, c3 = self.reduce(variant, data, out, catch_up)
+                settle_cpu, settle_wall, settle_async = _settle()
+                t1, c4 = time.perf_counter(), time.process_time()
+                if i >= args.warmup:
+                    busy = (c1 - c0) + (c3 - c2) + settle_cpu
+                    outside = (c4 - c0) - busy + (_async_cpu() - a0)
+                    wall = t1 - t0 - skew - catch_up - settle_wall + settle_async
+                    cell = samples[variant]
+                    cell["wall_us"].append(round(wall * 1e6, 1))
+                    cell["cpu_us"].append(round(outside * 1e6, 1))
+                    cell["settle_us"].append(round(settle_cpu * 1e6, 1))
+                if self.rank == 0 and not np.allclose(out, self.size * (self.size + 1) / 2):
+                    raise AssertionError(f"{variant}: wrong result {out}")
+        return samples
+
+    def one_way(self, last: int, rounds: int = 50) -> float:
+        """Median one-way latency root <-> ``last`` of the notification message (seconds)."""
+        comm = self.comm
+        note = np.zeros(1)
+        times: list[float] = []
+        comm.Barrier()
+        for _ in range(rounds):
+            if self.rank == 0:
+                t0 = time.perf_counter()
+                comm.Send(note, last, tag=77)
+                comm.Recv(note, last, tag=77)
+                times.append((time.perf_counter() - t0) / 2)
+            elif self.rank == last:
+                comm.Recv(note, 0, tag=77)
+                comm.Send(note, 0, tag=77)
+        one_way = comm.bcast(float(np.median(times)) if times else 0.0, 0)
+        assert isinstance(one_way, float)
+        return one_way
+
+    def latency(self, elements: int) -> tuple[float, dict[str, list[float]]]:
+        """Figs 3.9-3.10: the one-way latency and, per variant, the last node's samples."""
+        args, comm = self.args, self.comm
+        last = last_node(self.size)
+        one_way = self.one_way(last)
+        data = np.full(elements, self.rank + 1.0)
+        out = np.zeros(elements)
+        note = np.zeros(1)
+        samples: dict[str, list[float]] = {v: [] for v in args.variants}
+        variants = list(args.variants)
+        for i in range(args.warmup + args.iters):
+            for k in range(len(variants)):
+                variant = variants[(i + k) % len(variants)]
+                comm.Barrier()
+                t0 = time.perf_counter()
+                self.reduce(variant, data, out)
+                if self.rank == 0:
+                    comm.Send(note, last, tag=78)
+                if self.rank == last:
+                    comm.Recv(note, 0, tag=78)
+                    if i >= args.warmup:
+                        samples[variant].append(
+                            round((time.perf_counter() - t0 - one_way) * 1e6, 1)
+                        )
+        return one_way, samples
+
+    def run(self) -> None:
+        args, comm = self.args, self.comm
+        util: list[dict[str, Any]] = []
+        for skew in args.skews:
+            for elements in args.elements:
+                samples = self.utilisation(skew, elements)
+                util.append({"skew_us": skew, "elements": elements, "samples": samples})
+        lat: list[dict[str, Any]] = []
+        for elements in args.latency_elements:
+            one_way, last_samples = self.latency(elements)
+            lat.append({"elements": elements, "one_way_us": one_way * 1e6, "samples": last_samples})
+        gathered = comm.gather((util, lat, _stats()), 0)
+        if self.rank != 0:
+            return
+        assert gathered is not None
+        report = {
+            "parameters": {k: v for k, v in vars(args).items() if k != "command"}
+            | {"nodes": self.size, "last_node": last_node(self.size)},
+            "environment": environment(args),
+            "utilisation": [
+                {
+                    "skew_us": u["skew_us"],
+                    "elements": u["elements"],
+                    "ranks": [g[0][j]["samples"] for g in gathered],
+                }
+                for j, u in enumerate(util)
+            ],
+            "latency": [
+                {
+                    "elements": x["elements"],
+                    "one_way_us": x["one_way_us"],
+                    "last_node_samples": gathered[last_node(self.size)][1][j]["samples"],
+                }
+                for j, x in enumerate(lat)
+            ],
+            "app_bypass": [g[2] for g in gathered],
+        }
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(report, f)
+
+
+def environment(args: argparse.Namespace) -> dict[str, object]:
+    """What decides the timings: wait policy, nicd scheduling, host slice, machine."""
+    return {
+        "EMU": {
+            k: v
+            for k, v in os.environ.items()
+            if k.startswith("EMU_") and "SOCKET" not in k and "DIR" not in k and "JOB" not in k
         },
+        "wait_policy": os.environ.get("EMU_WAIT", "hybrid"),
+        "nicd_scheduling": _nicd_scheduling(),
+        "host_slice_us": args.slice_us or "kernel default",
+        "cpus": len(os.sched_getaffinity(0)),
+        "host_cpus": sorted(os.sched_getaffinity(0)),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
     }
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(report, f)
+
+
+def _nicd_scheduling() -> str:
+    """This node's nicd scheduling policy (its pid from the PCI socket's peer credentials)."""
+    from emucluster.mpi import runtime
+
+    try:
+        with socket.fromfd(
+            runtime.engine().port.fileno(), socket.AF_UNIX, socket.SOCK_SEQPACKET
+        ) as sock:
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid = struct.unpack("3i", creds)[0]
+        policy = os.sched_getscheduler(pid)
+        priority = os.sched_getparam(pid).sched_priority
+    except (OSError, AttributeError) as exc:
+        return f"unknown ({exc})"
+    names = {os.SCHED_FIFO: "SCHED_FIFO", os.SCHED_RR: "SCHED_RR", os.SCHED_OTHER: "SCHED_OTHER"}
+    return (
+        f"{names.get(policy, str(policy))} {priority}, nice {os.getpriority(os.PRIO_PROCESS, pid)}"
+    )
 
 
 def _stats() -> dict[str, object]:
@@ -116,80 +319,290 @@ def _stats() -> dict[str, object]:
     return dict(stats) if isinstance(stats, dict) else {}
 
 
+# -- the sweep ------------------------------------------------------------------------------
+
+
+ATTEMPTS = 3
+"""A job that fails (a loaded machine can delay a host's start past the peers' patience) is
+run again, up to this many times."""
+
+
+def _job(nodes: int, args: argparse.Namespace, skews: list[float], elements: list[int],
+         latency_elements: list[int], name: str) -> dict[str, Any]:  # fmt: skip
+    """One emurun job; its result is kept in ``args.work`` so an interrupted sweep resumes."""
+    os.makedirs(args.work, exist_ok=True)
+    path = os.path.join(args.work, f"{name}.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            cached: dict[str, Any] = json.load(f)
+        return cached
+    cmd = [sys.executable, "-m", "launcher.cli", "-np", str(nodes), "-q", "--timeout", "3600",
+           "--nicd-args", "--dead-peer-s 30",
+           sys.executable, "-m", "emucluster.bench.reduce_skew",
+           "--iters", str(args.iters), "--warmup", str(args.warmup),
+           "--bound-us", str(args.bound_us), "--slice-us", str(args.slice_us),
+           "--seed", str(args.seed), "--out", path + ".part",
+           "--skews", *map(str, skews), "--elements", *map(str, elements),
+           "--latency-elements", *map(str, latency_elements)]  # fmt: skip
+    for attempt in range(1, ATTEMPTS + 1):
+        started = time.monotonic()
+        done = subprocess.run(cmd, check=False, env={**os.environ, "EMU_WAIT": args.wait})
+        if done.returncode == 0:
+            break
+        print(f"{name}: attempt {attempt} failed ({done.returncode})", flush=True)
+    else:
+        raise RuntimeError(f"{name}: {ATTEMPTS} attempts failed")
+    with open(path + ".part", encoding="utf-8") as f:
+        result: dict[str, Any] = json.load(f)
+    result["job_seconds"] = round(time.monotonic() - started, 1)
+    result["attempts"] = attempt
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(result, f)
+    os.unlink(path + ".part")
+    return result
+
+
 def sweep(args: argparse.Namespace) -> None:
-    """Run the variants over node counts (Fig 3.7) and skews (Fig 3.6); write JSON and PNG."""
-    runs: list[dict[str, Any]] = []
-    configs = [(n, args.skew_us) for n in args.nodes] + [
-        (args.nodes[-1], s) for s in args.skews if s != args.skew_us
-    ]
-    for nodes, skew in configs:
-        for variant in ("nab", "ab", "ireduce"):
-            with tempfile.NamedTemporaryFile(suffix=".json", dir="/tmp") as tmp:
-                cmd = [sys.executable, "-m", "launcher.cli", "-np", str(nodes), "-q",
-                       "--timeout", "600", sys.executable, "-m", "emucluster.bench.reduce_skew",
-                       "--variant", variant, "--skew-us", str(skew), "--iters", str(args.iters),
-                       "--elements", str(args.elements), "--out", tmp.name]  # fmt: skip
-                subprocess.run(cmd, check=True, env={**os.environ, "EMU_WAIT": args.wait})
-                with open(tmp.name, encoding="utf-8") as f:
-                    result = json.load(f)
-            summary = result["summary"]
-            print(f"nodes={nodes} skew={skew} {variant}: utilisation "
-                  f"{summary['utilisation_us']:.0f} us, CPU outside busy loops "
-                  f"{summary['cpu_outside_busy_us']:.0f} us", flush=True)  # fmt: skip
-            runs.append({"nodes": nodes, "skew_us": skew, "variant": variant, **result})
-    report = {"paper_factors": PAPER, "wait_policy": args.wait, "runs": runs,
-              "command": " ".join(sys.argv)}  # fmt: skip
+    """Every figure's jobs, ``--repeats`` times; JSON with the summary, one PNG per figure."""
+    jobs: list[dict[str, Any]] = []
+    big = max(args.nodes)
+    for repeat in range(args.repeats):
+        for nodes in args.nodes:
+            skews = sorted({0.0, args.skew_us, *(args.skews if nodes == big else [])})
+            latency = args.latency_elements if nodes == big else [1]
+            result = _job(nodes, args, skews, args.elements, latency, f"n{nodes}_r{repeat}")
+            result["repeat"] = repeat
+            jobs.append(result)
+            print(f"repeat {repeat} nodes {nodes}: {result['job_seconds']} s", flush=True)
+    for nodes in args.extra_nodes:  # e.g. 32: Fig 3.7/3.8 at 4 doubles, once, if it runs
+        try:
+            result = _job(nodes, args, [0.0, args.skew_us], [args.elements[0]], [1], f"n{nodes}")
+        except RuntimeError as exc:
+            print(f"{nodes} nodes did not run: {exc}", flush=True)
+            continue
+        result["repeat"] = 0
+        jobs.append(result)
+        print(f"nodes {nodes}: {result['job_seconds']} s", flush=True)
+    summary = summarise(jobs, args)
+    report = {
+        "command": " ".join(["python -m emucluster.bench.reduce_skew", *sys.argv[1:]]),
+        "paper": PAPER,
+        "summary": summary,
+        "jobs": jobs,
+    }
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(report, f)
-    _plot(report, args.out.removesuffix(".json") + ".png", args.skew_us, args.nodes[-1])
+    stem = args.out.removesuffix(".json")
+    plot(summary, stem)
+    print(json.dumps(summary["factors"], indent=1))
 
 
-def _plot(report: dict[str, Any], path: str, skew: float, nodes: int) -> None:
+def _cell(samples: list[dict[str, dict[str, list[float]]]], variant: str, key: str) -> float:
+    """Mean over ranks and iterations (the paper's average over nodes)."""
+    return float(np.mean([np.mean(rank[variant][key]) for rank in samples]))
+
+
+def summarise(jobs: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+    """Medians over repeats of each (nodes, skew, elements, variant) mean; factors nab/ab."""
+    util: dict[tuple[int, float, int, str], dict[str, list[float]]] = {}
+    lat: dict[tuple[int, int, str], list[float]] = {}
+    for job in jobs:
+        nodes = job["parameters"]["nodes"]
+        for u in job["utilisation"]:
+            for variant in job["parameters"]["variants"]:
+                cell = util.setdefault((nodes, u["skew_us"], u["elements"], variant),
+                                       {"cpu_us": [], "wall_us": [], "settle_us": []})  # fmt: skip
+                for key in cell:
+                    if key in u["ranks"][0][variant]:
+                        cell[key].append(_cell(u["ranks"], variant, key))
+        for x in job["latency"]:
+            for variant, samples in x["last_node_samples"].items():
+                lat.setdefault((nodes, x["elements"], variant), []).append(float(np.mean(samples)))
+    rows = [
+        {"nodes": n, "skew_us": s, "elements": e, "variant": v,
+         "cpu_outside_busy_us": float(np.median(c["cpu_us"])),
+         "utilisation_us": float(np.median(c["wall_us"])), "repeats": c["cpu_us"],
+         "settle_us": float(np.median(c["settle_us"])) if c["settle_us"] else 0.0}
+        for (n, s, e, v), c in sorted(util.items())
+    ]  # fmt: skip
+    lat_rows = [
+        {"nodes": n, "elements": e, "variant": v, "latency_us": float(np.median(m)), "repeats": m}
+        for (n, e, v), m in sorted(lat.items())
+    ]
+
+    def cpu(n: int, s: float, e: int, v: str) -> float | None:
+        c = util.get((n, s, e, v))
+        return float(np.median(c["cpu_us"])) if c else None
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return round(a / b, 2) if a is not None and b else None
+
+    big = max(args.nodes)
+    skews = sorted({s for (_, s, _, _) in util})
+    nodes = sorted({n for (n, _, _, _) in util})
+    factors: dict[str, Any] = {
+        "fig3_6": {f"{e} doubles": {f"{s:g} us": ratio(cpu(big, s, e, "nab"), cpu(big, s, e, "ab"))
+                                     for s in skews if cpu(big, s, e, "ab") is not None}
+                   for e in args.elements},
+        "fig3_7": {f"{e} doubles": {f"{n} nodes": ratio(cpu(n, args.skew_us, e, "nab"),
+                                                        cpu(n, args.skew_us, e, "ab"))
+                                     for n in nodes if cpu(n, args.skew_us, e, "ab") is not None}
+                   for e in args.elements},
+        "fig3_8": {f"{e} doubles": {f"{n} nodes": ratio(cpu(n, 0.0, e, "nab"), cpu(n, 0.0, e, "ab"))
+                                     for n in nodes if cpu(n, 0.0, e, "ab") is not None}
+                   for e in args.elements},
+    }  # fmt: skip
+
+    def latency(n: int, e: int, v: str) -> float | None:
+        m = lat.get((n, e, v))
+        return float(np.median(m)) if m else None
+
+    lat_nodes = sorted({n for (n, _, _) in lat})
+    factors["fig3_9"] = {
+        "ab/nab latency, 1 double": {
+            f"{n} nodes": ratio(latency(n, 1, "ab"), latency(n, 1, "nab")) for n in lat_nodes
+        }
+    }
+    factors["fig3_10"] = {f"ab/nab latency, {big} nodes": {
+        f"{e} doubles": ratio(latency(big, e, "ab"), latency(big, e, "nab"))
+        for e in args.latency_elements}}  # fmt: skip
+    return {"utilisation": rows, "latency": lat_rows, "factors": factors, "fixed_nodes": big,
+            "max_skew_us": args.skew_us}  # fmt: skip
+
+
+# -- figures --------------------------------------------------------------------------------
+
+STYLE = {"nab": ("o-", "tab:red"), "ab": ("s-", "tab:blue"), "ireduce": ("^--", "tab:gray")}
+SIZE_ALPHA = {0: 1.0, 1: 0.7, 2: 0.45}
+
+
+def plot(summary: dict[str, Any], stem: str) -> None:
+    """One PNG per figure, drawn like the thesis's: (a) the metric, (b) the factor."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    for ax, key, fixed, label in (
-        (axes[0], "skew_us", ("nodes", nodes), f"max skew (us), {nodes} nodes"),
-        (axes[1], "nodes", ("skew_us", skew), f"nodes, {skew:.0f} us max skew"),
-    ):
-        for variant, style in (("nab", "o-"), ("ab", "s-"), ("ireduce", "^--")):
-            rows = sorted((r[key], r["summary"]["cpu_outside_busy_us"]) for r in report["runs"]
-                          if r["variant"] == variant and r[fixed[0]] == fixed[1])  # fmt: skip
-            if rows:
-                xs, ys = zip(*rows, strict=True)
-                ax.plot(xs, ys, style, label=variant)
-        ax.set_xlabel(label)
+    rows = summary["utilisation"]
+    big, max_skew = summary["fixed_nodes"], summary["max_skew_us"]
+    elements = sorted({r["elements"] for r in rows})
+    figures: tuple[tuple[str, str, Callable[[dict[str, Any]], bool], str, str, str], ...] = (
+        ("fig3_6", "skew_us", lambda r: r["nodes"] == big, f"maximum skew (us), {big} nodes",
+         f"Fig 3.6: CPU utilisation vs skew, {big} nodes",
+         "paper: max factor 3.3 (16 nodes, slides), 5.1 (32 nodes), 4 doubles at 1000 us"),
+        ("fig3_7", "nodes", lambda r: r["skew_us"] == max_skew, f"nodes, {max_skew:g} us max skew",
+         "Fig 3.7: CPU utilisation vs nodes at maximal skew",
+         "paper: factor 3.3 at 16 nodes (slides), 5.1 at 32, growing with nodes"),
+        ("fig3_8", "nodes", lambda r: r["skew_us"] == 0, "nodes, no skew",
+         "Fig 3.8: CPU utilisation without skew",
+         "paper: max factor 1.18 (16 nodes, slides), 1.5 (32 nodes, 128 doubles)"),
+    )  # fmt: skip
+    for name, x, keep, xlabel, title, paper in figures:
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.6))
+        for j, e in enumerate(elements):
+            cells = {(r[x], r["variant"]): r["cpu_outside_busy_us"] for r in rows
+                     if keep(r) and r["elements"] == e}  # fmt: skip
+            xs = sorted({k[0] for k in cells})
+            for variant, (style, color) in STYLE.items():
+                ys = [cells.get((v, variant)) for v in xs]
+                if any(y is not None for y in ys):
+                    ax.plot(xs, ys, style, color=color, alpha=SIZE_ALPHA.get(j, 0.3),
+                            label=f"{variant}-{e}")  # fmt: skip
+            fx = [v for v in xs if cells.get((v, "ab")) and (v, "nab") in cells]
+            bx.plot(fx, [cells[(v, "nab")] / cells[(v, "ab")] for v in fx], "s-", color="tab:blue",
+                    alpha=SIZE_ALPHA.get(j, 0.3), label=f"{e} doubles")  # fmt: skip
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("CPU outside busy loops per reduce (us)")
+        ax.set_title(f"(a) {title}", fontsize=10)
         ax.grid(alpha=0.3)
-        ax.legend()
-    axes[0].set_title("like Fig 3.6 (paper: factor 5.1 at 32 nodes, 3.3 at 16)")
-    axes[1].set_title("like Fig 3.7 (paper: factor grows with nodes)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+        ax.legend(fontsize=7, ncol=3)
+        bx.axhline(1.0, color="black", linewidth=0.8)
+        paper_factor = {"fig3_6": 3.3, "fig3_7": 3.3, "fig3_8": 1.18}[name]
+        bx.axhline(
+            paper_factor, color="tab:green", linestyle=":", label=f"paper 16 nodes: {paper_factor}"
+        )
+        bx.set_xlabel(xlabel)
+        bx.set_ylabel("factor of improvement (nab / ab)")
+        bx.set_title(f"(b) {paper}", fontsize=8)
+        bx.grid(alpha=0.3)
+        bx.legend(fontsize=8)
+        if x == "nodes":
+            for a in (ax, bx):
+                a.set_xscale("log", base=2)
+        fig.tight_layout()
+        fig.savefig(f"{stem}_{name}.png", dpi=100)
+        plt.close(fig)
+    lat = summary["latency"]
+    for name, x, keep, xlabel, title in (
+        ("fig3_9", "nodes", lambda r: r["elements"] == 1, "nodes",
+         "Fig 3.9: latency, 1 double, no skew"),
+        ("fig3_10", "elements", lambda r: r["nodes"] == big, "doubles",
+         f"Fig 3.10: latency, {big} nodes, no skew"),
+    ):  # fmt: skip
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.6))
+        cells = {(r[x], r["variant"]): r["latency_us"] for r in lat if keep(r)}
+        xs = sorted({k[0] for k in cells})
+        for variant, (style, color) in STYLE.items():
+            ys = [cells.get((v, variant)) for v in xs]
+            ax.plot(xs, ys, style, color=color, label=variant)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("reduce latency at the last node (us)")
+        ax.set_title(f"(a) {title}", fontsize=10)
+        bx.plot(xs, [cells[(v, "ab")] / cells[(v, "nab")] for v in xs], "s-", color="tab:blue",
+                label="ab / nab")  # fmt: skip
+        bx.axhline(1.0, color="black", linewidth=0.8)
+        bx.axhline(1.5, color="tab:green", linestyle=":", label="target 1.5")
+        bx.set_title("(b) paper: ab = nab up to 4 nodes, signal overhead from 8 nodes, about "
+                     "constant over sizes", fontsize=8)  # fmt: skip
+        bx.set_xlabel(xlabel)
+        bx.set_ylabel("latency ratio ab / nab")
+        for a in (ax, bx):
+            a.set_xscale("log", base=2)
+            a.grid(alpha=0.3)
+            a.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(f"{stem}_{name}.png", dpi=100)
+        plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: one configuration under emurun, or ``sweep``."""
+    """Entry point: one job under emurun, or ``sweep``."""
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m emucluster.bench.reduce_skew")
-    parser.add_argument("--variant", choices=("ab", "nab", "ireduce"), default="ab")
-    parser.add_argument("--skew-us", type=float, default=1000.0)
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    parser.add_argument("--skews", type=float, nargs="*", default=[0.0, 1000.0],
+                        help="maximum skews (us); a sweep: those of the most nodes")  # fmt: skip
+    parser.add_argument("--skew-us", type=float, default=1000.0, help="sweep: Fig 3.7's skew")
     parser.add_argument("--bound-us", type=float, default=2000.0, help="latency bound")
-    parser.add_argument("--elements", type=int, default=4, help="doubles per reduce")
-    parser.add_argument("--iters", type=int, default=200)
-    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--elements", type=int, nargs="*", default=[4, 32, 128], help="doubles")
+    parser.add_argument("--latency-elements", type=int, nargs="*", default=[1])
+    parser.add_argument("--iters", type=int, default=40)
+    parser.add_argument("--warmup", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--slice-us", type=float, default=100.0,
+                        help="host time slice asked of the kernel (0: default)")  # fmt: skip
     parser.add_argument("--out", default="reduce_skew.json")
     parser.add_argument("--nodes", type=int, nargs="+", default=[2, 4, 8, 16])
-    parser.add_argument("--skews", type=float, nargs="+", default=[0, 250, 500, 1000])
+    parser.add_argument("--extra-nodes", type=int, nargs="*", default=[])
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--wait", default="spin", choices=("spin", "block", "hybrid"))
+    parser.add_argument("--work", default="/tmp/reduce_skew_jobs", help="sweep: job results")
     if argv and argv[0] == "sweep":
         sweep(parser.parse_args(argv[1:]))
-    else:
-        run_rank(parser.parse_args(argv))
+        return
+    if argv and argv[0] == "plot":  # redraw the figures of a sweep's JSON
+        with open(argv[1], encoding="utf-8") as f:
+            plot(json.load(f)["summary"], argv[1].removesuffix(".json"))
+        return
+    args = parser.parse_args(argv)
+    if args.slice_us > 0:
+        from launcher.tuning import set_slice
+
+        problem = set_slice(0, args.slice_us / 1e6)
+        if problem is not None:
+            print(f"reduce_skew: {problem}; kernel default slice", file=sys.stderr)
+            args.slice_us = 0.0
+    Rank(args).run()
 
 
 if __name__ == "__main__":

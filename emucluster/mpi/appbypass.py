@@ -196,31 +196,37 @@ class Bypass:
         """Outside the library: run the progress engine, then acknowledge or disable."""
         self.counters["signal_runs"] += 1
         started = time.process_time()
+        self.owe_ack = False  # a signal from now on is owed anew (it defers: we are inside)
         while self.engine.poll():
             pass
         if self.core.outstanding:
-            self._set_signals(True)
+            self._set_signals(True, ack=True)
         else:
             self._set_signals(False)
-        self.owe_ack = False
         self.async_cpu_s += time.process_time() - started
 
-    def _set_signals(self, enabled: bool) -> None:
+    def _set_signals(self, enabled: bool, *, ack: bool = False) -> None:
+        """Enable (acknowledging the last signal) or disable signals at the NIC. The owed
+        acknowledgement is settled *before* the record goes out: the NIC may raise a signal
+        for a packet this side has not seen yet as soon as it reads the record, and that
+        signal (deferred, we are inside the library) must stay owed, or its packet would wait
+        unprocessed until the program next enters MPI."""
         port = self.engine.port
         if enabled:
-            if self.signals_on and not self.owe_ack:
+            if self.signals_on and not self.owe_ack and not ack:
                 return
             self._ensure_handlers()
+            self.owe_ack = False
             port.enable_signals(self.seen)
             self.counters["enables"] += 1
             self.signals_on = True
         else:
             if not self.signals_on:
                 return
+            self.owe_ack = False
             port.disable_signals()
             self.counters["disables"] += 1
             self.signals_on = False
-        self.owe_ack = False
 
     # -- sends ------------------------------------------------------------------------------
 

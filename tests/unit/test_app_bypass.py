@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import signal
+import sys
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
+
 import pytest
 
 from emucluster import coll
@@ -14,7 +19,11 @@ from emucluster.coll.app_bypass import (
     reduce_app_bypass,
 )
 from emucluster.coll.binomial import reduce_binomial
+from emucluster.mpi import appbypass
 from emucluster.mpi.collctx import simulate
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class Sum:
@@ -127,3 +136,55 @@ def test_without_the_service_it_is_the_binomial_reduce(size: int) -> None:
 def test_registered_under_its_reserved_name() -> None:
     assert coll.get("reduce", environ={"EMU_REDUCE": "app-bypass"}) is reduce_app_bypass
     assert "app-bypass" in coll.choices("reduce")
+
+
+class FakePort:
+    """The signal controls of a Port; ``on_enable`` runs while the enable record goes out."""
+
+    def __init__(self) -> None:
+        self.records: list[str] = []
+        self.on_enable: Callable[[], None] | None = None
+
+    def enable_signals(self, seen: int) -> None:
+        self.records.append(f"enable {seen}")
+        if self.on_enable is not None:
+            self.on_enable()
+
+    def disable_signals(self) -> None:
+        self.records.append("disable")
+
+
+class FakeEngine:
+    def __init__(self) -> None:
+        self.port = FakePort()
+        self.core = SimpleNamespace(eager_limit=16287)
+        self.hooks: dict[int, object] = {}
+
+    def poll(self) -> bool:
+        return False
+
+
+def test_a_signal_raised_while_enabling_stays_owed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The NIC may signal as soon as it reads the enable record (a packet arrived that the
+    host has not seen); the handler then runs inside the library and defers. That signal must
+    stay owed, so the retry processes the packet: otherwise it would wait, unprocessed, until
+    the program next calls MPI (the lost wake-up the benchmark found)."""
+    timers: list[float] = []
+    monkeypatch.setattr(appbypass.signal, "signal", lambda *args: None)
+    monkeypatch.setattr(appbypass.signal, "setitimer", lambda which, s: timers.append(s))
+    engine = FakeEngine()
+    bypass = appbypass.Bypass(engine)  # type: ignore[arg-type]
+    desc, _ = bypass.core.start(K1, b"1", Sum(), source=4, parent=0, parent_node=0,
+                                parent_is_root=True, children=[5])  # fmt: skip
+    # The handler interrupts Bypass._set_signals (two frames up): inside the library.
+    engine.port.on_enable = lambda: bypass._on_signal(signal.SIGUSR1, sys._getframe(2))
+    bypass.execute(bypass.core.leave(desc))
+    engine.port.on_enable = None
+    assert bypass.counters["signals_deferred"] == 1
+    assert bypass.owe_ack
+    assert timers == [appbypass.RETRY_S]
+    bypass._on_retry(signal.SIGALRM, None)  # the retry, outside the library
+    assert bypass.counters["retries"] == 1
+    assert bypass.counters["signal_runs"] == 1
+    assert engine.port.records == ["enable 0", "enable 0"]  # acknowledged: signals re-armed
+    assert not bypass.owe_ack

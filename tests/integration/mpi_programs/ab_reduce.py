@@ -4,13 +4,16 @@
 a non-commutative user Op, objects, several communicators, then exit with reductions still
 outstanding; every rank prints ``ab ok <rank> <json counters>``.
 ``ab_reduce.py late``: 4+ ranks; rank 2 (internal, child 3) returns from Reduce before 3 sends,
-then busy-loops without calling MPI until the signal path has combined 3's late message; prints
-``late ok <rank> <json counters>``.
+then busy-loops without calling MPI until the signal path has combined 3's late message; then,
+with nothing outstanding at 2, 3's packet of the next reduce arrives early while 2 computes
+outside MPI: it raises no signal and waits in the unexpected queue until 2's Reduce consumes
+it; prints ``late ok <rank> <json counters>``.
 """
 
 from __future__ import annotations
 
 import json
+import select
 import sys
 import time
 
@@ -138,6 +141,13 @@ def correct(seed: int) -> None:
     print(f"ab ok {rank} {json.dumps(counters())}", flush=True)
 
 
+def reduce_checked(data: np.ndarray, out: np.ndarray) -> None:
+    """An application-bypass Reduce to root 0, its sum checked there."""
+    comm.Reduce(data, out, MPI.SUM, 0, algorithm=AB)
+    if rank == 0:
+        assert out[0] == size * (size + 1) / 2, out
+
+
 def late() -> None:
     """Rank 2 is internal with child 3 (root 0); 3 sends only after 2 has left Reduce."""
     data = np.array([rank + 1.0])
@@ -166,9 +176,40 @@ def late() -> None:
         assert comm.recv(source=2, tag=7) == "returned"
         comm.Reduce(data, out, MPI.SUM, 0, algorithm=AB)
     else:
+        reduce_checked(data, out)
+    comm.Barrier()
+    # Nothing outstanding at 2 now: 3's packet of the next reduce reaches 2's host while 2
+    # computes outside MPI (2 watches its NIC socket become readable without taking anything
+    # in); no signal is raised, and 2's Reduce then combines the waiting packet.
+    if rank == 2:
+        comm.send("idle", 3, tag=8)
+        assert comm.recv(source=3, tag=8) == "ready"
+        before = counters()
+        assert before["outstanding"] == 0, before
+        assert not before["signals_enabled"], before
+        nic = appbypass.active().engine.port.fileno()  # type: ignore[union-attr]
+        deadline = time.monotonic() + WAIT_S
+        while not select.select([nic], [], [], 0)[0] and time.monotonic() < deadline:
+            busy(200)
+        busy(100_000)  # time for a signal, if the NIC raised one
+        idle = counters()
+        assert idle["signals"] == before["signals"], (before, idle)
+        assert idle["seen"] == before["seen"], (before, idle)  # nothing was taken in
         comm.Reduce(data, out, MPI.SUM, 0, algorithm=AB)
-        if rank == 0:
-            assert out[0] == size * (size + 1) / 2, out
+        after = counters()
+        arrived = ("early", "expected")
+        assert sum(after[k] - before[k] for k in arrived) == 1, (before, after)  # type: ignore[operator]
+        assert after["late"] == before["late"], after
+        assert after["signals"] == before["signals"], after
+        assert after["outstanding"] == 0, after
+        assert not after["signals_enabled"], after
+    elif rank == 3:
+        assert comm.recv(source=2, tag=8) == "idle"
+        comm.send("ready", 2, tag=8)
+        busy(20_000)
+        comm.Reduce(data, out, MPI.SUM, 0, algorithm=AB)
+    else:
+        reduce_checked(data, out)
     comm.Barrier()
     stats = counters()
     if rank in (0, 1, 3):  # the root and leaves never enable signals or get any
