@@ -86,6 +86,8 @@ class McastStats:
     data_sent: int = 0
     """Packets put on the link to a child for the first time (one per child per packet)."""
     retransmissions: int = 0
+    retransmissions_to: Counter[int] = field(default_factory=Counter)
+    """Retransmissions by child node."""
     timeouts: int = 0
     gap_rollbacks: int = 0
     busy_holds: int = 0
