@@ -83,7 +83,7 @@ def test_group_lifecycle_create_update_free(tmp_path: Path) -> None:
         assert cluster.stats(1)["mcast"]["forwarded"] >= 1
         for node in range(n):
             ports[node].free_group(3)
-        with pytest.raises(PortError, match="does not exist|not this port"):
+        with pytest.raises(PortError, match=r"does not exist|not this port"):
             ports[0].free_group(3)
         ports[0].multicast(3, b"no group")
         with pytest.raises(PortError, match="refused"):
@@ -104,7 +104,8 @@ def test_multisend_to_a_list(tmp_path: Path) -> None:
         ports[0].flush(timeout=30)
         assert ports[0].free_send_tokens == 64  # one token per multisend, all back
         stats = cluster.stats(0)["mcast"]
-        assert stats["multisends"] == 20 and stats["multisend_copies"] == 60
+        assert stats["multisends"] == 20
+        assert stats["multisend_copies"] == 60
         ports[0].multisend([1, 9], 1, b"x")
         with pytest.raises(SendFailedError, match="no_route"):
             ports[0].flush(timeout=30)
@@ -129,7 +130,8 @@ def test_dead_child_is_an_error_at_its_parent_not_a_hang(tmp_path: Path) -> None
         assert ports[1].recv(timeout=30).payload == b"into the void below 1"
         with pytest.raises(McastChildDeadError) as failure:
             ports[1].recv(timeout=60)  # node 1 forwards to 2, which never answers
-        assert failure.value.child == 2 and failure.value.group == 5
+        assert failure.value.child == 2
+        assert failure.value.group == 5
         assert time.monotonic() - started < 45
         ports[0].flush(timeout=30)  # the root's child (1) acknowledged: no error there
         assert cluster.stats(1)["mcast"]["children_dead"] == 1

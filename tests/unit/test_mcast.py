@@ -301,7 +301,8 @@ def test_receiver_refuses_strangers_and_other_epochs() -> None:
     unknown = packet_to(p, 1)
     unknown.mcast_group = GROUP + 1
     (busy,) = engine.on_data(unknown, now=0.0)  # not posted here yet: alive, not ready
-    assert isinstance(busy, SendPacket) and isinstance(busy.packet, ControlPacket)
+    assert isinstance(busy, SendPacket)
+    assert isinstance(busy.packet, ControlPacket)
     assert busy.node == p.src_node
     answer = decode_mcast_ack_untrusted(busy.packet)
     assert (answer.group, answer.kind, answer.seq) == (GROUP + 1, McastAckKind.BUSY, 0)
