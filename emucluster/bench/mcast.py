@@ -354,7 +354,7 @@ def sweep(args: argparse.Namespace) -> None:
             report["forwarding_order"] = {"nodes": nodes} | {
                 name: _latency_job(nodes, 5, args.wait, [*common, "--sizes", "4", "16384"], nicd)
                 for name, nicd in (("deliver-first", ()),
-                                   ("forward-first", ("--nicd-args", "--mcast-forward-first")))
+                                   ("forward-first", ("--nicd-args=--mcast-forward-first",)))
             }  # fmt: skip
         _save(out, fig, report)
     if "7" in figs:
@@ -362,7 +362,7 @@ def sweep(args: argparse.Namespace) -> None:
                  "--warmup", "3"]  # fmt: skip
         runs = {}
         for nodes in args.nodes:
-            sizes = SMALL + LARGE if nodes == max(args.nodes) else [4, 4096]
+            sizes = args.skew_sizes or (SMALL + LARGE if nodes == max(args.nodes) else [4, 4096])
             r, ready = _job(nodes, "skew", "spin", [*skews, "--sizes", *map(str, sizes)])
             runs[str(nodes)] = {"launch": ready, "run": r}
         _save(out, 7, {"wait_policy": "spin (waiting burns CPU, as GM polling)", "runs": runs,
@@ -418,6 +418,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--skews", type=float, nargs="+", default=[0, 50, 100, 200, 400],
                    help="average skews in us (max = 3 x average)")  # fmt: skip
     p.add_argument("--skew-iters", type=int, default=60)
+    p.add_argument(
+        "--skew-sizes",
+        type=int,
+        nargs="+",
+        help="sizes of the skew runs (default:"
+        " 2 4 8 2048 4096 8192 B at the largest node count, 4 B and 4 KiB below)",
+    )
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--figs", nargs="+", default=["4", "5", "6", "7"])
     p.add_argument("--wait", default="hybrid", choices=("spin", "block", "hybrid"),

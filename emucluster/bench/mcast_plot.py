@@ -121,6 +121,8 @@ def _draw_skew(report: dict[str, Any], fac: dict[str, dict[str, float]], path: s
                        label=f"{tag} {size} B")  # fmt: skip
             b.plot(avgs, [fac[f"{top} nodes {size} B"][f"{x:g}"] for x in avgs], "s-",
                    label=f"{size} B")  # fmt: skip
+        marks = (5.82,) if label == "small" else (2.9, 2.22, 2.01)
+        b.plot([400] * len(marks), marks, "k*", markersize=10, label="paper at 400 us")
         _axes(a, "average skew (us)", "average host CPU time in Bcast (us)",
               f"({'ac'[row]}) {label.capitalize()} messages, {top} nodes")  # fmt: skip
         _axes(b, "average skew (us)", "improvement factor HB/NB",
@@ -156,14 +158,56 @@ def _axes(ax: Any, xlabel: str, ylabel: str, title: str) -> None:
     ax.legend(fontsize=8)
 
 
+def table(reports: dict[int, dict[str, Any]]) -> list[tuple[str, float, str]]:
+    """(what, the paper's factor, the measured factor or range) for the paper's numbers."""
+    rows: list[tuple[str, float, str]] = []
+
+    def span(values: list[float]) -> str:
+        return f"{min(values):.2f}-{max(values):.2f}" if len(values) > 1 else f"{values[0]:.2f}"
+
+    if 4 in reports:
+        f4 = factors(reports[4], 4).get("4 dests", {})
+        small = [v for k, v in f4.items() if int(k) <= 128]
+        if small:
+            rows.append(("Fig 4 multisend, 4 dests, <=128 B", 2.05, span(small)))
+    for fig, small_paper, big, big_paper in ((5, 1.48, "16384", 1.86), (6, 1.78, "8192", 2.02)):
+        if fig in reports:
+            f = factors(reports[fig], fig).get("16 nodes", {})
+            small = [v for k, v in f.items() if int(k) <= 512]
+            level = "GM" if fig == 5 else "MPI"
+            if small:
+                rows.append((f"Fig {fig} {level} latency, 16 nodes, <=512 B", small_paper,
+                             span(small)))  # fmt: skip
+            if big in f:
+                rows.append((f"Fig {fig} {level} latency, 16 nodes, {big} B", big_paper,
+                             f"{f[big]:.2f}"))  # fmt: skip
+    if 7 in reports:
+        f7 = factors(reports[7], 7)
+        small = [v[k] for name, v in f7.items() if name.startswith("16 nodes") and
+                 int(name.split()[2]) < 1024 for k in v if float(k) == 400]  # fmt: skip
+        if small:
+            rows.append(("Fig 7 CPU in Bcast, 16 nodes, 2-8 B, 400 us", 5.82, span(small)))
+        for size, paper in (("2048", 2.9), ("4096", 2.22), ("8192", 2.01)):
+            at = f7.get(f"16 nodes {size} B", {})
+            value = next((v for k, v in at.items() if float(k) == 400), None)
+            if value is not None:
+                rows.append((f"Fig 7 CPU in Bcast, 16 nodes, {size} B, 400 us", paper,
+                             f"{value:.2f}"))  # fmt: skip
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Redraw every figure whose JSON is in the directory given."""
+    """Redraw every figure whose JSON is in the directory given; print the factor table."""
     directory = (sys.argv[1:] if argv is None else argv)[0]
+    reports: dict[int, dict[str, Any]] = {}
     for fig in (4, 5, 6, 7):
         path = os.path.join(directory, f"mcast_fig{fig}.json")
         if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
-                draw(fig, json.load(f), path.removesuffix(".json") + ".png")
+                reports[fig] = json.load(f)
+            draw(fig, reports[fig], path.removesuffix(".json") + ".png")
+    for what, paper, measured in table(reports):
+        print(f"| {what} | {paper:.2f} | {measured} |")
 
 
 if __name__ == "__main__":
