@@ -393,11 +393,13 @@ LARGE = [2048, 4096, 8192]
 
 
 def _save(out: str, fig: int, report: dict[str, Any]) -> None:
+    from emucluster.bench import mcast_plot
+
     report["command"] = " ".join(sys.argv)
+    mcast_plot.summarise(fig, report)
     path = os.path.join(out, f"mcast_fig{fig}.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(report, f)
-    from emucluster.bench import mcast_plot
 
     mcast_plot.draw(fig, report, path.removesuffix(".json") + ".png")
     print(f"wrote {path}", flush=True)

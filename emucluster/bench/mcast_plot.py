@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["draw", "factors"]
+__all__ = ["draw", "factors", "summarise", "table"]
 
 
 def _median(xs: list[float]) -> float:
@@ -196,8 +196,18 @@ def table(reports: dict[int, dict[str, Any]]) -> list[tuple[str, float, str]]:
     return rows
 
 
+def summarise(fig: int, report: dict[str, Any]) -> None:
+    """Add the HB/NB factors and the paper-vs-measured rows to a figure's report."""
+    report["factors_hb_over_nb"] = factors(report, fig)
+    report["paper_vs_measured"] = [
+        {"what": what, "paper": paper, "measured": measured}
+        for what, paper, measured in table({fig: report})
+    ]
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Redraw every figure whose JSON is in the directory given; print the factor table."""
+    """Redraw every figure whose JSON is in the directory given; print the factor table (JSON
+    files get their summary added)."""
     directory = (sys.argv[1:] if argv is None else argv)[0]
     reports: dict[int, dict[str, Any]] = {}
     for fig in (4, 5, 6, 7):
@@ -205,6 +215,9 @@ def main(argv: list[str] | None = None) -> None:
         if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
                 reports[fig] = json.load(f)
+            summarise(fig, reports[fig])
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(reports[fig], f)
             draw(fig, reports[fig], path.removesuffix(".json") + ".png")
     for what, paper, measured in table(reports):
         print(f"| {what} | {paper:.2f} | {measured} |")

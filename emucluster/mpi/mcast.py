@@ -32,7 +32,7 @@ from emucluster.mpi.errors import Exception as MPIException
 from nicd.wire import MsgType
 
 if TYPE_CHECKING:
-    from emucluster.coll.nic_mcast import GroupPlan
+    from emucluster.coll.nic_mcast import GroupPlan, McastService
     from emucluster.mpi.collctx import CollContext
     from emucluster.port import RecvEvent
     from emucluster.progress import Progress
@@ -154,3 +154,9 @@ class McastShell:
 def _context(ctx: CollContext) -> int:
     context, _ = ctx.wire(Tag.MCAST)  # type: ignore[attr-defined]
     return int(context)
+
+
+if TYPE_CHECKING:  # mypy checks the shell against the algorithm's Protocol
+
+    def _typed(shell: McastShell) -> McastService:
+        return shell
