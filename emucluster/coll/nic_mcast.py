@@ -18,9 +18,10 @@ receivers cannot know a pickled message's size, every tree of the root is posted
 and the root picks one per message.
 
 A message longer than the eager limit takes the host binomial algorithm instead (§6: MPICH-GM
-keeps rendezvous for those); the root first multicasts a one-byte marker so receivers, who
-wait for the multicast, know to switch. Every multicast payload starts with that marker
-byte: `DATA` or `LARGE`.
+keeps rendezvous for those); the root first multicasts an empty message marked `LARGE` so
+receivers, who wait for the multicast, know to switch. The marker (`DATA` or `LARGE`)
+travels in a user argument of the multicast, not in its payload (an 8 KiB message stays two
+4 KiB packets); the receiving rank puts it in front of the bytes it hands to matching.
 
 Invariants: every rank of the communicator runs the same sequence of tag uses for a call;
 group ids depend only on (collective context, root node, tree index), so every member
@@ -57,8 +58,8 @@ __all__ = [
     "group_id",
 ]
 
-DATA = 0  # marker byte: the rest of the payload is the broadcast message
-LARGE = 1  # marker byte: the message is above the eager limit; run the host binomial bcast
+DATA = 0  # marker: the payload is the broadcast message
+LARGE = 1  # marker: the message is above the eager limit; run the host binomial bcast
 SIZE_CLASSES = (0, 256, 1024, 4096, 8192, 16_384)  # bytes: one tree per distinct tree shape
 CALIBRATION_SIZES = (0, 8192)  # bytes: the two points of the linear cost fits
 PINGS = 8  # ping-pongs per size (the first one warms the path up and is not timed)
@@ -106,8 +107,11 @@ class McastService(Protocol):
         """Post this rank's part of every tree of ``plan`` (``root``'s groups) to the NIC."""
         ...
 
-    def multicast(self, ctx: CollContext, root: int, group: int, payload: bytes) -> None:
-        """At the root: multicast ``payload`` on ``group`` as this call's message."""
+    def multicast(
+        self, ctx: CollContext, root: int, group: int, marker: int, payload: bytes
+    ) -> None:
+        """At the root: multicast ``payload`` on ``group`` as this call's message, marked
+        ``marker``; every other rank receives ``bytes((marker,)) + payload``."""
         ...
 
     def check(self, ctx: CollContext) -> None:
@@ -247,10 +251,10 @@ def bcast_nic_mcast(ctx: CollContext, data: bytes | None, root: int) -> CollGen[
         if data is None:
             raise ValueError("bcast: the root must supply data")
         if len(data) > service.eager_limit:
-            service.multicast(ctx, root, plan.group_for(1), bytes((LARGE,)))
+            service.multicast(ctx, root, plan.group_for(0), LARGE, b"")
             return (yield from bcast_binomial(ctx, data, root))
-        payload = bytes((DATA,)) + bytes(data)
-        service.multicast(ctx, root, plan.group_for(len(payload)), payload)
+        payload = bytes(data)
+        service.multicast(ctx, root, plan.group_for(len(payload)), DATA, payload)
         return bytes(data)
     request = ctx.irecv(root, Tag.MCAST)
     yield [request]

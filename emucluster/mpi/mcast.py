@@ -118,11 +118,14 @@ class McastShell:
             self.counters["groups_posted"] += 1
         self._plans[(_context(ctx), root)] = plan
 
-    def multicast(self, ctx: CollContext, root: int, group: int, payload: bytes) -> None:
-        """Hand the message to the NIC under this call's envelope (context, root, tag)."""
+    def multicast(
+        self, ctx: CollContext, root: int, group: int, marker: int, payload: bytes
+    ) -> None:
+        """Hand the message to the NIC under this call's envelope (context, root, tag), the
+        marker in the fourth user argument."""
         context, tag = ctx.wire(Tag.MCAST)  # type: ignore[attr-defined]
-        self.engine.port.multicast(group, payload, args=(context, root, tag, 0))
-        self.counters["large_fallbacks" if payload[0] == LARGE else "multicasts"] += 1
+        self.engine.port.multicast(group, payload, args=(context, root, tag, marker))
+        self.counters["large_fallbacks" if marker == LARGE else "multicasts"] += 1
 
     def check(self, ctx: CollContext) -> None:
         """ERR_PROC_FAILED if a member's node failed (a dead multicast child included)."""
@@ -135,10 +138,13 @@ class McastShell:
     # -- the progress engine's hook ---------------------------------------------------------
 
     def on_message(self, event: RecvEvent) -> None:
-        """A multicast message: into matching as the eager message its envelope names."""
+        """A multicast message: into matching as the eager message its envelope names, its
+        marker (fourth user argument) in front of the payload."""
         self.counters["received"] += 1
         engine = self.engine
-        actions = engine.core.on_unsequenced(event.src_node, event.args, event.payload)
+        args = event.args
+        framed = bytes((args[3] & 0xFF,)) + event.payload
+        actions = engine.core.on_unsequenced(event.src_node, args, framed)
         if actions:
             engine.run(actions)
 

@@ -57,11 +57,14 @@ class FakeNic:
         self.plans[root] = plan
         self.posted += plan.groups
 
-    def multicast(self, ctx: CollContext, root: int, group: int, payload: bytes) -> None:
-        self.sent.append((group, payload))
+    def multicast(
+        self, ctx: CollContext, root: int, group: int, marker: int, payload: bytes
+    ) -> None:
+        framed = bytes((marker,)) + payload  # as the MPI shell frames what arrives
+        self.sent.append((group, framed))
         for r in range(ctx.size):
             if r != root:
-                ctx.isend(payload, r, Tag.MCAST)
+                ctx.isend(framed, r, Tag.MCAST)
 
     def check(self, ctx: CollContext) -> None:
         pass
