@@ -618,6 +618,14 @@ class P2P:
     def _drop(self, reason: str) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
 
+    def on_unsequenced(self, src_node: int, args: Args, payload: bytes) -> list[Action]:
+        """An eager message that did not travel on ``src_node``'s point-to-point stream (a
+        NIC multicast, seed 001 §6): matched like any eager message, without the per-node
+        sequence check; its envelope (context, source, tag) keeps it apart from p2p."""
+        self.counters["bytes_received"] += len(payload)
+        message = _Unexpected(src_node, len(payload), payload)
+        return self._arrive(Envelope(args[0], args[1], args[2]), message)
+
 
 def cts_args(send_id: int, recv_id: int, region: int) -> Args:
     """User arguments of a CTS: receive ``recv_id`` grants send ``send_id`` the memory region

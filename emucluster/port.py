@@ -24,15 +24,18 @@ from multiprocessing import resource_tracker, shared_memory
 from typing import TYPE_CHECKING, Literal
 
 from nicd import hostlink as hl
-from nicd.hostlink import ErrorEvent, RecvEvent, RmWriteEvent, SentEvent
+from nicd.hostlink import ErrorEvent, McastErrorEvent, RecvEvent, RmWriteEvent, SentEvent
 from nicd.wire import MsgType
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from types import TracebackType
 
 __all__ = [
     "ErrorEvent",
     "Event",
+    "McastChildDeadError",
+    "McastErrorEvent",
     "Port",
     "PortError",
     "RecvEvent",
@@ -44,7 +47,7 @@ __all__ = [
     "wait_policy_from_env",
 ]
 
-Event = RecvEvent | SentEvent | ErrorEvent | RmWriteEvent
+Event = RecvEvent | SentEvent | ErrorEvent | RmWriteEvent | McastErrorEvent
 WaitPolicy = Literal["spin", "block", "hybrid"]
 DEFAULT_SPIN_US = 50.0  # hybrid: microseconds of polling before sleeping in the kernel
 _SOCKET_BUFFER_BYTES = 1024 * 1024
@@ -81,6 +84,20 @@ class SendFailedError(PortError):
         self.event = event
         self.handle = event.handle
         self.dst_node = event.dst_node
+        self.reason = event.reason
+
+
+class McastChildDeadError(PortError):
+    """A child of a multicast group this node sends to is dead (its NIC stopped
+    acknowledging): its subtree gets nothing more on the group (seed 001)."""
+
+    def __init__(self, event: McastErrorEvent) -> None:
+        super().__init__(
+            f"multicast group {event.group}: child node {event.child} is dead ({event.reason})"
+        )
+        self.event = event
+        self.group = event.group
+        self.child = event.child
         self.reason = event.reason
 
 
@@ -125,13 +142,14 @@ class Port:
         self._assembler = hl.Assembler()
         self._recvq: deque[RecvEvent] = deque()
         self._rmq: deque[RmWriteEvent] = deque()
-        self._doneq: deque[SentEvent | ErrorEvent] = deque()
+        self._doneq: deque[SentEvent | ErrorEvent | McastErrorEvent] = deque()
         self._outstanding: set[int] = set()
         self._next_handle = 1
         self._closed = False
         self._regions: dict[int, Region] = {}
         self._registered: set[int] = set()
         self._next_region = 1
+        self._groups_ok: set[int] = set()
 
     @classmethod
     def open(
@@ -377,6 +395,9 @@ class Port:
             if isinstance(event, ErrorEvent):
                 del self._doneq[i]
                 raise SendFailedError(event)
+            if isinstance(event, McastErrorEvent):
+                del self._doneq[i]
+                raise McastChildDeadError(event)
         self._doneq.clear()  # SENT events: absorbed
 
     def _write(self, records: list[bytes]) -> None:
@@ -430,6 +451,10 @@ class Port:
                 self._doneq.append(SentEvent(handle))
             self.free_send_tokens += len(event.handles)
             return len(event.handles)
+        elif isinstance(event, McastErrorEvent):
+            self._doneq.append(event)
+        elif isinstance(event, hl.McastGroupOk):
+            self._groups_ok.add(event.group)
         elif isinstance(event, hl.Refused):
             raise PortError(f"the NIC refused a request: {event.reason}")
         else:
@@ -459,6 +484,106 @@ class Port:
                 return True
             if deadline is not None and time.monotonic() >= deadline:
                 return False
+
+    # -- multicast (seed 001) -----------------------------------------------------------------
+
+    def create_group(
+        self,
+        group: int,
+        root: int,
+        parent: int | None,
+        children: Sequence[int],
+        *,
+        epoch: int = 0,
+        update: bool = False,
+        timeout: float = 10.0,
+    ) -> None:
+        """Post this node's part of multicast group ``group`` to the NIC: the ``root``, this
+        node's ``parent`` (None at the root) and ``children`` in sending order (build them
+        with ``emucluster.coll.mcast_trees``; every member posts its own part, all with the
+        same ``epoch``). ``update`` replaces the group's tree (a new epoch). This port
+        becomes the group's port: it multicasts at the root and receives elsewhere.
+        Raises PortError if the NIC refuses (id taken, bad tree)."""
+        req = hl.McastGroupReq(group, root, parent, tuple(children), epoch, update)
+        self._group_request(req, group, timeout)
+
+    def update_group(
+        self,
+        group: int,
+        root: int,
+        parent: int | None,
+        children: Sequence[int],
+        *,
+        epoch: int,
+        timeout: float = 10.0,
+    ) -> None:
+        """Replace group ``group``'s tree with a new one under a new ``epoch``; multicasts
+        still in flight on the old tree end with an ERROR."""
+        self.create_group(group, root, parent, children, epoch=epoch, update=True,
+                          timeout=timeout)  # fmt: skip
+
+    def free_group(self, group: int, *, timeout: float = 10.0) -> None:
+        """Forget group ``group`` at this NIC."""
+        self._group_request(hl.McastFreeReq(group), group, timeout)
+
+    def multicast(
+        self,
+        group: int,
+        payload: bytes | bytearray | memoryview,
+        *,
+        am_handler: int = 0,
+        args: tuple[int, int, int, int] = (0, 0, 0, 0),
+        timeout: float | None = None,
+    ) -> int:
+        """At the group's root: hand ``payload`` to the NIC once; it sends every packet to
+        each child by header rewrite and the children's NICs forward it on (no host
+        involved). Every other member gets a RecvEvent with ``mcast_group == group`` and
+        ``src_node == root``. Returns a handle that completes like a send (SENT once every
+        child acknowledged; ERROR naming a dead child)."""
+        handle = self._take_handle(timeout)
+        req = hl.McastSendReq(handle, group, bytes(payload), am_handler, args)
+        self._write(hl.encode_record(req))
+        return handle
+
+    def multisend(
+        self,
+        dests: Sequence[int],
+        dst_port: int,
+        payload: bytes | bytearray | memoryview,
+        *,
+        msg_type: int = 1,
+        am_handler: int = 0,
+        args: tuple[int, int, int, int] = (0, 0, 0, 0),
+        timeout: float | None = None,
+    ) -> int:
+        """Send one message to port ``dst_port`` of every node in ``dests`` (distinct): one
+        request to the NIC, which replicates it; receivers get ordinary RecvEvents. One
+        handle for all copies: SENT when every copy was acknowledged, else ERROR."""
+        handle = self._take_handle(timeout)
+        req = hl.MultiSendReq(handle, tuple(dests), dst_port, bytes(payload), msg_type,
+                              am_handler, args)  # fmt: skip
+        self._write(hl.encode_record(req))
+        return handle
+
+    def _take_handle(self, timeout: float | None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.free_send_tokens <= 0:
+            if not self._pump(deadline):
+                raise TimeoutError("no send token came back in time")
+        handle = self._next_handle
+        self._next_handle = (handle + 1) & 0xFFFFFFFF or 1
+        self.free_send_tokens -= 1
+        self._outstanding.add(handle)
+        return handle
+
+    def _group_request(self, req: hl.HostRecord, group: int, timeout: float) -> None:
+        self._groups_ok.discard(group)
+        self._write(hl.encode_record(req))
+        deadline = time.monotonic() + timeout
+        while group not in self._groups_ok:
+            if not self._pump(deadline):
+                raise TimeoutError(f"the NIC did not confirm multicast group {group}")
+        self._groups_ok.discard(group)
 
 
 def _free_shared_memory(shm: shared_memory.SharedMemory) -> None:

@@ -18,7 +18,7 @@ import time
 from typing import TYPE_CHECKING, Protocol
 
 from emucluster.p2p import P2P, Grant, Release, SendData, Transmit, cts_args
-from emucluster.port import ErrorEvent, Port, RecvEvent, RmWriteEvent
+from emucluster.port import ErrorEvent, McastErrorEvent, Port, RecvEvent, RmWriteEvent
 from nicd.wire import MsgType
 
 if TYPE_CHECKING:
@@ -224,6 +224,8 @@ class Progress:
                 self.run(actions)
         elif type(event) is ErrorEvent:
             self.run(core.on_send_failed(event.dst_node, event.reason))
+        elif type(event) is McastErrorEvent:  # a dead multicast child (seed 001)
+            self.run(core.on_send_failed(event.child, f"multicast child: {event.reason}"))
 
     def _advance(self) -> None:
         self.advancing = [task for task in self.advancing if not task.advance()]

@@ -76,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--corrupt", type=float, help="probability one bit of it is flipped")
     f.add_argument("--delay-ms", type=float, help="extra one-way delay in milliseconds")
     f.add_argument("--fault-seed", type=int, help="seed of the fault plan")
+    p.add_argument(
+        "--mcast-forward-first",
+        action="store_true",
+        help="multicast: forward each packet before delivering to the host (default: after)",
+    )
     p.add_argument("--log-level", default="WARNING", help="logging level on stderr")
     return p
 
@@ -136,6 +141,7 @@ def config_from_args(args: argparse.Namespace) -> NicConfig:
         send_tokens=args.send_tokens,
         max_message=args.max_message,
         stats_file=args.stats,
+        mcast_forward_first=args.mcast_forward_first,
         transport=transport,
         faults=faults,
     )

@@ -92,5 +92,8 @@ class NicConfig:
     a host blocked in a receive is not woken for each completion."""
     stats_file: str | None = None
     """Where to write the counters as JSON on exit."""
+    mcast_forward_first: bool = False
+    """Multicast: an internal NIC forwards a completing packet before delivering the message
+    to its host (False: deliver first, as seed 001 §5.2 does)."""
     transport: TransportConfig = field(default_factory=TransportConfig)
     faults: FaultConfig = field(default_factory=FaultConfig)

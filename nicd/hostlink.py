@@ -34,6 +34,12 @@ __all__ = [
     "ErrorEvent",
     "HostOp",
     "HostRecord",
+    "McastErrorEvent",
+    "McastFreeReq",
+    "McastGroupOk",
+    "McastGroupReq",
+    "McastSendReq",
+    "MultiSendReq",
     "OpenReq",
     "Opened",
     "ProvideReq",
@@ -86,6 +92,12 @@ class HostOp(IntEnum):
     RM_XLATE_REQ = 82
     RM_XLATE = 83
     RM_STATUS = 84
+    MCAST_GROUP = 60
+    MCAST_FREE = 61
+    MCAST_SEND = 62
+    MULTISEND = 63
+    MCAST_GROUP_OK = 64
+    MCAST_ERROR = 65
 
 
 # OPEN:     op (8) | port (16)
@@ -116,6 +128,22 @@ _RM_DONE = struct.Struct(">BHHHII4I")
 # SIGNALS:  op (8) | enable (8) | host pid (32) | application-bypass events seen (32)
 _SIGNALS = struct.Struct(">BBII")
 _OP = struct.Struct(">B")
+# MCAST_GROUP: op (8) | update (8) | group (16) | epoch (16) | root (16) | parent (16,
+#           NO_NODE at the root) | children count (16), then the children (16 each)
+_MCAST_GROUP = struct.Struct(">BBHHHHH")
+# MCAST_FREE, MCAST_GROUP_OK: op (8) | group (16)
+_MCAST_GID = struct.Struct(">BH")
+# MCAST_SEND: op (8) | handle (32) | group (16) | AM handler (16) | user args 4 x 32
+#           | message length (32), then the first chunk of payload
+_MCAST_SEND = struct.Struct(">BIHH4II")
+# MULTISEND: op (8) | msg type (8) | handle (32) | dst port (16) | AM handler (16)
+#           | user args 4 x 32 | destinations (16) | message length (32), then the
+#           destination nodes (16 each), then the first chunk of payload
+_MULTISEND = struct.Struct(">BBIHH4IHI")
+# MCAST_ERROR: op (8) | group (16) | child (16), then the reason in UTF-8
+_MCAST_ERROR = struct.Struct(">BHH")
+_NODE = struct.Struct(">H")
+NO_NODE = 0xFFFF  # MCAST_GROUP parent field at the root
 
 Args = tuple[int, int, int, int]
 
@@ -280,6 +308,74 @@ class Refused:
     reason: str
 
 
+@dataclass(slots=True)
+class McastGroupReq:
+    """Post (or, with ``update``, replace under a new ``epoch``) this node's part of the
+    multicast tree of group ``group`` (seed 001 §5.5: the host builds the tree, the NIC
+    keeps it); the NIC answers McastGroupOk or Refused. The requesting port is the group's
+    local port: it sends at the root, receives elsewhere and hears the group's errors."""
+
+    group: int
+    root: int
+    parent: int | None
+    """None exactly at the root."""
+    children: tuple[int, ...]
+    """In the order the NIC sends to them."""
+    epoch: int = 0
+    update: bool = False
+
+
+@dataclass(slots=True)
+class McastFreeReq:
+    """Forget group ``group`` (unfinished multicasts from it end with an ERROR)."""
+
+    group: int
+
+
+@dataclass(slots=True)
+class McastSendReq:
+    """At the root: multicast ``payload`` on ``group``; the NIC replicates and forwards it
+    (seed 001 §3). ``handle`` names it in SENT (every child acknowledged) or ERROR."""
+
+    handle: int
+    group: int
+    payload: bytes
+    am_handler: int = 0
+    args: Args = (0, 0, 0, 0)
+
+
+@dataclass(slots=True)
+class MultiSendReq:
+    """Send one message to port ``dst_port`` of each node in ``dests``: handed to the NIC
+    once, replicated by it. One SENT when every copy was acknowledged, else one ERROR."""
+
+    handle: int
+    dests: tuple[int, ...]
+    dst_port: int
+    payload: bytes
+    msg_type: int = 1
+    am_handler: int = 0
+    args: Args = (0, 0, 0, 0)
+
+
+@dataclass(slots=True)
+class McastGroupOk:
+    """The group request for ``group`` took effect."""
+
+    group: int
+
+
+@dataclass(slots=True)
+class McastErrorEvent:
+    """Multicast child ``child`` of ``group`` is dead (``reason``: ``retries`` or
+    ``peer_dead``): this NIC sends it nothing more on the group (seed 001: an error at the
+    parent, not a hang)."""
+
+    group: int
+    child: int
+    reason: str
+
+
 HostRecord = (
     OpenReq
     | SendReq
@@ -301,6 +397,12 @@ HostRecord = (
     | StatsReply
     | Refused
     | GrimRecord
+    | McastGroupReq
+    | McastFreeReq
+    | McastSendReq
+    | MultiSendReq
+    | McastGroupOk
+    | McastErrorEvent
 )
 
 
@@ -383,6 +485,34 @@ def encode_record(rec: HostRecord) -> list[bytes]:
         return [_packb(HostOp.SET_ROUTES, table)]
     if isinstance(rec, StatsReply):
         return [_packb(HostOp.STATS, rec.stats)]
+    if isinstance(rec, McastSendReq):
+        head = _MCAST_SEND.pack(HostOp.MCAST_SEND, rec.handle, rec.group, rec.am_handler,
+                                *rec.args, len(rec.payload))  # fmt: skip
+        return _chunked(head, rec.payload)
+    if isinstance(rec, MultiSendReq):
+        head = _MULTISEND.pack(
+            HostOp.MULTISEND,
+            rec.msg_type,
+            rec.handle,
+            rec.dst_port,
+            rec.am_handler,
+            *rec.args,
+            len(rec.dests),
+            len(rec.payload),
+        )
+        dests = b"".join(_NODE.pack(d) for d in rec.dests)  # fmt: skip
+        return _chunked(head + dests, rec.payload)
+    if isinstance(rec, McastGroupReq):
+        parent = NO_NODE if rec.parent is None else rec.parent
+        head = _MCAST_GROUP.pack(HostOp.MCAST_GROUP, int(rec.update), rec.group, rec.epoch,
+                                 rec.root, parent, len(rec.children))  # fmt: skip
+        return [head + b"".join(_NODE.pack(c) for c in rec.children)]
+    if isinstance(rec, McastFreeReq):
+        return [_MCAST_GID.pack(HostOp.MCAST_FREE, rec.group)]
+    if isinstance(rec, McastGroupOk):
+        return [_MCAST_GID.pack(HostOp.MCAST_GROUP_OK, rec.group)]
+    if isinstance(rec, McastErrorEvent):
+        return [_MCAST_ERROR.pack(HostOp.MCAST_ERROR, rec.group, rec.child) + rec.reason.encode()]
     return [bytes((HostOp.REFUSED,)) + rec.reason.encode()]
 
 
@@ -395,7 +525,7 @@ class Assembler:
 
     def __init__(self, max_message: int = 1 << 30) -> None:
         self._max_message = max_message
-        self._head: SendReq | RecvEvent | None = None
+        self._head: SendReq | RecvEvent | McastSendReq | MultiSendReq | None = None
         self._parts: list[bytes] = []
         self._missing = 0
 
@@ -476,9 +606,13 @@ class Assembler:
             return Refused(record[1:].decode())
         if op in GRIM_OPS:
             return decode_grim(op, record)
+        if HostOp.MCAST_GROUP <= op <= HostOp.MCAST_ERROR:
+            return self._mcast(op, record)
         raise ProtocolViolation(f"unknown opcode {op}")
 
-    def _start(self, head: SendReq | RecvEvent, total: int, first: bytes) -> HostRecord | None:
+    def _start(
+        self, head: SendReq | RecvEvent | McastSendReq | MultiSendReq, total: int, first: bytes
+    ) -> HostRecord | None:
         if total > self._max_message:
             raise ProtocolViolation(f"message of {total} bytes exceeds {self._max_message}")
         if len(first) > total:
@@ -491,6 +625,9 @@ class Assembler:
         assert head is not None
         self._head, self._parts = None, []
         payload = parts[0] if len(parts) == 1 else b"".join(parts)
+        if isinstance(head, McastSendReq | MultiSendReq):
+            head.payload = payload  # a fresh record, made by _mcast for this message
+            return head
         if isinstance(head, SendReq):
             return SendReq(
                 head.handle, head.dst_node, head.dst_port, payload, head.msg_type,
@@ -500,6 +637,37 @@ class Assembler:
             head.src_node, head.src_port, payload, head.msg_type, head.am_handler, head.args,
             head.mcast_group,
         )  # fmt: skip
+
+    def _mcast(self, op: int, record: bytes) -> HostRecord | None:
+        """Decode the multicast records (HostOp 60-69)."""
+        if op == HostOp.MCAST_SEND:
+            handle, group, am, a0, a1, a2, a3, total = _MCAST_SEND.unpack_from(record)[1:]
+            head = McastSendReq(handle, group, b"", am, (a0, a1, a2, a3))
+            return self._start(head, total, record[_MCAST_SEND.size :])
+        if op == HostOp.MULTISEND:
+            fields = _MULTISEND.unpack_from(record)[1:]
+            m, handle, port, am, a0, a1, a2, a3, count, total = fields
+            end = _MULTISEND.size + count * _NODE.size
+            if len(record) < end:
+                raise ProtocolViolation("MULTISEND shorter than its destination list")
+            dests = tuple(d for (d,) in _NODE.iter_unpack(record[_MULTISEND.size : end]))
+            multi = MultiSendReq(handle, dests, port, b"", m, am, (a0, a1, a2, a3))
+            return self._start(multi, total, record[end:])
+        if op == HostOp.MCAST_GROUP:
+            update, group, epoch, root, parent, count = _MCAST_GROUP.unpack_from(record)[1:]
+            if update > 1 or len(record) != _MCAST_GROUP.size + count * _NODE.size:
+                raise ProtocolViolation("malformed MCAST_GROUP")
+            kids = tuple(c for (c,) in _NODE.iter_unpack(record[_MCAST_GROUP.size :]))
+            up = None if parent == NO_NODE else parent
+            return McastGroupReq(group, root, up, kids, epoch, bool(update))
+        if op == HostOp.MCAST_FREE:
+            return McastFreeReq(_MCAST_GID.unpack(record)[1])
+        if op == HostOp.MCAST_GROUP_OK:
+            return McastGroupOk(_MCAST_GID.unpack(record)[1])
+        if op == HostOp.MCAST_ERROR:
+            _, group, child = _MCAST_ERROR.unpack_from(record)
+            return McastErrorEvent(group, child, record[_MCAST_ERROR.size :].decode())
+        raise ProtocolViolation(f"unknown opcode {op}")
 
 
 def _decode_routes(obj: object) -> dict[int, tuple[str, int]]:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nicd.actions import SendPacket
 from nicd.errors import BadPacket, UsageError
 from nicd.mcast_recv import McastReceiver, Verdict
 from nicd.mcast_send import McastSender, earliest, rewrite
@@ -37,13 +38,15 @@ from nicd.wire import (
     MAX_PORT,
     MCAST_EPOCH_MASK,
     DataPacket,
+    McastAckKind,
     MsgType,
     decode_mcast_ack_untrusted,
     fragment_flags,
+    mcast_ack_packet,
 )
 
 if TYPE_CHECKING:
-    from nicd.actions import McastAction, SendPacket
+    from nicd.actions import McastAction
     from nicd.wire import ControlPacket
 
 __all__ = ["GroupSpec", "GroupView", "McastAdmit", "McastConfig", "McastEngine", "McastStats"]
@@ -86,6 +89,8 @@ class McastStats:
     data_sent: int = 0
     """Packets put on the link to a child for the first time (one per child per packet)."""
     retransmissions: int = 0
+    retransmissions_to: Counter[int] = field(default_factory=Counter)
+    """Retransmissions by child node."""
     timeouts: int = 0
     gap_rollbacks: int = 0
     busy_holds: int = 0
@@ -251,8 +256,14 @@ class McastEngine:
             return []
         g = self._groups.get(p.mcast_group)
         if g is None:
-            self.stats.drops["unknown_group"] += 1  # not posted here (yet): the parent retries
-            return []
+            # Not posted here (yet): groups are posted on demand by each member's host (§6),
+            # so answer BUSY (alive, not ready; like a missing receive token, §5.4) and the
+            # parent holds for one RTO without counting retries. Nothing is acknowledged.
+            self.stats.drops["unknown_group"] += 1
+            self.stats.acks_sent["busy"] += 1
+            ack = mcast_ack_packet(p.mcast_group, p.token, 0, McastAckKind.BUSY, self.node_id,
+                                   p.src_node)  # fmt: skip
+            return [SendPacket(p.src_node, ack)]
         receiver = g.receiver
         if receiver is None:
             self.stats.drops["data_at_root"] += 1

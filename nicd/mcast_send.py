@@ -157,6 +157,7 @@ class McastSender:
                 if node in record.sent:
                     record.resent.add(node)
                     stats.retransmissions += 1
+                    stats.retransmissions_to[node] += 1
                 else:
                     stats.data_sent += 1
                 if child.timer_start is None:

@@ -36,6 +36,8 @@ from nicd.faults import FaultPlan
 from nicd.gm import PortTable
 from nicd.grim import GrimNic, NicSend, ToPort
 from nicd.grimlink import NIC_PORT, GrimRecord
+from nicd.mcast import McastConfig
+from nicd.mcast_nic import McastNic
 from nicd.stats import LinkStats
 from nicd.wire import SIGNAL_TYPES, ControlPacket, MsgType, decode_untrusted, encode
 
@@ -72,6 +74,8 @@ class NicCore:
         self._sent: dict[int, list[int]] = {}  # port -> completed handles not yet told
         self._sent_due: dict[int, float] = {}  # port -> when they must be told
         self._sent_flush_at = max(1, config.send_tokens // 2)
+        self.mcast = McastNic(config.node_id, _mcast_config(config), self.ports)
+        """Multicast groups, multisend and NIC forwarding (seed 001)."""
 
     # -- inputs -----------------------------------------------------------------------------
 
@@ -103,10 +107,14 @@ class NicCore:
             if packet.to_node != self.node_id or packet.from_node != node:
                 link.drop("misrouted")
                 return []
+            if packet.msg_type is MsgType.MCAST_ACK:
+                return self._mcast_out(self.mcast.on_ack(packet, now=now), now)
             return self._convert(self.transport.on_control(packet, now=now), now)
         if packet.dst_node != self.node_id or packet.src_node != node:
             link.drop("misrouted")
             return []
+        if packet.msg_type is MsgType.MCAST_DATA:
+            return self._mcast_out(self.mcast.on_data(packet, now=now), now)
         actions = self._convert(self.transport.on_data(packet, now=now), now)
         return actions + self._grim_out(self.grim.take_upcalls(), now)
 
@@ -147,6 +155,8 @@ class NicCore:
             if self.ports.set_signals(state, record.enable, record.pid, record.seen):
                 return [self._signal(state)]
             return []
+        if isinstance(record, _MCAST_REQUESTS):
+            return self._mcast_host(conn, record, now)
         return self._refuse(conn, f"{type(record).__name__} is not a host request")
 
     def on_register(
@@ -191,6 +201,9 @@ class NicCore:
                 actions += self._tell_sent(port)
         if not self._fault_free:
             actions += self._transmit_all(self.faults.on_timer(now=now))
+        deadline = self.mcast.next_deadline()
+        if deadline is not None and deadline <= now:
+            actions += self._mcast_out(self.mcast.on_timer(now=now), now)
         return actions
 
     def flush(self, *, now: float) -> list[NicAction]:
@@ -217,7 +230,7 @@ class NicCore:
 
     def next_deadline(self) -> float | None:
         """The earliest moment ``on_timer`` wants to run."""
-        deadlines = [self.transport.next_deadline()]
+        deadlines = [self.transport.next_deadline(), self.mcast.next_deadline()]
         if self._sent_due:
             deadlines.append(min(self._sent_due.values()))
         if not self._fault_free:
@@ -234,6 +247,7 @@ class NicCore:
             "gm": self.ports.stats(),
             "faults": self.faults.stats(),
             "grim": self.grim.stats(),
+            "mcast": self.mcast.stats(),
         }
 
     # -- helpers ----------------------------------------------------------------------------
@@ -277,6 +291,11 @@ class NicCore:
     def _convert(self, actions: list[TransportAction], now: float) -> list[NicAction]:
         out: list[NicAction] = []
         for action in actions:
+            if isinstance(action, SendComplete | SendFailed):
+                folded = self.mcast.fold(action)  # copies of a multisend end as one
+                if folded is None:
+                    continue
+                action = folded
             if isinstance(action, SendPacket):
                 addr = self._routes.get(action.node)
                 if addr is None:
@@ -318,6 +337,7 @@ class NicCore:
                 out += self._finish_send(action.port, error)
             elif isinstance(action, PeerDead):
                 self.link.peers_dead.append(action.node)
+                out += self._mcast_out(self.mcast.on_peer_dead(action.node, now=now), now)
         return out
 
     def _signal(self, state: PortState) -> RaiseSignal:
@@ -406,3 +426,91 @@ class NicCore:
                 if state is not None:
                     actions.append(ToHost(state.conn, o.record))
         return actions
+
+    # -- multicast (seed 001) ----------------------------------------------------------------
+
+    def _mcast_host(self, conn: int, record: _McastRequest, now: float) -> list[NicAction]:
+        """Host records of HostOp 60-69: groups, multicast and multisend."""
+        state = self.ports.port_of(conn)
+        if state is None:
+            return self._refuse(conn, f"{type(record).__name__} before OPEN")
+        if isinstance(record, hl.MultiSendReq):
+            return self._multisend(conn, state, record, now)
+        mcast = self.mcast
+        if isinstance(record, hl.McastSendReq):
+            try:
+                self.ports.take_send_token(state)
+            except UsageError as exc:
+                return self._refuse(conn, str(exc))
+            if len(record.payload) > self.config.max_message:
+                self.ports.return_send_token(state.port)
+                return [ToHost(conn, hl.ErrorEvent(record.handle, self.node_id, "too_large"))]
+            result = mcast.on_send(state, record, now=now)
+            if isinstance(result, str):
+                self.ports.return_send_token(state.port)
+        elif isinstance(record, hl.McastGroupReq):
+            result = mcast.on_group(state, record, now=now)
+        else:
+            result = mcast.on_free(state, record, now=now)
+        if isinstance(result, str):
+            return self._refuse(conn, result)
+        return self._mcast_out(result, now)
+
+    def _multisend(
+        self, conn: int, state: PortState, req: hl.MultiSendReq, now: float
+    ) -> list[NicAction]:
+        """One host request, one copy per destination over the reliable transport."""
+        msg_type = _HOST_MSG_TYPES.get(req.msg_type)
+        if msg_type is None or msg_type is MsgType.MCAST_DATA:
+            return self._refuse(conn, f"message type {req.msg_type} is not for hosts to send")
+        if not req.dests or len(set(req.dests)) != len(req.dests):
+            return self._refuse(conn, "a multisend needs distinct destinations")
+        try:
+            self.ports.take_send_token(state)
+        except UsageError as exc:
+            return self._refuse(conn, str(exc))
+        failure = None
+        if any(d not in self._routes for d in req.dests):
+            failure = "no_route"
+        elif len(req.payload) > self.config.max_message:
+            failure = "too_large"
+        if failure is not None:
+            self.ports.return_send_token(state.port)
+            return [ToHost(conn, hl.ErrorEvent(req.handle, req.dests[0], failure))]
+        self.mcast.start_multisend(state.port, req)
+        actions: list[TransportAction] = []
+        for dst in req.dests:
+            actions += self.transport.send(
+                now=now, src_port=state.port, dst_node=dst, dst_port=req.dst_port,
+                msg_type=msg_type, payload=req.payload, handle=req.handle,
+                am_handler=req.am_handler, args=req.args,
+            )  # fmt: skip
+        return self._convert(actions, now)
+
+    def _mcast_out(self, actions: list[TransportAction | ToHost], now: float) -> list[NicAction]:
+        """Carry out the multicast service's outcome: host records as they are, the rest as
+        transport actions (datagrams, deliveries, send completions)."""
+        out: list[NicAction] = []
+        pending: list[TransportAction] = []
+        for action in actions:
+            if isinstance(action, ToHost):
+                out += self._convert(pending, now)
+                pending = []
+                out.append(action)
+            else:
+                pending.append(action)
+        return out + self._convert(pending, now)
+
+
+_McastRequest = hl.McastGroupReq | hl.McastFreeReq | hl.McastSendReq | hl.MultiSendReq
+_MCAST_REQUESTS = (hl.McastGroupReq, hl.McastFreeReq, hl.McastSendReq, hl.MultiSendReq)
+
+
+def _mcast_config(config: NicConfig) -> McastConfig:
+    """The multicast engine's tunables, from the transport's (one MTU, window, RTO)."""
+    t = config.transport
+    return McastConfig(
+        mtu=t.mtu, window=t.window, ack_every=t.ack_every, ack_delay_s=t.ack_delay_s,
+        rto_initial_s=t.rto_initial_s, rto_min_s=t.rto_min_s, rto_max_s=t.rto_max_s,
+        max_message=config.max_message, forward_first=config.mcast_forward_first,
+    )  # fmt: skip

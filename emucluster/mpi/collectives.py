@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from emucluster.mpi.appbypass import Bypass
     from emucluster.mpi.collctx import CollGen
+    from emucluster.mpi.mcast import McastShell
     from emucluster.p2p import RecvOp, SendOp
 
 __all__ = ["CallContext", "Collectives", "internal_allgather", "internal_allreduce", "lookup"]
@@ -86,6 +87,14 @@ class CallContext:
         if actions:
             engine.run(actions)
         return op
+
+    @property
+    def mcast(self) -> McastShell | None:
+        """The NIC-multicast service of this rank (None without a NIC)."""
+        from emucluster.mpi import mcast
+
+        engine = runtime.engine()
+        return None if engine.singleton else mcast.install(engine)
 
 
 def lookup(operation: str, algorithm: str | None) -> Callable[..., CollGen[Any]]:

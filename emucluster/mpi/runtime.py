@@ -165,6 +165,11 @@ def _stats_of(progress: Progress) -> dict[str, object]:
     bypass = appbypass.active()
     if bypass is not None and bypass.engine is progress:
         out["app_bypass"] = bypass.stats()
+    from emucluster.mpi import mcast
+
+    shell = mcast.active()
+    if shell is not None and shell.engine is progress:
+        out["mcast"] = shell.stats()
     return out
 
 

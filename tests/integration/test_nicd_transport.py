@@ -135,7 +135,9 @@ def test_remote_memory_write_lands_in_registered_shared_memory(tmp_path: Path) -
         data = bytes(range(256)) * 300  # 76,800 B: 19 fragments
         a.rm_write(1, b.port_id, region.id, 100, data, notify=(5, 6))
         event = b.wait(timeout=30)
-        assert event == RmWriteEvent(0, a.port_id, region.id, 100, len(data), (region.id, 100, 5, 6))
+        assert event == RmWriteEvent(
+            0, a.port_id, region.id, 100, len(data), (region.id, 100, 5, 6)
+        )
         assert bytes(region.buf[100 : 100 + len(data)]) == data
         a.flush(timeout=30)
         a.rm_write(1, b.port_id, region.id, 99_999, b"zz")  # past the end: refused

@@ -300,7 +300,12 @@ def test_receiver_refuses_strangers_and_other_epochs() -> None:
     assert engine.on_data(old, now=0.0) == []
     unknown = packet_to(p, 1)
     unknown.mcast_group = GROUP + 1
-    assert engine.on_data(unknown, now=0.0) == []
+    (busy,) = engine.on_data(unknown, now=0.0)  # not posted here yet: alive, not ready
+    assert isinstance(busy, SendPacket)
+    assert isinstance(busy.packet, ControlPacket)
+    assert busy.node == p.src_node
+    answer = decode_mcast_ack_untrusted(busy.packet)
+    assert (answer.group, answer.kind, answer.seq) == (GROUP + 1, McastAckKind.BUSY, 0)
     drops = engine.stats.drops
     assert drops["not_from_parent"] == drops["other_epoch"] == drops["unknown_group"] == 1
     assert engine.view(GROUP).recv_seq == 0

@@ -80,7 +80,8 @@ def receive_one(source: int, tag: int) -> None:
     else:
         buf = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
         comm.Recv(buf, src, t, status)
-        assert status.source == src and status.tag == t
+        assert status.source == src
+        assert status.tag == t
         take(src, t, buf.tobytes())
 
 

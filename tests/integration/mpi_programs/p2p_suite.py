@@ -316,7 +316,7 @@ def communicators() -> None:
 def stats() -> None:
     if not EMU:
         return
-    import emucluster.mpi  # noqa: PLC0415
+    import emucluster.mpi
 
     s = emucluster.mpi.stats()
     assert s["rank"] == rank

@@ -1,0 +1,168 @@
+"""The NIC-multicast shell of one rank: posts groups, multicasts, hands arrivals to matching.
+
+The `McastService` of :mod:`emucluster.coll.nic_mcast` (bcast algorithm ``nic-mcast``,
+chosen by ``EMU_BCAST=nic-mcast``, ``emurun --bcast nic-mcast`` or ``algorithm=``), installed
+on first use. It talks to the rank's NIC through the MPI Port (``Port.create_group`` and
+``Port.multicast``) and installs a progress-engine hook that takes every MCAST_DATA message
+into the point-to-point matching as the eager message its envelope names (seed 001 §6: "the
+destinations invoke blocking receiving operations as MPI_Recv does").
+
+Environment: ``EMU_MCAST_TREE`` = ``postal`` (default: postal-optimal trees from the costs
+measured by the first nic-mcast bcast of each communicator) or ``binomial``;
+``EMU_MCAST_COSTS`` = ``L0,L_per_byte,g0,g_per_byte`` in microseconds fixes the postal costs
+instead of measuring them (benchmarks, tests).
+
+A multicast's completion at the root is lazy, like an eager send: its SENT is absorbed by the
+progress engine; an ERROR (a dead child) and a child-dead event at a forwarding node mark the
+child's node failed in the p2p core, so every later operation that needs it, and every later
+nic-mcast bcast on a communicator containing it, raises ``MPI.ERR_PROC_FAILED``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+from emucluster.coll.mcast_trees import PostalCosts
+from emucluster.coll.nic_mcast import LARGE
+from emucluster.coll.tags import Tag
+from emucluster.mpi.errors import ERR_ARG, ERR_PROC_FAILED
+from emucluster.mpi.errors import Exception as MPIException
+from nicd.wire import MsgType
+
+if TYPE_CHECKING:
+    from emucluster.coll.nic_mcast import GroupPlan, McastService
+    from emucluster.mpi.collctx import CollContext
+    from emucluster.port import RecvEvent
+    from emucluster.progress import Progress
+
+__all__ = ["COSTS_ENV", "TREE_ENV", "McastShell", "active", "install", "parse_costs"]
+
+TREE_ENV = "EMU_MCAST_TREE"
+COSTS_ENV = "EMU_MCAST_COSTS"
+_TREES = ("postal", "binomial")
+
+_shell: McastShell | None = None
+
+
+def active() -> McastShell | None:
+    """The installed shell, if any bcast used NIC multicast."""
+    return _shell
+
+
+def install(engine: Progress) -> McastShell:
+    """The shell for ``engine`` (installed on first call)."""
+    global _shell
+    if _shell is None or _shell.engine is not engine:
+        _shell = McastShell(engine)
+    return _shell
+
+
+def parse_costs(text: str) -> PostalCosts:
+    """``L0,L_per_byte,g0,g_per_byte`` in microseconds -> PostalCosts (seconds)."""
+    try:
+        l0, lb, g0, gb = (float(x) / 1e6 for x in text.split(","))
+    except ValueError:
+        raise MPIException(ERR_ARG, f"{COSTS_ENV}={text!r}: expected four numbers") from None
+    if not l0 > 0 or min(lb, g0, gb) < 0:
+        raise MPIException(ERR_ARG, f"{COSTS_ENV}={text!r}: need L0 > 0, the rest >= 0")
+    return PostalCosts(latency_s=l0, gap_s=g0, latency_per_byte_s=lb, gap_per_byte_s=gb)
+
+
+class McastShell:
+    """NIC multicast for the MPI layer of one rank (one per process)."""
+
+    def __init__(self, engine: Progress) -> None:
+        self.engine = engine
+        self.eager_limit = engine.core.eager_limit
+        self.num_nodes = engine.port.num_nodes
+        kind = os.environ.get(TREE_ENV, "postal").strip().lower() or "postal"
+        if kind not in _TREES:
+            raise MPIException(ERR_ARG, f"{TREE_ENV}={kind!r}: expected postal or binomial")
+        self.tree_kind = kind
+        fixed = os.environ.get(COSTS_ENV, "").strip()
+        self._fixed = parse_costs(fixed) if fixed else None
+        self._costs: dict[int, PostalCosts] = {}
+        self._plans: dict[tuple[int, int], GroupPlan] = {}
+        self.counters: dict[str, int] = dict.fromkeys(
+            ("groups_posted", "multicasts", "large_fallbacks", "received", "calibrations"), 0
+        )
+        engine.hooks[int(MsgType.MCAST_DATA)] = self.on_message
+
+    # -- McastService -----------------------------------------------------------------------
+
+    def now(self) -> float:
+        """The calibration clock."""
+        return time.perf_counter()
+
+    def costs(self, ctx: CollContext) -> PostalCosts | None:
+        """Fixed by the environment, or measured on this communicator."""
+        return self._fixed or self._costs.get(_context(ctx))
+
+    def set_costs(self, ctx: CollContext, costs: PostalCosts) -> None:
+        """Keep this communicator's calibration."""
+        self.counters["calibrations"] += 1
+        self._costs[_context(ctx)] = costs
+
+    def plan(self, ctx: CollContext, root: int) -> GroupPlan | None:
+        """The groups of ``root`` this rank posted on this communicator."""
+        return self._plans.get((_context(ctx), root))
+
+    def post(self, ctx: CollContext, root: int, plan: GroupPlan) -> None:
+        """Post this node's part of every tree to the NIC (one round trip each)."""
+        node: int = ctx.nodes[ctx.rank]  # type: ignore[attr-defined]
+        port = self.engine.port
+        for tree, group in zip(plan.trees, plan.groups, strict=True):
+            port.create_group(group, tree.root, tree.parent(node), tree.children(node))
+            self.counters["groups_posted"] += 1
+        self._plans[(_context(ctx), root)] = plan
+
+    def multicast(
+        self, ctx: CollContext, root: int, group: int, marker: int, payload: bytes
+    ) -> None:
+        """Hand the message to the NIC under this call's envelope (context, root, tag), the
+        marker in the fourth user argument."""
+        context, tag = ctx.wire(Tag.MCAST)  # type: ignore[attr-defined]
+        self.engine.port.multicast(group, payload, args=(context, root, tag, marker))
+        self.counters["large_fallbacks" if marker == LARGE else "multicasts"] += 1
+
+    def check(self, ctx: CollContext) -> None:
+        """ERR_PROC_FAILED if a member's node failed (a dead multicast child included)."""
+        dead = self.engine.core.dead
+        if dead:
+            for node in ctx.nodes:  # type: ignore[attr-defined]
+                if node in dead:
+                    raise MPIException(ERR_PROC_FAILED, f"bcast: node {node}: {dead[node]}")
+
+    # -- the progress engine's hook ---------------------------------------------------------
+
+    def on_message(self, event: RecvEvent) -> None:
+        """A multicast message: into matching as the eager message its envelope names, its
+        marker (fourth user argument) in front of the payload."""
+        self.counters["received"] += 1
+        engine = self.engine
+        args = event.args
+        framed = bytes((args[3] & 0xFF,)) + event.payload
+        actions = engine.core.on_unsequenced(event.src_node, args, framed)
+        if actions:
+            engine.run(actions)
+
+    def stats(self) -> dict[str, object]:
+        """Counters, the tree kind and the costs in use, JSON-able."""
+        costs = {str(c): [x * 1e6 for x in (v.latency_s, v.latency_per_byte_s, v.gap_s,
+                                              v.gap_per_byte_s)]
+                 for c, v in self._costs.items()}  # fmt: skip
+        return {**self.counters, "tree": self.tree_kind, "costs_us": costs,
+                "fixed_costs": self._fixed is not None}  # fmt: skip
+
+
+def _context(ctx: CollContext) -> int:
+    context, _ = ctx.wire(Tag.MCAST)  # type: ignore[attr-defined]
+    return int(context)
+
+
+if TYPE_CHECKING:  # mypy checks the shell against the algorithm's Protocol
+
+    def _typed(shell: McastShell) -> McastService:
+        return shell

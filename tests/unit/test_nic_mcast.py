@@ -1,0 +1,274 @@
+"""NicCore's multicast wiring (seed 001) on a fake clock: host records in, datagrams between
+cores, host events out. No sockets: a tiny in-memory link delivers Transmit actions, drops
+what a test's ``drop`` hook says, and time only moves to the cores' next deadline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from nicd import hostlink as hl
+from nicd.actions import NicAction, ToHost, Transmit
+from nicd.config import NicConfig
+from nicd.nic import NicCore
+from nicd.wire import ControlPacket, DataPacket, MsgType, decode_untrusted
+
+CONN = 1  # every core's host connection id
+PORT = 2
+GROUP = 0x8001
+
+Drop = Callable[[int, int, DataPacket | ControlPacket], bool]
+
+
+class Cluster:
+    """N NicCores, one host port each, a lossless (unless told) link and a fake clock."""
+
+    def __init__(self, n: int, *, forward_first: bool = False, tokens: int = 16) -> None:
+        self.now = 0.0
+        self.addrs = {i: ("10.0.0.1", 5000 + i) for i in range(n)}
+        self.cores = [
+            NicCore(NicConfig(i, "/tmp", mcast_forward_first=forward_first)) for i in range(n)
+        ]
+        self.host: dict[int, list[hl.HostRecord]] = {i: [] for i in range(n)}
+        self.wire: list[tuple[int, int, bytes]] = []  # (from, to, datagram)
+        self.drop: Drop = lambda src, dst, packet: False
+        self.dead: set[int] = set()
+        for i, core in enumerate(self.cores):
+            core.set_routes(self.addrs)
+            self.request(i, hl.OpenReq(PORT))
+            self.request(i, hl.ProvideReq(tokens))
+
+    def request(self, node: int, record: hl.HostRecord) -> None:
+        self._take(node, self.cores[node].on_host(CONN, record, now=self.now))
+
+    def post(self, node: int, parent: int | None, kids: tuple[int, ...], root: int = 0) -> None:
+        self.request(node, hl.McastGroupReq(GROUP, root, parent, kids))
+        assert self.host[node].pop() == hl.McastGroupOk(GROUP)
+
+    def run(self, until: Callable[[], bool], max_steps: int = 10_000) -> None:
+        """Deliver datagrams, then fire timers, until ``until()`` (fail after max_steps)."""
+        for _ in range(max_steps):
+            if until():
+                return
+            if self.wire:
+                src, dst, datagram = self.wire.pop(0)
+                if dst in self.dead or self.drop(src, dst, decode_untrusted(datagram)):
+                    continue
+                core = self.cores[dst]
+                self._take(dst, core.on_datagram(datagram, self.addrs[src], now=self.now))
+                self._take(dst, core.flush(now=self.now))
+                continue
+            deadlines = [
+                (d, i)
+                for i, c in enumerate(self.cores)
+                if i not in self.dead and (d := c.next_deadline()) is not None
+            ]
+            assert deadlines, "nothing left to happen"
+            deadline, node = min(deadlines)
+            self.now = max(self.now, deadline)
+            self._take(node, self.cores[node].on_timer(now=self.now))
+        raise AssertionError(f"not done after {max_steps} steps")
+
+    def events(self, node: int, kind: type[hl.HostRecord]) -> list[hl.HostRecord]:
+        return [r for r in self.host[node] if isinstance(r, kind)]
+
+    def sent(self, node: int) -> list[int]:
+        handles: list[int] = []
+        for r in self.host[node]:
+            if isinstance(r, hl.SentEvent):
+                handles.append(r.handle)
+            elif isinstance(r, hl.SentBatch):
+                handles += r.handles
+        return handles
+
+    def mcast_stats(self, node: int) -> dict[str, object]:
+        stats = self.cores[node].stats()["mcast"]
+        assert isinstance(stats, dict)
+        return stats
+
+    def _take(self, node: int, actions: list[NicAction]) -> None:
+        by_addr = {a: i for i, a in self.addrs.items()}
+        for action in actions:
+            if isinstance(action, Transmit):
+                self.wire.append((node, by_addr[action.addr], action.datagram))
+            elif isinstance(action, ToHost):
+                assert action.conn == CONN
+                self.host[node].append(action.record)
+
+
+def chain(c: Cluster) -> None:
+    """0 -> 1 -> 2 (node 1 forwards)."""
+    c.post(0, None, (1,))
+    c.post(1, 0, (2,))
+    c.post(2, 1, ())
+
+
+def test_multicast_is_delivered_down_a_chain_and_completes_once_acked() -> None:
+    c = Cluster(3)
+    chain(c)
+    payload = bytes(range(256)) * 40  # 10 KiB: three packets at the 4 KiB MTU
+    c.request(0, hl.McastSendReq(11, GROUP, payload, 5, (1, 2, 3, 4)))
+    c.run(lambda: bool(c.events(2, hl.RecvEvent)) and 11 in c.sent(0))
+    for node in (1, 2):
+        (event,) = c.events(node, hl.RecvEvent)
+        assert event == hl.RecvEvent(0, PORT, payload, int(MsgType.MCAST_DATA), 5, (1, 2, 3, 4),
+                                     GROUP)  # fmt: skip
+    assert c.sent(0) == [11]
+    assert c.mcast_stats(1)["forwarded"] == 3
+    assert c.mcast_stats(0)["messages_sent"] == 1
+    assert c.mcast_stats(0)["data_sent"] == 3
+
+
+def test_lost_packet_is_resent_only_to_the_child_that_missed_it() -> None:
+    c = Cluster(3)
+    c.post(0, None, (1, 2))
+    c.post(1, 0, ())
+    c.post(2, 0, ())
+    lost: list[int] = []
+
+    def drop(src: int, dst: int, packet: DataPacket | ControlPacket) -> bool:
+        if dst == 2 and packet.msg_type is MsgType.MCAST_DATA and not lost:
+            lost.append(dst)
+            return True
+        return False
+
+    c.drop = drop
+    c.request(0, hl.McastSendReq(1, GROUP, b"once", 0, (0, 0, 0, 0)))
+    c.run(lambda: 1 in c.sent(0))
+    assert [e.payload for e in c.events(1, hl.RecvEvent)] == [b"once"]  # type: ignore[attr-defined]
+    assert [e.payload for e in c.events(2, hl.RecvEvent)] == [b"once"]  # type: ignore[attr-defined]
+    assert c.mcast_stats(0)["retransmissions_per_child"] == {"2": 1}
+
+
+def test_lost_acks_of_one_child_only() -> None:
+    c = Cluster(3)
+    c.post(0, None, (1, 2))
+    c.post(1, 0, ())
+    c.post(2, 0, ())
+    dropped = [0]
+
+    def drop(src: int, dst: int, packet: DataPacket | ControlPacket) -> bool:
+        if src == 2 and packet.msg_type is MsgType.MCAST_ACK and dropped[0] < 2:
+            dropped[0] += 1
+            return True
+        return False
+
+    c.drop = drop
+    for h in range(3):
+        c.request(0, hl.McastSendReq(h + 1, GROUP, b"m%d" % h, 0, (0, 0, 0, 0)))
+    c.run(lambda: sorted(c.sent(0)) == [1, 2, 3])
+    assert len(c.events(2, hl.RecvEvent)) == 3  # duplicates were not delivered again
+    per_child = c.mcast_stats(0)["retransmissions_per_child"]
+    assert isinstance(per_child, dict)
+    assert set(per_child) == {"2"}
+
+
+def test_dead_child_becomes_an_error_event_at_its_parent() -> None:
+    c = Cluster(3)
+    chain(c)
+    c.dead.add(2)
+    c.request(0, hl.McastSendReq(4, GROUP, b"x", 0, (0, 0, 0, 0)))
+    c.run(lambda: bool(c.events(1, hl.McastErrorEvent)) and 4 in c.sent(0))
+    (error,) = c.events(1, hl.McastErrorEvent)
+    assert error == hl.McastErrorEvent(GROUP, 2, "retries")
+    assert c.mcast_stats(1)["children_dead"] == 1
+    assert c.events(0, hl.ErrorEvent) == []  # the root's own child acknowledged
+
+
+def test_a_root_message_to_a_dead_child_ends_in_one_error() -> None:
+    c = Cluster(2)
+    c.post(0, None, (1,))
+    c.post(1, 0, ())
+    c.dead.add(1)
+    c.request(0, hl.McastSendReq(9, GROUP, b"x", 0, (0, 0, 0, 0)))
+    c.run(lambda: bool(c.events(0, hl.ErrorEvent)))
+    (error,) = c.events(0, hl.ErrorEvent)
+    assert error == hl.ErrorEvent(9, 1, "mcast_child_dead")
+    assert c.events(0, hl.McastErrorEvent) == [hl.McastErrorEvent(GROUP, 1, "retries")]
+    assert c.cores[0].ports.get(PORT).send_tokens == 64  # type: ignore[union-attr]
+
+
+def test_a_member_that_posts_its_group_late_is_waited_for_not_killed() -> None:
+    c = Cluster(2)
+    c.post(0, None, (1,))
+    c.request(0, hl.McastSendReq(1, GROUP, b"early", 0, (0, 0, 0, 0)))
+    c.run(lambda: c.now > 20.0)  # far beyond the retry limit's worth of timeouts
+    assert c.events(0, hl.McastErrorEvent) == []
+    assert c.mcast_stats(0)["busy_holds"] > 8
+    c.post(1, 0, ())
+    c.run(lambda: 1 in c.sent(0))
+    assert [e.payload for e in c.events(1, hl.RecvEvent)] == [b"early"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("forward_first", [False, True])
+def test_forwarding_order_at_an_internal_nic(forward_first: bool) -> None:
+    c = Cluster(3, forward_first=forward_first)
+    chain(c)
+    c.request(0, hl.McastSendReq(1, GROUP, b"m", 0, (0, 0, 0, 0)))
+    _src, _dst, datagram = c.wire.pop(0)
+    actions = c.cores[1].on_datagram(datagram, c.addrs[0], now=0.0)
+    kinds = [type(a).__name__ for a in actions]
+    first_to_host, first_forward = kinds.index("ToHost"), kinds.index("Transmit")
+    assert (first_forward < first_to_host) is forward_first
+
+
+def test_multisend_to_a_list_folds_into_one_completion() -> None:
+    c = Cluster(4)
+    c.request(0, hl.MultiSendReq(21, (1, 2, 3), PORT, b"all", 1, 0, (9, 0, 0, 0)))
+    c.run(lambda: 21 in c.sent(0))
+    for node in (1, 2, 3):
+        assert c.events(node, hl.RecvEvent) == [hl.RecvEvent(0, PORT, b"all", 1, 0, (9, 0, 0, 0))]
+    assert c.sent(0) == [21]
+    assert c.cores[0].ports.get(PORT).send_tokens == 64  # type: ignore[union-attr]
+    c.request(0, hl.MultiSendReq(22, (1, 7), PORT, b"x"))
+    assert c.events(0, hl.ErrorEvent) == [hl.ErrorEvent(22, 1, "no_route")]
+
+
+def test_host_misuse_is_refused_and_gives_its_token_back() -> None:
+    c = Cluster(2)
+    c.request(0, hl.McastSendReq(1, GROUP, b"x", 0, (0, 0, 0, 0)))
+    (refused,) = c.events(0, hl.Refused)
+    assert "does not exist" in refused.reason or "not this port" in refused.reason  # type: ignore[attr-defined]
+    assert c.cores[0].ports.get(PORT).send_tokens == 64  # type: ignore[union-attr]
+    c.request(1, hl.McastGroupReq(GROUP, 0, None, (0,)))  # not the root, no parent
+    assert len(c.events(1, hl.Refused)) == 1
+    c.request(0, hl.MultiSendReq(2, (1, 1), PORT, b"x"))
+    assert len(c.events(0, hl.Refused)) == 2
+    c.request(0, hl.McastFreeReq(GROUP))
+    assert len(c.events(0, hl.Refused)) == 3
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        hl.McastGroupReq(0x8001, 3, 1, (4, 5, 6), 7, True),
+        hl.McastGroupReq(9, 0, None, ()),
+        hl.McastFreeReq(12),
+        hl.McastSendReq(5, 77, b"payload" * 20_000, 3, (1, 2, 3, 4)),
+        hl.MultiSendReq(6, (1, 2, 3), 2, b"z" * 70_000, 30, 4, (5, 6, 7, 8)),
+        hl.MultiSendReq(7, (9,), 2, b""),
+        hl.McastGroupOk(4),
+        hl.McastErrorEvent(4, 2, "retries"),
+    ],
+)
+def test_host_records_round_trip(record: hl.HostRecord) -> None:
+    assembler = hl.Assembler()
+    parts = hl.encode_record(record)
+    decoded = [assembler.feed(p) for p in parts]
+    assert decoded[:-1] == [None] * (len(parts) - 1)
+    assert decoded[-1] == record
+
+
+def test_malformed_multicast_records_are_protocol_violations() -> None:
+    from nicd.errors import ProtocolViolation
+
+    (good,) = hl.encode_record(hl.McastGroupReq(1, 0, None, (1, 2)))
+    for bad in (good[:-1], good + b"\0", bytes([hl.HostOp.MCAST_GROUP, 2]) + good[2:]):
+        with pytest.raises(ProtocolViolation):
+            hl.Assembler().feed(bad)
+    (multi,) = hl.encode_record(hl.MultiSendReq(1, (1, 2, 3), 2, b""))
+    with pytest.raises(ProtocolViolation):
+        hl.Assembler().feed(multi[:-3])
+    with pytest.raises(ProtocolViolation):
+        hl.Assembler().feed(bytes([69]))
