@@ -43,6 +43,14 @@ class Result:
     err: str
 
 
+def _as_from_a_terminal() -> None:
+    """Default SIGINT/SIGHUP in the child, as a shell at a terminal starts it: emurun keeps
+    signals it inherited as ignored (``nohup``, ``&``), which a test runner started in the
+    background would otherwise pass on, and the Ctrl-C tests would test that instead."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 class Job:
     """One emurun invocation with its own job id and TMPDIR, checked for leftovers."""
 
@@ -78,6 +86,7 @@ class Job:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=_as_from_a_terminal,
         )
 
     def _read_until(self, done: Callable[[], bool], what: str) -> None:
