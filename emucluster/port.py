@@ -132,6 +132,8 @@ class Port:
         self._regions: dict[int, Region] = {}
         self._registered: set[int] = set()
         self._next_region = 1
+        self.nicvm_records: deque[hl.NicvmReply | hl.NicvmDone | hl.NicvmReport] = deque()
+        """NICVM answers and reports, for ``emucluster.nicvm`` (never returned by wait)."""
 
     @classmethod
     def open(
@@ -299,7 +301,8 @@ class Port:
         return events
 
     def wait(self, timeout: float | None = None) -> Event | None:
-        """The next event of any kind, or None after ``timeout`` seconds."""
+        """The next event of any kind, or None after ``timeout`` seconds (or as soon as a
+        NICVM record is waiting for ``emucluster.nicvm``)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if self._recvq:
@@ -308,6 +311,8 @@ class Port:
                 return self._rmq.popleft()
             if self._doneq:
                 return self._doneq.popleft()
+            if self.nicvm_records:
+                return None
             if not self._pump(deadline):
                 return None
 
@@ -430,6 +435,8 @@ class Port:
                 self._doneq.append(SentEvent(handle))
             self.free_send_tokens += len(event.handles)
             return len(event.handles)
+        elif isinstance(event, hl.NicvmReply | hl.NicvmDone | hl.NicvmReport):
+            self.nicvm_records.append(event)
         elif isinstance(event, hl.Refused):
             raise PortError(f"the NIC refused a request: {event.reason}")
         else:

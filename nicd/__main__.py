@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 
-from nicd.config import FaultConfig, NicConfig, TransportConfig
+from nicd.config import FaultConfig, NicConfig, NicvmConfig, TransportConfig
 from nicd.errors import UsageError
 
 __all__ = ["build_parser", "config_from_args", "main"]
@@ -76,6 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--corrupt", type=float, help="probability one bit of it is flipped")
     f.add_argument("--delay-ms", type=float, help="extra one-way delay in milliseconds")
     f.add_argument("--fault-seed", type=int, help="seed of the fault plan")
+    v = p.add_argument_group("NICVM (thesis ch. 4)")
+    v.add_argument("--no-nicvm", action="store_true", help="disable the NICVM framework")
+    v.add_argument("--nicvm-fuel", type=int, default=10_000, help="instructions per invocation")
+    v.add_argument("--nicvm-pipelined", action="store_true",
+                   help="start a module's sends at once (default: one at a time, Fig 4.8)")
+    v.add_argument("--nicvm-remote-upload", action="store_true",
+                   help="accept module uploads from other nodes (refused by default)")
     p.add_argument("--log-level", default="WARNING", help="logging level on stderr")
     return p
 
@@ -138,6 +145,9 @@ def config_from_args(args: argparse.Namespace) -> NicConfig:
         stats_file=args.stats,
         transport=transport,
         faults=faults,
+        nicvm=NicvmConfig(enabled=not args.no_nicvm, fuel=max(0, args.nicvm_fuel),
+                          pipelined=args.nicvm_pipelined,
+                          allow_remote_upload=args.nicvm_remote_upload),
     )
 
 

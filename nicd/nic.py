@@ -34,10 +34,13 @@ from nicd.channels import Transport
 from nicd.errors import BadPacket, UsageError
 from nicd.faults import FaultPlan
 from nicd.gm import PortTable
+from nicd.nicvm_engine import NICVM_TYPES, NicvmEngine
 from nicd.stats import LinkStats
 from nicd.wire import SIGNAL_TYPES, ControlPacket, MsgType, decode_untrusted, encode
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from nicd.actions import TransportAction
     from nicd.config import NicConfig
     from nicd.gm import PortState
@@ -67,6 +70,11 @@ class NicCore:
         self._sent: dict[int, list[int]] = {}  # port -> completed handles not yet told
         self._sent_due: dict[int, float] = {}  # port -> when they must be told
         self._sent_flush_at = max(1, config.send_tokens // 2)
+        self.nicvm: NicvmEngine | None = None
+        """The NICVM framework (thesis ch. 4); None when disabled."""
+        if config.nicvm.enabled:
+            self.nicvm = NicvmEngine(config.node_id, config.nicvm, self.transport, self.ports,
+                                     lambda: len(self._routes))  # fmt: skip
 
     # -- inputs -----------------------------------------------------------------------------
 
@@ -139,6 +147,8 @@ class NicCore:
             if self.ports.set_signals(state, record.enable, record.pid, record.seen):
                 return [self._signal(state)]
             return []
+        if isinstance(record, hl.NICVM_REQUESTS):
+            return self._nicvm_request(conn, record, now)
         return self._refuse(conn, f"{type(record).__name__} is not a host request")
 
     def on_register(
@@ -172,6 +182,8 @@ class NicCore:
             return []
         self._sent.pop(state.port, None)
         self._sent_due.pop(state.port, None)
+        if self.nicvm is not None:
+            self.nicvm.on_port_closed(state.port)
         return self._convert(self.transport.close_port(state.port, now=now), now)
 
     def on_timer(self, *, now: float) -> list[NicAction]:
@@ -224,6 +236,7 @@ class NicCore:
             "transport": self.transport.stats(),
             "gm": self.ports.stats(),
             "faults": self.faults.stats(),
+            "nicvm": None if self.nicvm is None else self.nicvm.stats(),
         }
 
     # -- helpers ----------------------------------------------------------------------------
@@ -264,8 +277,9 @@ class NicCore:
         )
         return self._convert(actions, now)
 
-    def _convert(self, actions: list[TransportAction], now: float) -> list[NicAction]:
+    def _convert(self, actions: Sequence[TransportAction | ToHost], now: float) -> list[NicAction]:
         out: list[NicAction] = []
+        nicvm = self.nicvm
         for action in actions:
             if isinstance(action, SendPacket):
                 addr = self._routes.get(action.node)
@@ -287,6 +301,9 @@ class NicCore:
                 if action.msg_type is MsgType.RM_WRITE_P:
                     out += self._place(state, action)
                     continue
+                if action.msg_type in NICVM_TYPES and nicvm is not None:
+                    out += self._convert(nicvm.on_deliver(action, state.conn, now=now), now)
+                    continue
                 event = hl.RecvEvent(
                     action.src_node, action.src_port, action.payload, int(action.msg_type),
                     action.am_handler, action.args, action.mcast_group,
@@ -297,13 +314,23 @@ class NicCore:
                 if action.msg_type in SIGNAL_TYPES and self.ports.on_ab_delivered(state):
                     out.append(self._signal(state))  # after the record: the handler finds it
             elif isinstance(action, SendComplete):
+                if nicvm is not None and nicvm.owns(action.port, action.handle):
+                    done = nicvm.on_send_done(action.port, action.handle, None, now=now)
+                    out += self._convert(done, now)
+                    continue
                 out += self._complete(action.port, action.handle, now)
             elif isinstance(action, SendFailed):
+                if nicvm is not None and nicvm.owns(action.port, action.handle):
+                    done = nicvm.on_send_done(action.port, action.handle, action, now=now)
+                    out += self._convert(done, now)
+                    continue
                 error = hl.ErrorEvent(action.handle, action.dst_node, action.reason)
                 out += self._tell_sent(action.port)
                 out += self._finish_send(action.port, error)
             elif isinstance(action, PeerDead):
                 self.link.peers_dead.append(action.node)
+            elif isinstance(action, ToHost):
+                out.append(action)
         return out
 
     def _signal(self, state: PortState) -> RaiseSignal:
@@ -358,3 +385,16 @@ class NicCore:
         link.datagrams_out += len(datagrams)
         link.bytes_out += sum(len(d) for _, d in datagrams)
         return [Transmit(addr, datagram, control) for addr, datagram in datagrams]
+
+    def _nicvm_request(self, conn: int, record: hl.HostRecord, now: float) -> list[NicAction]:
+        """A NICVM record (load, purge, list, communicator map, delegate) from a host."""
+        state = self.ports.port_of(conn)
+        if state is None:
+            return self._refuse(conn, "NICVM request before OPEN")
+        if self.nicvm is None:
+            if isinstance(record, hl.NicvmDelegateReq):
+                return [ToHost(conn, hl.NicvmDone(record.handle, "disabled", 2, "NICVM is off"))]
+            if isinstance(record, hl.NicvmCommReq):
+                return []
+            return [ToHost(conn, hl.NicvmReply(False, "NICVM is disabled on this NIC"))]
+        return self._convert(self.nicvm.on_host(conn, state.port, record, now=now), now)

@@ -17,7 +17,7 @@ it in, ``get(op, environ=os.environ)``; without ``environ`` the default is the b
 operation  algorithms (baseline first)        reserved for later offloads
 =========  =================================  ================================
 barrier    dissemination
-bcast      binomial                           nic-mcast, nicvm
+bcast      binomial, nicvm                    nic-mcast
 reduce     binomial, app-bypass
 allreduce  recursive-doubling, reduce-bcast
 gather     binomial
@@ -42,6 +42,7 @@ from emucluster.coll.app_bypass import reduce_app_bypass
 from emucluster.coll.barrier import barrier_dissemination
 from emucluster.coll.binomial import bcast_binomial, reduce_binomial
 from emucluster.coll.gather import gather_binomial, scatter_binomial
+from emucluster.coll.nicvm_bcast import bcast_nicvm
 from emucluster.coll.scan import (
     exscan_linear,
     exscan_recursive_doubling,
@@ -121,7 +122,7 @@ BASELINES: dict[str, str] = {
 """The MPICH host-based algorithm each operation uses unless told otherwise."""
 
 RESERVED: dict[str, frozenset[str]] = {
-    "bcast": frozenset({"nic-mcast", "nicvm"}),
+    "bcast": frozenset({"nic-mcast"}),
 }
 """Names kept for offloads registered by later work; asking for one before then is an error
 that says so, rather than "unknown"."""
@@ -435,6 +436,7 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
 
 register("barrier", "dissemination", barrier_dissemination)
 register("bcast", "binomial", bcast_binomial)
+register("bcast", "nicvm", bcast_nicvm)  # thesis ch. 4; needs the MPI layer's NIC
 register("reduce", "binomial", reduce_binomial)
 register("reduce", "app-bypass", reduce_app_bypass)  # thesis ch. 3; needs the MPI layer's NIC
 register("allreduce", "recursive-doubling", allreduce_recursive_doubling)
