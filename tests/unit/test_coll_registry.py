@@ -27,7 +27,7 @@ def test_every_operation_has_its_baseline_registered() -> None:
 
 
 def test_registered_names() -> None:
-    assert coll.choices("bcast") == ("binomial",)
+    assert coll.choices("bcast") == ("binomial", "nicvm")
     assert coll.choices("reduce") == ("binomial", "app-bypass")
     assert coll.choices("barrier") == ("dissemination",)
     assert coll.choices("allreduce") == ("recursive-doubling", "reduce-bcast")
@@ -84,7 +84,7 @@ def test_registering_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
         return request.result
 
     coll.register("bcast", "nic-mcast", bcast_flat)  # a reserved name, now provided
-    assert coll.choices("bcast") == ("binomial", "nic-mcast")
+    assert coll.choices("bcast") == ("binomial", "nic-mcast", "nicvm")
     algorithm = coll.get("bcast", environ={"EMU_BCAST": "nic-mcast"})
     results = simulate(algorithm, 5, lambda r: (b"hi" if r == 2 else None, 2))
     assert results == [b"hi"] * 5

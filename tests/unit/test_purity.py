@@ -47,6 +47,7 @@ CORE_MODULES = (
     "nicd/mcast.py",
     "nicd/mcast_send.py",
     "nicd/mcast_recv.py",
+    "nicd/nicvm_engine.py",
     "launcher/plan.py",
     "launcher/rendezvous.py",
 )
