@@ -9,6 +9,8 @@ communicator id in the NIC's communicator field. One that arrives before its cal
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from typing import TYPE_CHECKING
 
 from emucluster import nicvm
@@ -23,10 +25,19 @@ if TYPE_CHECKING:
     from emucluster.port import RecvEvent
     from emucluster.progress import Progress
 
-__all__ = ["NicvmBcast", "service"]
+__all__ = ["MAX_OUTSTANDING", "NicvmBcast", "service", "shutdown"]
+
+MAX_OUTSTANDING = 64  # root delegations left unanswered before the root waits
+TIMEOUT_S = 30.0
 
 _service: NicvmBcast | None = None
 Key = tuple[int, int]
+
+
+def shutdown(timeout: float = TIMEOUT_S) -> None:
+    """Finalize: the NIC finished every broadcast this rank delegated."""
+    if _service is not None:
+        _service.close(timeout)
 
 
 def service() -> NicvmBcast | None:
@@ -55,30 +66,12 @@ class _Arrival:
         return self.result is not None
 
 
-class _Delegation:
-    """A request completing when the root's NIC finished the module's sends."""
+class _Done:
+    """An already complete request (the root's delegation: the NIC owns the message now)."""
 
-    __slots__ = ("_client", "_finished", "handle")
+    __slots__ = ()
+    done = True
     result = None
-
-    def __init__(self, client: nicvm.Nicvm, handle: int) -> None:
-        self._client = client
-        self.handle = handle
-        self._finished = False
-
-    @property
-    def done(self) -> bool:
-        if self._finished:
-            return True
-        client = self._client
-        client._take()
-        finished = client.done.pop(self.handle, None)
-        if finished is None:
-            return False
-        self._finished = True
-        if finished.outcome != "ok":
-            raise nicvm.NicvmRunError(finished.outcome, finished.detail, finished.line)
-        return True
 
 
 class NicvmBcast:
@@ -89,6 +82,7 @@ class NicvmBcast:
         self.client = nicvm.client(engine.port)
         self.max_bytes = hl.NICVM_MAX_DELEGATE
         self._loaded = False
+        self._pending: deque[int] = deque()  # delegations the NIC has not answered yet
         self._arrived: dict[Key, bytes] = {}
         self._waiting: dict[Key, _Arrival] = {}
         self.counters = {"delegated": 0, "received": 0, "early": 0}
@@ -104,12 +98,36 @@ class NicvmBcast:
         self.client.set_comm(comm, nodes)
         return first
 
-    def delegate(self, ctx: CollContext, root: int, body: bytes) -> _Delegation:
+    def delegate(self, ctx: CollContext, root: int, body: bytes) -> _Done:
+        """The root hands the message to its NIC and returns at once, as the thesis's root
+        does; the NIC's answers are collected later (here, at the next call, at Finalize),
+        and a failure raises then. At most ``MAX_OUTSTANDING`` are left unanswered."""
         comm, tag = _key(ctx)
         self.counters["delegated"] += 1
+        self.collect()
+        while len(self._pending) >= MAX_OUTSTANDING:
+            self._finish(self._pending.popleft(), TIMEOUT_S)
         handle = self.client.start_delegate(MODULE_NAME, body, root=root, comm=comm,
                                             args=(tag, 0, 0, 0))  # fmt: skip
-        return _Delegation(self.client, handle)
+        self._pending.append(handle)
+        return _Done()
+
+    def collect(self) -> None:
+        """Take in the NIC's answers to delegations; raise NicvmRunError for a failed one."""
+        client = self.client
+        client._take()
+        while self._pending and self._pending[0] in client.done:
+            self._finish(self._pending.popleft(), 0.0)
+
+    def _finish(self, handle: int, timeout: float) -> None:
+        self.client.wait_done(handle, timeout=timeout)
+
+    def close(self, timeout: float) -> None:
+        """Finalize: wait until the NIC finished every delegated broadcast (closing the port
+        earlier would fail the module's sends still in flight)."""
+        deadline = time.monotonic() + timeout
+        while self._pending:
+            self._finish(self._pending.popleft(), max(0.0, deadline - time.monotonic()))
 
     def expect(self, ctx: CollContext) -> _Arrival:
         key = _key(ctx)

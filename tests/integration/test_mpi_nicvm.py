@@ -21,7 +21,7 @@ def test_nicvm_suite_with_faults(nodes: int) -> None:
 
 
 def test_pipelined_module_sends() -> None:
-    args = ("--nicd-args", "--nicvm-pipelined", *FAULTS)
+    args = ("--nicd-args=--nicvm-pipelined", *FAULTS)
     result = mpirun(4, PROGRAMS / "nicvm_suite.py", emurun_args=args, timeout=240)
     assert result.code == 0, result.err
     assert len(result.lines("nicvm ok")) == 4
