@@ -161,14 +161,19 @@ class NicvmEngine:
 
     def on_port_closed(self, port: int) -> None:
         """``port`` closed: its non-persistent modules and its communicator maps go."""
-        for name in [n for n, m in self.modules.items() if m.owner == port and not m.persist]:
-            del self.modules[name]
-            self.counters["purged_at_close"] += 1
+        for name, loaded in list(self.modules.items()):
+            if loaded.owner == port:
+                if loaded.persist:
+                    loaded.owner = None  # nobody to report to any more
+                else:
+                    del self.modules[name]
+                    self.counters["purged_at_close"] += 1
         for key in [k for k in self._comms if k[0] == port]:
             del self._comms[key]
         for ctx in self._contexts.values():
-            if ctx.port == port:
+            if ctx.port == port:  # its sends in flight fail with the port's streams
                 ctx.delivery = ctx.done = None
+                ctx.pending.clear()
 
     # -- the receive path -------------------------------------------------------------------
 

@@ -292,3 +292,15 @@ def test_nicvm_host_records_round_trip_and_malformed_ones_are_violations() -> No
         except ProtocolViolation:
             continue
         raise AssertionError(f"{bad!r} was accepted")
+
+
+def test_port_closing_with_module_sends_in_flight_drops_them_cleanly() -> None:
+    net = _bcast(4, pipelined=False)
+    out = net.step(0, hl.NicvmDelegateReq(1, "bc", 0, 5, b"x"))
+    closed = net.cores[0].on_disconnect(CONN, now=net.now)
+    net.pump(out + [(0, a) for a in closed])
+    assert net.records(0, hl.NicvmDone) == []  # nobody left to tell
+    engine = net.cores[0].nicvm
+    assert engine is not None
+    assert engine.stats()["sends_outstanding"] == 0
+    assert engine.modules == {}  # purged with its port
