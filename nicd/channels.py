@@ -438,7 +438,6 @@ class Transport:
         if len(args) != 4 or not all(0 <= a <= _U32 for a in args):
             raise UsageError("args must be four 32-bit unsigned words")
 
-
     def ack_now(self, src_node: int, src_port: int, dst_port: int, *, now: float
                 ) -> list[TransportAction]:  # fmt: skip
         """Acknowledge the stream from (``src_node``, ``src_port``) into ``dst_port`` at once
