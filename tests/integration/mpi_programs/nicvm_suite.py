@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from emucluster import MPI, nicvm
 from emucluster.coll.nicvm_bcast import MODULE_NAME
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 LOOP = """\
 func main()
