@@ -17,7 +17,8 @@
 ``python -m emucluster.bench.nicvm sweep --out docs/figures/nicvm.json`` runs them all (and the
 VM micro-benchmark, ``nicd.nicvm.bench``, and `core_overhead`: Fig 4.9's question asked of two
 ``NicCore`` s in one process, where other jobs' load cannot blur a 1 % difference) and draws one
-PNG per figure group with the paper's numbers on it; ``... core --out F`` redoes only that part.
+PNG per figure group with the paper's numbers on it; ``... core --out F`` redoes only that part,
+``... pipelined --out F`` only the comparison of Fig 4.8's sends one at a time vs pipelined.
 """
 
 from __future__ import annotations
@@ -290,6 +291,25 @@ def _job(nodes: int, mode: str, extra: list[str], wait: str, nicd_args: str = ""
     return result
 
 
+def pipelined(args: argparse.Namespace) -> dict[str, Any]:
+    """Fig 4.8's one send at a time vs ``--nicvm-pipelined``: bcast jobs on the largest node
+    count, alternating; each job's binomial broadcast is the yardstick the NICVM one is divided
+    into, so load that differs between jobs cancels."""
+    nodes = args.nodes[-1]
+    runs: dict[str, list[dict[str, Any]]] = {"one_at_a_time": [], "pipelined": []}
+    for _ in range(args.reps):
+        for name, flags in (("one_at_a_time", ""), ("pipelined", "--nicvm-pipelined")):
+            extra = ["--iters", str(args.iters), "--sizes", "32", "4096"]
+            res = _job(nodes, "bcast", extra, args.latency_wait, flags)["ranks"][0]
+            runs[name].append({a: {s: _med(x) for s, x in res[a].items()}
+                               for a in ("binomial", "nicvm")})  # fmt: skip
+    factor = {
+        name: {s: _med([r["binomial"][s] / r["nicvm"][s] for r in rows]) for s in ("32", "4096")}
+        for name, rows in runs.items()
+    }
+    return {"nodes": nodes, "runs": runs, "binomial_over_nicvm": factor}
+
+
 def _med(xs: list[float]) -> float:
     return float(statistics.median(xs)) if xs else float("nan")
 
@@ -306,10 +326,13 @@ def sweep(args: argparse.Namespace) -> None:
         "bind": "core (emurun default)",
     }
     it = ["--iters", str(args.iters)]
+    raw: dict[str, Any] = {"pingpong": [], "bcast": {}, "skew": []}
+    report["raw_samples_us"] = raw
     pp: dict[str, dict[str, list[float]]] = {"nicvm": {}, "disabled": {}}
     for rep in range(args.reps):
         for variant, flags in (("nicvm", ""), ("disabled", "--no-nicvm")):
             res = _job(2, "pingpong", it, args.latency_wait, flags)["ranks"][0]
+            raw["pingpong"].append({"variant": variant, "rep": rep, "one_way_us": _round(res)})
             for size, samples in res.items():
                 pp[variant].setdefault(size, []).append(_med(samples))
         print(f"pingpong rep {rep} done", flush=True)
@@ -318,6 +341,7 @@ def sweep(args: argparse.Namespace) -> None:
     report["fig4.9_raw_medians"] = pp
     echo = _job(2, "echo", [*it, "--sizes", *map(str, SIZES_ECHO)], args.latency_wait)["ranks"][0]
     report["fig4.10_12"] = {v: {s: _med(x) for s, x in d.items()} for v, d in echo.items()}
+    raw["echo_round_trip"] = _round(echo)
     print("echo done", flush=True)
     bc: dict[str, Any] = {}
     for nodes in args.nodes:
@@ -327,6 +351,7 @@ def sweep(args: argparse.Namespace) -> None:
             else ["8", "32", "256", "1024", "4096", "16384"]
         )
         res = _job(nodes, "bcast", [*it, "--sizes", *sizes], args.latency_wait)["ranks"][0]
+        raw["bcast"][str(nodes)] = _round(res)
         bc[str(nodes)] = {"one_way_us": res["one_way_us"],
                           **{a: {s: _med(x) for s, x in res[a].items()}
                              for a in ("binomial", "nicvm")}}  # fmt: skip
@@ -338,6 +363,7 @@ def sweep(args: argparse.Namespace) -> None:
     for nodes, skew in configs:
         extra = ["--iters", str(args.skew_iters), "--skew-us", str(skew), "--sizes", "32", "4096"]
         res = _job(nodes, "skew", extra, args.wait)["ranks"]
+        raw["skew"].append({"nodes": nodes, "skew_us": skew, "per_rank": _round(res)})
         summary: dict[str, Any] = {}
         for size in ("32", "4096"):
             for a in ("binomial", "nicvm"):
@@ -348,10 +374,22 @@ def sweep(args: argparse.Namespace) -> None:
         skew_runs.append({"nodes": nodes, "skew_us": skew, "summary": summary})
         print(f"skew nodes={nodes} skew={skew}: {summary}", flush=True)
     report["fig4.16_18"] = skew_runs
+    report["fig4.8_pipelined"] = pipelined(args)
     report["vm"] = [asdict(sample) for sample in measure()]
     with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=1)
+        json.dump(report, f)
     _plot(report, args.out.removesuffix(".json"))
+
+
+def _round(obj: Any) -> Any:
+    """Samples to 0.1 us (the JSON stays small; the clocks are not better than that here)."""
+    if isinstance(obj, float):
+        return round(obj, 1)
+    if isinstance(obj, list):
+        return [_round(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _round(v) for k, v in obj.items()}
+    return obj
 
 
 def _plot(report: dict[str, Any], stem: str) -> None:
@@ -452,7 +490,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: one job under emurun (MODE), or ``sweep``."""
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m emucluster.bench.nicvm")
-    parser.add_argument("mode", choices=(*MODES, "sweep", "core"))
+    parser.add_argument("mode", choices=(*MODES, "sweep", "core", "pipelined"))
     parser.add_argument("--out", default="nicvm.json")
     parser.add_argument("--iters", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=10)
@@ -478,12 +516,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.mode == "sweep":
         sweep(args)
-    elif args.mode == "core":  # redo Fig 4.9's in-process part of an existing sweep, redraw
+    elif args.mode in ("core", "pipelined"):  # redo one part of an existing sweep, redraw
         with open(args.out, encoding="utf-8") as f:
             report = json.load(f)
-        report["fig4.9_core"] = core_overhead()
+        if args.mode == "core":
+            report["fig4.9_core"] = core_overhead()
+        else:
+            report["fig4.8_pipelined"] = pipelined(args)
         with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=1)
+            json.dump(report, f)
         _plot(report, args.out.removesuffix(".json"))
     else:
         run_rank(args)

@@ -25,7 +25,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from emucluster.mpi import appbypass, nicvmcoll
+from emucluster.mpi import appbypass
 from emucluster.mpi.errors import ERR_OTHER
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.p2p import EAGER_LIMIT_BYTES, P2P
@@ -110,7 +110,9 @@ def finalize() -> None:
         return
     try:
         appbypass.shutdown(FINALIZE_TIMEOUT_S)  # outstanding reductions complete first
-        nicvmcoll.shutdown(FINALIZE_TIMEOUT_S)  # and NICVM broadcasts this root delegated
+        nicvmcoll = sys.modules.get("emucluster.mpi.nicvmcoll")  # imported only if used
+        if nicvmcoll is not None:
+            nicvmcoll.shutdown(FINALIZE_TIMEOUT_S)  # and NICVM broadcasts this root delegated
         progress.finish(FINALIZE_TIMEOUT_S)
     except (PortError, TimeoutError) as exc:
         raise MPIException(ERR_OTHER, f"Finalize: {exc}") from exc
