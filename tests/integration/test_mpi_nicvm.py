@@ -33,3 +33,9 @@ def test_unmodified_program_uses_nicvm_bcast() -> None:
     result = mpirun(3, PROGRAMS / "coll_suite.py", emurun_args=("--bcast", "nicvm"))
     assert result.code == 0, result.err
     assert len(result.lines("coll ok")) == 3
+
+
+def test_port_level_api_persistence_nic_echo_and_remote_upload_refused() -> None:
+    result = mpirun(2, PROGRAMS / "nicvm_port.py", emurun_args=FAULTS)
+    assert result.code == 0, result.err
+    assert result.lines("port ok") == ["port ok 0", "port ok 1"]
