@@ -1,18 +1,209 @@
-"""Host-side NICVM API: validate a module before it is uploaded (thesis §5.1).
+"""Host-side NICVM API: check, upload, purge and list modules; delegate messages to them.
 
-``check`` runs nicd's own compiler on the host, so a module that passes here compiles on the
-NIC; errors carry ``.line``, ``.column`` and a caret snippet. Uploading, purging and delegating
-are added on top of the port once nicd serves NICVM packets.
+Thesis §4.3.4 and §5.1. ``check`` runs nicd's own compiler on the host, so a module that
+passes here compiles on the NIC; errors carry ``.line``, ``.column`` and a caret snippet. The
+other calls talk to this node's NIC over a GM port: inside an MPI program the MPI runtime's
+port (``load``, ``purge``, ``modules``, ``delegate`` below), at the port level a `Nicvm` made
+on any open `emucluster.port.Port`.
+
+* ``load(name, source, *, persist=False)`` uploads a module; a module the NIC refuses raises
+  `NicvmError` with the compiler's line and column. Without ``persist`` the NIC purges it when
+  the loading port closes.
+* ``delegate(name, buf)`` hands ``buf`` to this NIC's module ``name`` (the loopback path of
+  Fig 4.5) and waits until the module ran and its sends completed; a module that faults or
+  runs out of fuel raises `NicvmRunError` (a `NicvmError`) within the timeout.
+* ``Nicvm.send`` sends a NICVM data message to another node's module (the echo benchmark).
+
+Messages a module lets through arrive at the host as ``RecvEvent`` of type ``NICVM_DATA`` with
+the root rank in ``am_handler`` and the communicator id in ``mcast_group``.
 """
 
 from __future__ import annotations
 
-from nicd.nicvm import NicvmError, compile_module
+import time
+from typing import TYPE_CHECKING
 
-__all__ = ["NicvmError", "check"]
+from nicd import hostlink as hl
+from nicd.nicvm import NicvmError, compile_module
+from nicd.nicvm.packet import encode_preamble
+from nicd.wire import MsgType
+
+if TYPE_CHECKING:
+    from emucluster.port import Port
+
+__all__ = [
+    "Nicvm",
+    "NicvmError",
+    "NicvmRunError",
+    "check",
+    "client",
+    "delegate",
+    "load",
+    "modules",
+    "purge",
+]
+
+TIMEOUT_S = 10.0  # default wait for the NIC's answer
+Args = tuple[int, int, int, int]
+
+
+class NicvmRunError(NicvmError):
+    """A delegated message's module failed on the NIC (``outcome``: ``fault``,
+    ``out_of_fuel``, ``vm_error``, ``no_module``, ``no_comm``, ``send_failed``, ``disabled``);
+    ``line`` is the module line that failed (0 if none). Fix the module or its input."""
+
+    def __init__(self, outcome: str, detail: str, line: int) -> None:
+        self.outcome = outcome
+        super().__init__(f"{outcome}: {detail}" if detail else outcome, line=line, column=0)
 
 
 def check(source: str) -> None:
     """Raise ``NicvmError`` (with ``.line``, ``.column``, ``.snippet``) if ``source`` would
     not compile on the NIC: a syntax error, a semantic error or an exceeded limit."""
     compile_module(source)
+
+
+class Nicvm:
+    """The NICVM requests of one open port."""
+
+    def __init__(self, port: Port) -> None:
+        self.port = port
+        self._next = 1
+        self.done: dict[int, hl.NicvmDone] = {}
+        """Finished delegations not collected yet (started with ``wait=False``)."""
+        self.reports: list[hl.NicvmReport] = []
+        """Failures of this port's modules on received packets, as the NIC reported them."""
+        self._comms: dict[int, tuple[int, ...]] = {}
+
+    def load(self, name: str, source: str, *, persist: bool = False, precheck: bool = True,
+             timeout: float = TIMEOUT_S) -> None:  # fmt: skip
+        """Upload ``source`` as module ``name`` (replacing one of that name). Raise
+        `NicvmError` with line and column if it does not compile (checked here first unless
+        ``precheck`` is False, then by the NIC)."""
+        if precheck:
+            check(source)
+        reply = self._ask(hl.NicvmLoadReq(name, source, persist), timeout)
+        if not reply.ok:
+            raise NicvmError(reply.error, line=reply.line, column=reply.column, source=source)
+
+    def purge(self, name: str, *, timeout: float = TIMEOUT_S) -> None:
+        """Remove module ``name``; `NicvmError` if there is none."""
+        reply = self._ask(hl.NicvmPurgeReq(name), timeout)
+        if not reply.ok:
+            raise NicvmError(reply.error, line=0, column=0)
+
+    def modules(self, *, timeout: float = TIMEOUT_S) -> list[dict[str, object]]:
+        """The modules loaded on the NIC: name, owner port, persist, instruction count and
+        counters (invocations, ok, consumed, sends, fault, out_of_fuel, ...)."""
+        return list(self._ask(hl.NicvmListReq(), timeout).modules or [])
+
+    def set_comm(self, comm: int, nodes: tuple[int, ...]) -> None:
+        """Post communicator ``comm``'s map (rank i = node ``nodes[i]``) to the NIC, once."""
+        if self._comms.get(comm) != nodes:
+            self._comms[comm] = nodes
+            self.port._write(hl.encode_record(hl.NicvmCommReq(comm, nodes)))
+
+    def start_delegate(self, name: str, buf: bytes | bytearray | memoryview, *, root: int | None
+                       = None, comm: int = 0, args: Args = (0, 0, 0, 0)) -> int:  # fmt: skip
+        """Hand ``buf`` to this NIC's module ``name`` without waiting; return the handle
+        `wait_done` takes. ``root`` defaults to this node (communicator 0's rank)."""
+        handle = self._next
+        self._next = (handle + 1) & 0xFFFFFFFF or 1
+        root = self.port.node_id if root is None else root
+        req = hl.NicvmDelegateReq(handle, name, root, comm, bytes(buf), args)
+        self.port._write(hl.encode_record(req))
+        return handle
+
+    def wait_done(self, handle: int, *, timeout: float = TIMEOUT_S) -> int:
+        """Wait for delegation ``handle``; return the module's result code or raise
+        `NicvmRunError` (also TimeoutError when the NIC did not answer in time)."""
+        deadline = time.monotonic() + timeout
+        while handle not in self.done:
+            self._take()
+            if handle in self.done:
+                break
+            if not self.port._pump(deadline):
+                raise TimeoutError(f"the NIC did not finish delegation {handle} in {timeout} s")
+        done = self.done.pop(handle)
+        if done.outcome != "ok":
+            raise NicvmRunError(done.outcome, done.detail, done.line)
+        return done.result
+
+    def delegate(self, name: str, buf: bytes | bytearray | memoryview, *, root: int | None =
+                 None, comm: int = 0, args: Args = (0, 0, 0, 0),
+                 timeout: float = TIMEOUT_S) -> int:  # fmt: skip
+        """Delegate ``buf`` to module ``name`` and wait (see `start_delegate`, `wait_done`)."""
+        handle = self.start_delegate(name, buf, root=root, comm=comm, args=args)
+        return self.wait_done(handle, timeout=timeout)
+
+    def send(self, dst_node: int, name: str, buf: bytes | bytearray | memoryview, *,
+             root: int, comm: int = 0, args: Args = (0, 0, 0, 0),
+             dst_port: int | None = None) -> int:  # fmt: skip
+        """Send ``buf`` as a NICVM data message for module ``name`` on node ``dst_node``
+        (same port number unless ``dst_port``); return the port's send handle."""
+        payload = encode_preamble(name, root, comm) + bytes(buf)
+        port = self.port.port_id if dst_port is None else dst_port
+        return self.port.send(dst_node, port, payload, msg_type=MsgType.NICVM_DATA, args=args)
+
+    def _ask(self, req: hl.HostRecord, timeout: float) -> hl.NicvmReply:
+        self.port._write(hl.encode_record(req))
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self._take(want_reply=True)
+            if reply is not None:
+                return reply
+            if not self.port._pump(deadline):
+                raise TimeoutError(f"the NIC did not answer {type(req).__name__} in {timeout} s")
+
+    def _take(self, *, want_reply: bool = False) -> hl.NicvmReply | None:
+        records = self.port.nicvm_records
+        while records:
+            record = records.popleft()
+            if isinstance(record, hl.NicvmDone):
+                self.done[record.handle] = record
+            elif isinstance(record, hl.NicvmReport):
+                self.reports.append(record)
+                del self.reports[:-100]
+            elif want_reply:
+                return record
+        return None
+
+
+_clients: dict[int, Nicvm] = {}
+
+
+def client(port: Port | None = None) -> Nicvm:
+    """The `Nicvm` of ``port``, or of the MPI runtime's port inside an MPI program."""
+    if port is None:
+        from emucluster.mpi import runtime
+
+        engine = runtime.engine()
+        if engine.singleton:
+            raise NicvmError("this MPI rank has no NIC (singleton)", line=0, column=0)
+        port = engine.port
+    found = _clients.get(id(port))
+    if found is None or found.port is not port:
+        found = _clients[id(port)] = Nicvm(port)
+    return found
+
+
+def load(name: str, source: str, *, persist: bool = False, port: Port | None = None) -> None:
+    """Upload module ``name`` to this node's NIC (see `Nicvm.load`)."""
+    client(port).load(name, source, persist=persist)
+
+
+def purge(name: str, *, port: Port | None = None) -> None:
+    """Remove module ``name`` from this node's NIC."""
+    client(port).purge(name)
+
+
+def modules(*, port: Port | None = None) -> list[dict[str, object]]:
+    """The modules loaded on this node's NIC."""
+    return client(port).modules()
+
+
+def delegate(name: str, buf: bytes | bytearray | memoryview, *, port: Port | None = None,
+             root: int | None = None, comm: int = 0, args: Args = (0, 0, 0, 0),
+             timeout: float = TIMEOUT_S) -> int:  # fmt: skip
+    """Hand ``buf`` to this NIC's module ``name`` and wait for it (see `Nicvm.delegate`)."""
+    return client(port).delegate(name, buf, root=root, comm=comm, args=args, timeout=timeout)

@@ -150,6 +150,8 @@ class Port:
         self._registered: set[int] = set()
         self._next_region = 1
         self._groups_ok: set[int] = set()
+        self.nicvm_records: deque[hl.NicvmReply | hl.NicvmDone | hl.NicvmReport] = deque()
+        """NICVM answers and reports, for ``emucluster.nicvm`` (never returned by wait)."""
 
     @classmethod
     def open(
@@ -317,7 +319,8 @@ class Port:
         return events
 
     def wait(self, timeout: float | None = None) -> Event | None:
-        """The next event of any kind, or None after ``timeout`` seconds."""
+        """The next event of any kind, or None after ``timeout`` seconds (or as soon as a
+        NICVM record is waiting for ``emucluster.nicvm``)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if self._recvq:
@@ -326,6 +329,8 @@ class Port:
                 return self._rmq.popleft()
             if self._doneq:
                 return self._doneq.popleft()
+            if self.nicvm_records:
+                return None
             if not self._pump(deadline):
                 return None
 
@@ -455,6 +460,8 @@ class Port:
             self._doneq.append(event)
         elif isinstance(event, hl.McastGroupOk):
             self._groups_ok.add(event.group)
+        elif isinstance(event, hl.NicvmReply | hl.NicvmDone | hl.NicvmReport):
+            self.nicvm_records.append(event)
         elif isinstance(event, hl.Refused):
             raise PortError(f"the NIC refused a request: {event.reason}")
         else:

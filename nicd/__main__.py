@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 
-from nicd.config import FaultConfig, NicConfig, TransportConfig
+from nicd.config import FaultConfig, NicConfig, NicvmConfig, TransportConfig
 from nicd.errors import UsageError
 
 __all__ = ["build_parser", "config_from_args", "main"]
@@ -81,6 +81,19 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="multicast: forward each packet before delivering to the host (default: after)",
     )
+    v = p.add_argument_group("NICVM (thesis ch. 4)")
+    v.add_argument("--no-nicvm", action="store_true", help="disable the NICVM framework")
+    v.add_argument("--nicvm-fuel", type=int, default=10_000, help="instructions per invocation")
+    v.add_argument(
+        "--nicvm-pipelined",
+        action="store_true",
+        help="start a module's sends at once (default: one at a time, Fig 4.8)",
+    )
+    v.add_argument(
+        "--nicvm-remote-upload",
+        action="store_true",
+        help="accept module uploads from other nodes (refused by default)",
+    )
     p.add_argument("--log-level", default="WARNING", help="logging level on stderr")
     return p
 
@@ -144,6 +157,12 @@ def config_from_args(args: argparse.Namespace) -> NicConfig:
         mcast_forward_first=args.mcast_forward_first,
         transport=transport,
         faults=faults,
+        nicvm=NicvmConfig(
+            enabled=not args.no_nicvm,
+            fuel=max(0, args.nicvm_fuel),
+            pipelined=args.nicvm_pipelined,
+            allow_remote_upload=args.nicvm_remote_upload,
+        ),
     )
 
 

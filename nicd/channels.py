@@ -438,6 +438,19 @@ class Transport:
         if len(args) != 4 or not all(0 <= a <= _U32 for a in args):
             raise UsageError("args must be four 32-bit unsigned words")
 
+    def ack_now(self, src_node: int, src_port: int, dst_port: int, *, now: float
+                ) -> list[TransportAction]:  # fmt: skip
+        """Acknowledge the stream from (``src_node``, ``src_port``) into ``dst_port`` at once
+        instead of after the delayed-ACK interval (NICVM: a module's sender waits for it)."""
+        key = RecvKey(src_node, src_port, dst_port)
+        receiver = self._receivers.get(key)
+        if receiver is None or not receiver.ack_pending:
+            return []
+        receiver.ack_due = now
+        self._pending_acks.pop(key, None)
+        action = receiver.take_ack(now)
+        return [] if action is None else [action]
+
 
 def _check_config(c: TransportConfig) -> None:
     """Raise UsageError for a config the transport cannot run with."""

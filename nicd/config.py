@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["FaultConfig", "NicConfig", "TransportConfig"]
+__all__ = ["FaultConfig", "NicConfig", "NicvmConfig", "TransportConfig"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,21 @@ class FaultConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class NicvmConfig:
+    """NICVM tunables of one nicd."""
+
+    enabled: bool = True
+    """Off: NICVM packets are ordinary messages and NICVM records are refused (Fig 4.9's
+    baseline)."""
+    fuel: int = 10_000  # nicd.nicvm.limits.DEFAULT_FUEL
+    """Instructions one invocation may execute."""
+    pipelined: bool = False
+    """Start all of a module's sends at once instead of one at a time (Fig 4.8)."""
+    allow_remote_upload: bool = False
+    """Accept ``NICVM_SOURCE`` packets from other nodes (refused by default, §4.2.5)."""
+
+
+@dataclass(frozen=True, slots=True)
 class NicConfig:
     """Everything one nicd needs to start."""
 
@@ -97,3 +112,4 @@ class NicConfig:
     to its host (False: deliver first, as seed 001 §5.2 does)."""
     transport: TransportConfig = field(default_factory=TransportConfig)
     faults: FaultConfig = field(default_factory=FaultConfig)
+    nicvm: NicvmConfig = field(default_factory=NicvmConfig)

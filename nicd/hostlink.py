@@ -18,6 +18,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import cast
 
 import msgpack
 
@@ -28,6 +29,8 @@ __all__ = [
     "ANY_PORT",
     "CHUNK_BYTES",
     "MAX_RECORD_BYTES",
+    "NICVM_MAX_DELEGATE",
+    "NICVM_REQUESTS",
     "Assembler",
     "CloseReq",
     "DeregisterReq",
@@ -40,6 +43,14 @@ __all__ = [
     "McastGroupReq",
     "McastSendReq",
     "MultiSendReq",
+    "NicvmCommReq",
+    "NicvmDelegateReq",
+    "NicvmDone",
+    "NicvmListReq",
+    "NicvmLoadReq",
+    "NicvmPurgeReq",
+    "NicvmReply",
+    "NicvmReport",
     "OpenReq",
     "Opened",
     "ProvideReq",
@@ -98,6 +109,14 @@ class HostOp(IntEnum):
     MULTISEND = 63
     MCAST_GROUP_OK = 64
     MCAST_ERROR = 65
+    NICVM_LOAD = 70
+    NICVM_PURGE = 71
+    NICVM_LIST = 72
+    NICVM_COMM = 73
+    NICVM_DELEGATE = 74
+    NICVM_REPLY = 75
+    NICVM_DONE = 76
+    NICVM_REPORT = 77
 
 
 # OPEN:     op (8) | port (16)
@@ -376,6 +395,94 @@ class McastErrorEvent:
     reason: str
 
 
+# -- NICVM (thesis ch. 4): module upload, purge, list, communicator map, delegation -----------
+# NICVM_DELEGATE: op (8) | handle (32) | root rank (16) | communicator id (16) | user args 4 x 32
+#                 | name length (8), then the name (UTF-8), then the payload (one record)
+_DELEGATE = struct.Struct(">BIHH4IB")
+NICVM_MAX_DELEGATE = CHUNK_BYTES - 512  # payload bytes of one delegated message
+
+
+@dataclass(slots=True)
+class NicvmLoadReq:
+    """Compile ``source`` into the NIC as module ``name`` (replacing one of that name). Unless
+    ``persist``, the module is purged when this port closes. Answered by a NicvmReply."""
+
+    name: str
+    source: str
+    persist: bool = False
+
+
+@dataclass(slots=True)
+class NicvmPurgeReq:
+    """Remove module ``name``. Answered by a NicvmReply."""
+
+    name: str
+
+
+@dataclass(slots=True)
+class NicvmListReq:
+    """List the loaded modules. Answered by a NicvmReply with ``modules``."""
+
+
+@dataclass(slots=True)
+class NicvmCommReq:
+    """The communicator map of this port (thesis §4.3.4): rank i of communicator ``comm`` is
+    node ``nodes[i]`` (same port). Modules see rank, size and root through it. No reply."""
+
+    comm: int
+    nodes: tuple[int, ...]
+
+
+@dataclass(slots=True)
+class NicvmDelegateReq:
+    """Hand ``payload`` to this NIC's module ``name`` as if it had arrived (the loopback path
+    of Fig 4.5), for root rank ``root`` of communicator ``comm``. Answered by a NicvmDone
+    naming ``handle`` once the module ran and its sends completed."""
+
+    handle: int
+    name: str
+    root: int
+    comm: int
+    payload: bytes
+    args: Args = (0, 0, 0, 0)
+
+
+@dataclass(slots=True)
+class NicvmReply:
+    """The answer to a load, purge or list. A refused module gives ``ok`` False with the
+    compiler's ``error`` and its ``line``/``column`` (0 when not about a position)."""
+
+    ok: bool
+    error: str = ""
+    line: int = 0
+    column: int = 0
+    modules: list[dict[str, object]] | None = None
+
+
+@dataclass(slots=True)
+class NicvmDone:
+    """A delegated message ``handle`` is finished: ``outcome`` ``ok``, ``out_of_fuel``,
+    ``fault``, ``vm_error``, ``no_module``, ``no_comm`` or ``send_failed``; ``result`` is the
+    module's result code; ``detail`` and ``line`` describe a failure."""
+
+    handle: int
+    outcome: str
+    result: int = 0
+    detail: str = ""
+    line: int = 0
+
+
+@dataclass(slots=True)
+class NicvmReport:
+    """To the owner of module ``name``: an invocation on a received packet failed
+    (``outcome`` as in NicvmDone); the packet went to the host as it arrived."""
+
+    name: str
+    outcome: str
+    detail: str = ""
+    line: int = 0
+
+
 HostRecord = (
     OpenReq
     | SendReq
@@ -403,6 +510,14 @@ HostRecord = (
     | MultiSendReq
     | McastGroupOk
     | McastErrorEvent
+    | NicvmLoadReq
+    | NicvmPurgeReq
+    | NicvmListReq
+    | NicvmCommReq
+    | NicvmDelegateReq
+    | NicvmReply
+    | NicvmDone
+    | NicvmReport
 )
 
 
@@ -513,6 +628,8 @@ def encode_record(rec: HostRecord) -> list[bytes]:
         return [_MCAST_GID.pack(HostOp.MCAST_GROUP_OK, rec.group)]
     if isinstance(rec, McastErrorEvent):
         return [_MCAST_ERROR.pack(HostOp.MCAST_ERROR, rec.group, rec.child) + rec.reason.encode()]
+    if not isinstance(rec, Refused):
+        return [_encode_nicvm(rec)]
     return [bytes((HostOp.REFUSED,)) + rec.reason.encode()]
 
 
@@ -608,6 +725,8 @@ class Assembler:
             return decode_grim(op, record)
         if HostOp.MCAST_GROUP <= op <= HostOp.MCAST_ERROR:
             return self._mcast(op, record)
+        if HostOp.NICVM_LOAD <= op <= HostOp.NICVM_REPORT:
+            return _decode_nicvm(HostOp(op), record)
         raise ProtocolViolation(f"unknown opcode {op}")
 
     def _start(
@@ -682,3 +801,85 @@ def _decode_routes(obj: object) -> dict[int, tuple[str, int]]:
             raise ProtocolViolation(f"bad route entry {node!r}: {addr!r}")
         routes[node] = (host, port)
     return routes
+
+
+NICVM_REQUESTS = (NicvmLoadReq, NicvmPurgeReq, NicvmListReq, NicvmCommReq, NicvmDelegateReq)
+"""The NICVM records a host sends (the NIC answers with the others)."""
+
+
+def _encode_nicvm(
+    rec: NicvmLoadReq
+    | NicvmPurgeReq
+    | NicvmListReq
+    | NicvmCommReq
+    | NicvmDelegateReq
+    | NicvmReply
+    | NicvmDone
+    | NicvmReport,
+) -> bytes:
+    if isinstance(rec, NicvmDelegateReq):
+        name = rec.name.encode()
+        if len(rec.payload) > NICVM_MAX_DELEGATE or not 0 < len(name) < 256:
+            raise ValueError("delegated message too large or bad module name")
+        head = _DELEGATE.pack(HostOp.NICVM_DELEGATE, rec.handle, rec.root & 0xFFFF,
+                              rec.comm & 0xFFFF, *rec.args, len(name))  # fmt: skip
+        return head + name + rec.payload
+    if isinstance(rec, NicvmLoadReq):
+        return _packb(HostOp.NICVM_LOAD, [rec.name, rec.source, rec.persist])
+    if isinstance(rec, NicvmPurgeReq):
+        return _packb(HostOp.NICVM_PURGE, rec.name)
+    if isinstance(rec, NicvmListReq):
+        return _OP.pack(HostOp.NICVM_LIST)
+    if isinstance(rec, NicvmCommReq):
+        return _packb(HostOp.NICVM_COMM, [rec.comm, list(rec.nodes)])
+    if isinstance(rec, NicvmReply):
+        return _packb(HostOp.NICVM_REPLY, [rec.ok, rec.error, rec.line, rec.column, rec.modules])
+    if isinstance(rec, NicvmDone):
+        return _packb(HostOp.NICVM_DONE, [rec.handle, rec.outcome, rec.result, rec.detail,
+                                          rec.line])  # fmt: skip
+    return _packb(HostOp.NICVM_REPORT, [rec.name, rec.outcome, rec.detail, rec.line])
+
+
+def _fields(record: bytes, types: tuple[type, ...]) -> list[object]:
+    obj = msgpack.unpackb(record[1:], strict_map_key=False)
+    if not isinstance(obj, list) or len(obj) != len(types):
+        raise ProtocolViolation("malformed NICVM record")
+    for value, kind in zip(obj, types, strict=True):
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ProtocolViolation(f"malformed NICVM record field {value!r}")
+    return obj
+
+
+def _decode_nicvm(op: HostOp, record: bytes) -> HostRecord:
+    if op == HostOp.NICVM_DELEGATE:
+        _, handle, root, comm, a0, a1, a2, a3, length = _DELEGATE.unpack_from(record)
+        end = _DELEGATE.size + length
+        if len(record) < end:
+            raise ProtocolViolation("NICVM_DELEGATE shorter than its name")
+        name = record[_DELEGATE.size : end].decode()
+        return NicvmDelegateReq(handle, name, root, comm, record[end:], (a0, a1, a2, a3))
+    if op == HostOp.NICVM_LIST:
+        return NicvmListReq()
+    if op == HostOp.NICVM_PURGE:
+        name = msgpack.unpackb(record[1:])
+        if not isinstance(name, str):
+            raise ProtocolViolation("NICVM_PURGE without a name")
+        return NicvmPurgeReq(name)
+    if op == HostOp.NICVM_LOAD:
+        load = _fields(record, (str, str, bool))
+        return NicvmLoadReq(*cast("tuple[str, str, bool]", tuple(load)))
+    if op == HostOp.NICVM_COMM:
+        comm, nodes = cast("tuple[int, list[object]]", tuple(_fields(record, (int, list))))
+        if not all(isinstance(n, int) and 0 <= n <= 0xFFFF for n in nodes) or not nodes:
+            raise ProtocolViolation("NICVM_COMM nodes must be node ids")
+        return NicvmCommReq(comm, tuple(cast("list[int]", nodes)))
+    if op == HostOp.NICVM_REPLY:
+        ok, error, line, column, modules = msgpack.unpackb(record[1:], strict_map_key=False)
+        if modules is not None and not isinstance(modules, list):
+            raise ProtocolViolation("NICVM_REPLY modules is not a list")
+        return NicvmReply(bool(ok), str(error), int(line), int(column), modules)
+    if op == HostOp.NICVM_DONE:
+        done = _fields(record, (int, str, int, str, int))
+        return NicvmDone(*cast("tuple[int, str, int, str, int]", tuple(done)))
+    report = _fields(record, (str, str, str, int))
+    return NicvmReport(*cast("tuple[str, str, str, int]", tuple(report)))

@@ -38,10 +38,13 @@ from nicd.grim import GrimNic, NicSend, ToPort
 from nicd.grimlink import NIC_PORT, GrimRecord
 from nicd.mcast import McastConfig
 from nicd.mcast_nic import McastNic
+from nicd.nicvm_engine import NICVM_TYPES, NicvmEngine
 from nicd.stats import LinkStats
 from nicd.wire import SIGNAL_TYPES, ControlPacket, MsgType, decode_untrusted, encode
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from nicd.actions import TransportAction
     from nicd.config import NicConfig
     from nicd.gm import PortState
@@ -76,6 +79,11 @@ class NicCore:
         self._sent_flush_at = max(1, config.send_tokens // 2)
         self.mcast = McastNic(config.node_id, _mcast_config(config), self.ports)
         """Multicast groups, multisend and NIC forwarding (seed 001)."""
+        self.nicvm: NicvmEngine | None = None
+        """The NICVM framework (thesis ch. 4); None when disabled."""
+        if config.nicvm.enabled:
+            self.nicvm = NicvmEngine(config.node_id, config.nicvm, self.transport, self.ports,
+                                     lambda: len(self._routes))  # fmt: skip
 
     # -- inputs -----------------------------------------------------------------------------
 
@@ -157,6 +165,8 @@ class NicCore:
             return []
         if isinstance(record, _MCAST_REQUESTS):
             return self._mcast_host(conn, record, now)
+        if isinstance(record, hl.NICVM_REQUESTS):
+            return self._nicvm_request(conn, record, now)
         return self._refuse(conn, f"{type(record).__name__} is not a host request")
 
     def on_register(
@@ -191,6 +201,8 @@ class NicCore:
         self._sent.pop(state.port, None)
         self._sent_due.pop(state.port, None)
         self.grim.on_port_closed(state.port)
+        if self.nicvm is not None:
+            self.nicvm.on_port_closed(state.port)
         return self._convert(self.transport.close_port(state.port, now=now), now)
 
     def on_timer(self, *, now: float) -> list[NicAction]:
@@ -248,6 +260,7 @@ class NicCore:
             "faults": self.faults.stats(),
             "grim": self.grim.stats(),
             "mcast": self.mcast.stats(),
+            "nicvm": None if self.nicvm is None else self.nicvm.stats(),
         }
 
     # -- helpers ----------------------------------------------------------------------------
@@ -288,8 +301,9 @@ class NicCore:
         )
         return self._convert(actions, now)
 
-    def _convert(self, actions: list[TransportAction], now: float) -> list[NicAction]:
+    def _convert(self, actions: Sequence[TransportAction | ToHost], now: float) -> list[NicAction]:
         out: list[NicAction] = []
+        nicvm = self.nicvm
         for action in actions:
             if isinstance(action, SendComplete | SendFailed):
                 folded = self.mcast.fold(action)  # copies of a multisend end as one
@@ -320,6 +334,9 @@ class NicCore:
                 if action.msg_type is MsgType.RM_WRITE_P:
                     out += self._place(state, action)
                     continue
+                if action.msg_type in NICVM_TYPES and nicvm is not None:
+                    out += self._convert(nicvm.on_deliver(action, state.conn, now=now), now)
+                    continue
                 event = hl.RecvEvent(
                     action.src_node, action.src_port, action.payload, int(action.msg_type),
                     action.am_handler, action.args, action.mcast_group,
@@ -330,14 +347,24 @@ class NicCore:
                 if action.msg_type in SIGNAL_TYPES and self.ports.on_ab_delivered(state):
                     out.append(self._signal(state))  # after the record: the handler finds it
             elif isinstance(action, SendComplete):
+                if nicvm is not None and nicvm.owns(action.port, action.handle):
+                    done = nicvm.on_send_done(action.port, action.handle, None, now=now)
+                    out += self._convert(done, now)
+                    continue
                 out += self._complete(action.port, action.handle, now)
             elif isinstance(action, SendFailed):
+                if nicvm is not None and nicvm.owns(action.port, action.handle):
+                    done = nicvm.on_send_done(action.port, action.handle, action, now=now)
+                    out += self._convert(done, now)
+                    continue
                 error = hl.ErrorEvent(action.handle, action.dst_node, action.reason)
                 out += self._tell_sent(action.port)
                 out += self._finish_send(action.port, error)
             elif isinstance(action, PeerDead):
                 self.link.peers_dead.append(action.node)
                 out += self._mcast_out(self.mcast.on_peer_dead(action.node, now=now), now)
+            elif isinstance(action, ToHost):
+                out.append(action)
         return out
 
     def _signal(self, state: PortState) -> RaiseSignal:
@@ -500,6 +527,19 @@ class NicCore:
             else:
                 pending.append(action)
         return out + self._convert(pending, now)
+
+    def _nicvm_request(self, conn: int, record: hl.HostRecord, now: float) -> list[NicAction]:
+        """A NICVM record (load, purge, list, communicator map, delegate) from a host."""
+        state = self.ports.port_of(conn)
+        if state is None:
+            return self._refuse(conn, "NICVM request before OPEN")
+        if self.nicvm is None:
+            if isinstance(record, hl.NicvmDelegateReq):
+                return [ToHost(conn, hl.NicvmDone(record.handle, "disabled", 2, "NICVM is off"))]
+            if isinstance(record, hl.NicvmCommReq):
+                return []
+            return [ToHost(conn, hl.NicvmReply(False, "NICVM is disabled on this NIC"))]
+        return self._convert(self.nicvm.on_host(conn, state.port, record, now=now), now)
 
 
 _McastRequest = hl.McastGroupReq | hl.McastFreeReq | hl.McastSendReq | hl.MultiSendReq

@@ -17,7 +17,7 @@ it in, ``get(op, environ=os.environ)``; without ``environ`` the default is the b
 operation  algorithms (baseline first)        reserved for later offloads
 =========  =================================  ================================
 barrier    dissemination
-bcast      binomial, nic-mcast                nicvm
+bcast      binomial, nic-mcast, nicvm
 reduce     binomial, app-bypass
 allreduce  recursive-doubling, reduce-bcast
 gather     binomial
@@ -43,6 +43,7 @@ from emucluster.coll.barrier import barrier_dissemination
 from emucluster.coll.binomial import bcast_binomial, reduce_binomial
 from emucluster.coll.gather import gather_binomial, scatter_binomial
 from emucluster.coll.nic_mcast import bcast_nic_mcast
+from emucluster.coll.nicvm_bcast import bcast_nicvm
 from emucluster.coll.scan import (
     exscan_linear,
     exscan_recursive_doubling,
@@ -121,9 +122,7 @@ BASELINES: dict[str, str] = {
 }
 """The MPICH host-based algorithm each operation uses unless told otherwise."""
 
-RESERVED: dict[str, frozenset[str]] = {
-    "bcast": frozenset({"nicvm"}),
-}
+RESERVED: dict[str, frozenset[str]] = {}
 """Names kept for offloads registered by later work; asking for one before then is an error
 that says so, rather than "unknown"."""
 
@@ -439,6 +438,7 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
 register("barrier", "dissemination", barrier_dissemination)
 register("bcast", "binomial", bcast_binomial)
 register("bcast", "nic-mcast", bcast_nic_mcast)  # seed 001; needs the MPI layer's NIC
+register("bcast", "nicvm", bcast_nicvm)  # thesis ch. 4; needs the MPI layer's NIC
 register("reduce", "binomial", reduce_binomial)
 register("reduce", "app-bypass", reduce_app_bypass)  # thesis ch. 3; needs the MPI layer's NIC
 register("allreduce", "recursive-doubling", allreduce_recursive_doubling)

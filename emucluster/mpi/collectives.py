@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from emucluster.mpi.appbypass import Bypass
     from emucluster.mpi.collctx import CollGen
     from emucluster.mpi.mcast import McastShell
+    from emucluster.mpi.nicvmcoll import NicvmBcast
     from emucluster.p2p import RecvOp, SendOp
 
 __all__ = ["CallContext", "Collectives", "internal_allgather", "internal_allreduce", "lookup"]
@@ -74,6 +75,13 @@ class CallContext:
         from emucluster.mpi import appbypass
 
         return appbypass.active()
+
+    @property
+    def nicvm(self) -> NicvmBcast | None:
+        """The NICVM broadcast service of this rank (None without a NIC)."""
+        from emucluster.mpi import nicvmcoll
+
+        return nicvmcoll.service()
 
     def wire(self, tag: int) -> tuple[int, int]:
         """(context id, wire tag) this call's messages with algorithm tag ``tag`` carry."""

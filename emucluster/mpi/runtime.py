@@ -110,6 +110,9 @@ def finalize() -> None:
         return
     try:
         appbypass.shutdown(FINALIZE_TIMEOUT_S)  # outstanding reductions complete first
+        nicvmcoll = sys.modules.get("emucluster.mpi.nicvmcoll")  # imported only if used
+        if nicvmcoll is not None:
+            nicvmcoll.shutdown(FINALIZE_TIMEOUT_S)  # and NICVM broadcasts this root delegated
         progress.finish(FINALIZE_TIMEOUT_S)
     except (PortError, TimeoutError) as exc:
         raise MPIException(ERR_OTHER, f"Finalize: {exc}") from exc

@@ -48,6 +48,7 @@ CORE_MODULES = (
     "nicd/mcast_send.py",
     "nicd/mcast_recv.py",
     "nicd/mcast_nic.py",
+    "nicd/nicvm_engine.py",
     "launcher/plan.py",
     "launcher/rendezvous.py",
     "nicd/xlate.py",
