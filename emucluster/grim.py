@@ -77,6 +77,7 @@ GRIM_CHANNEL = 3  # the default endpoint's port / logical channel (MPI uses 2)
 _U32 = 0xFFFFFFFF
 _ERRORS_KEPT = 100
 _REASK_S = 1.0  # an unknown handler id is looked up again after this long
+_RECHECK_S = 0.001  # wait_for re-evaluates its condition at least this often
 
 
 class Endpoint:
@@ -381,7 +382,11 @@ class Endpoint:
     def wait_for(
         self, done: Callable[[], bool], timeout: float | None = WAIT_S, what: str = "event"
     ) -> None:
-        """Poll (running handlers) until ``done()``; TimeoutError after ``timeout``."""
+        """Poll (running handlers) until ``done()``; TimeoutError after ``timeout``.
+
+        ``done`` may watch registered memory (a notification word, data an RM write put
+        there): such writes land without an event to this host, so the wait rechecks it
+        every ``_RECHECK_S`` rather than sleeping until the next event."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             with self._lock:
@@ -389,8 +394,11 @@ class Endpoint:
                 if done():
                     return
                 if self._thread is None:
-                    if not self.port.pump(deadline):
+                    now = time.monotonic()
+                    if deadline is not None and now >= deadline:
                         raise TimeoutError(f"{what}: nothing after {timeout} s")
+                    recheck = now + _RECHECK_S
+                    self.port.pump(recheck if deadline is None else min(deadline, recheck))
                     continue
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"{what}: nothing after {timeout} s")
