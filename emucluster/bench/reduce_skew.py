@@ -28,8 +28,9 @@ and the application-bypass counters.
 
 ``python -m emucluster.bench.reduce_skew sweep --out docs/figures/reduce_skew.json`` runs the
 jobs of every figure through emurun (repeated; medians of the per-repeat means; each job's
-result kept in ``--work`` so an interrupted sweep resumes), writes one JSON with the paper's
-factor beside the measured one and one PNG per figure (``plot FILE.json`` redraws them).
+result kept in ``--work DIR``, which a sweep given the same DIR reuses, to resume), writes one
+JSON with the paper's factor beside the measured one and one PNG per figure (``plot FILE.json``
+redraws them).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -586,9 +588,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--extra-nodes", type=int, nargs="*", default=[])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--wait", default="spin", choices=("spin", "block", "hybrid"))
-    parser.add_argument("--work", default="/tmp/reduce_skew_jobs", help="sweep: job results")
+    parser.add_argument(
+        "--work",
+        default=None,
+        help="sweep: keep each job's result here and reuse what is there (resume an "
+        "interrupted sweep); default: a fresh directory, so a new sweep measures everything",
+    )
     if argv and argv[0] == "sweep":
-        sweep(parser.parse_args(argv[1:]))
+        args = parser.parse_args(argv[1:])
+        if args.work is None:
+            args.work = tempfile.mkdtemp(prefix="reduce_skew_jobs-")
+        sweep(args)
         return
     if argv and argv[0] == "plot":  # redraw the figures of a sweep's JSON
         with open(argv[1], encoding="utf-8") as f:
