@@ -116,13 +116,13 @@ class NicCore:
                 link.drop("misrouted")
                 return []
             if packet.msg_type is MsgType.MCAST_ACK:
-                return self._mcast_out(self.mcast.on_ack(packet, now=now), now)
+                return self._convert(self.mcast.on_ack(packet, now=now), now)
             return self._convert(self.transport.on_control(packet, now=now), now)
         if packet.dst_node != self.node_id or packet.src_node != node:
             link.drop("misrouted")
             return []
         if packet.msg_type is MsgType.MCAST_DATA:
-            return self._mcast_out(self.mcast.on_data(packet, now=now), now)
+            return self._convert(self.mcast.on_data(packet, now=now), now)
         actions = self._convert(self.transport.on_data(packet, now=now), now)
         return actions + self._grim_out(self.grim.take_upcalls(), now)
 
@@ -215,7 +215,7 @@ class NicCore:
             actions += self._transmit_all(self.faults.on_timer(now=now))
         deadline = self.mcast.next_deadline()
         if deadline is not None and deadline <= now:
-            actions += self._mcast_out(self.mcast.on_timer(now=now), now)
+            actions += self._convert(self.mcast.on_timer(now=now), now)
         return actions
 
     def flush(self, *, now: float) -> list[NicAction]:
@@ -362,7 +362,7 @@ class NicCore:
                 out += self._finish_send(action.port, error)
             elif isinstance(action, PeerDead):
                 self.link.peers_dead.append(action.node)
-                out += self._mcast_out(self.mcast.on_peer_dead(action.node, now=now), now)
+                out += self._convert(self.mcast.on_peer_dead(action.node, now=now), now)
             elif isinstance(action, ToHost):
                 out.append(action)
         return out
@@ -481,7 +481,7 @@ class NicCore:
             result = mcast.on_free(state, record, now=now)
         if isinstance(result, str):
             return self._refuse(conn, result)
-        return self._mcast_out(result, now)
+        return self._convert(result, now)
 
     def _multisend(
         self, conn: int, state: PortState, req: hl.MultiSendReq, now: float
@@ -513,20 +513,6 @@ class NicCore:
                 am_handler=req.am_handler, args=req.args,
             )  # fmt: skip
         return self._convert(actions, now)
-
-    def _mcast_out(self, actions: list[TransportAction | ToHost], now: float) -> list[NicAction]:
-        """Carry out the multicast service's outcome: host records as they are, the rest as
-        transport actions (datagrams, deliveries, send completions)."""
-        out: list[NicAction] = []
-        pending: list[TransportAction] = []
-        for action in actions:
-            if isinstance(action, ToHost):
-                out += self._convert(pending, now)
-                pending = []
-                out.append(action)
-            else:
-                pending.append(action)
-        return out + self._convert(pending, now)
 
     def _nicvm_request(self, conn: int, record: hl.HostRecord, now: float) -> list[NicAction]:
         """A NICVM record (load, purge, list, communicator map, delegate) from a host."""
