@@ -51,8 +51,10 @@ class PortTable:
         self._send_tokens = send_tokens
         self._ports: dict[int, PortState] = {}
         self._by_conn: dict[int, int] = {}
+        self._ever_opened: set[int] = set()
         self.refused_no_buffer = 0
         self.refused_no_port = 0
+        self.refused_not_open = 0
 
     def open(self, conn: int, requested: int | None) -> PortState:
         """Open ``requested`` (or the lowest free port) for ``conn``; raise UsageError if
@@ -71,6 +73,7 @@ class PortTable:
         state = PortState(requested, conn, self._send_tokens)
         self._ports[requested] = state
         self._by_conn[conn] = requested
+        self._ever_opened.add(requested)
         return state
 
     def close_conn(self, conn: int) -> PortState | None:
@@ -131,9 +134,17 @@ class PortTable:
 
     def admit(self, first: DataPacket) -> Admission:
         """Transport hook: may the message ``first`` begins enter its port? A message uses
-        one receive token; a remote-memory write needs its region registered instead."""
+        one receive token; a remote-memory write needs its region registered instead.
+
+        A port that was never open on this NIC is not ready yet rather than gone (its host
+        is still starting, as MPI ranks do at different speeds): NO_BUFFER, so the sender
+        keeps probing and resumes when it opens. Only a port that was open and closed
+        refuses with NO_PORT, which fails the sends once it lasts."""
         state = self._ports.get(first.dst_port)
         if state is None:
+            if first.dst_port not in self._ever_opened:
+                self.refused_not_open += 1
+                return Admission.NO_BUFFER
             self.refused_no_port += 1
             return Admission.NO_PORT
         if first.msg_type is MsgType.RM_WRITE_P:
@@ -165,4 +176,5 @@ class PortTable:
             },
             "refused_no_buffer": self.refused_no_buffer,
             "refused_no_port": self.refused_no_port,
+            "refused_not_open": self.refused_not_open,
         }

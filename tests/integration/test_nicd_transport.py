@@ -79,6 +79,26 @@ def test_killed_peer_fails_its_sends_while_others_continue(tmp_path: Path) -> No
         c.close()
 
 
+def test_messages_wait_for_a_port_that_opens_after_the_dead_peer_limit(tmp_path: Path) -> None:
+    # A rank whose host starts late (a loaded machine) must not fail the early senders: a port
+    # never opened answers "not ready" and the stream resumes when it opens; a port that was
+    # open and closed answers NO_PORT, which fails the sends once it lasts.
+    with NicCluster(2, tmp_path, ["--dead-peer-s", "0.5"]) as cluster:
+        a = Port.open(cluster.sockets[0])
+        a.send(1, 5, b"early")
+        time.sleep(1.5)  # three dead-peer limits pass before the port opens
+        b = Port.open(cluster.sockets[1], 5)
+        event = b.recv(timeout=30)
+        assert (event.src_node, event.payload) == (0, b"early")
+        a.flush(timeout=30)
+        assert cluster.stats(1)["gm"]["refused_not_open"] >= 1
+        b.close()
+        a.send(1, 5, b"late")
+        with pytest.raises(SendFailedError, match="no_port"):
+            a.flush(timeout=60)
+        a.close()
+
+
 def test_garbage_datagrams_never_stop_nicd(tmp_path: Path) -> None:
     rogue = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     rogue.bind(("127.0.0.1", 0))

@@ -53,7 +53,6 @@ def first(**overrides: object) -> DataPacket:
 
 def test_admission_consumes_receive_tokens() -> None:
     t = table()
-    assert t.admit(first()) is Admission.NO_PORT
     state = t.open(1, 0)
     assert t.admit(first()) is Admission.NO_BUFFER
     t.provide(state, 2)
@@ -61,7 +60,16 @@ def test_admission_consumes_receive_tokens() -> None:
     assert t.admit(first()) is Admission.OK
     assert t.admit(first()) is Admission.NO_BUFFER
     assert t.stats()["refused_no_buffer"] == 2
-    assert t.stats()["refused_no_port"] == 1
+
+
+def test_a_port_never_opened_is_not_ready_yet_but_a_closed_one_is_gone() -> None:
+    t = table()
+    assert t.admit(first()) is Admission.NO_BUFFER  # its host is still starting
+    t.open(1, 0)
+    t.close_conn(1)
+    assert t.admit(first()) is Admission.NO_PORT
+    assert t.admit(first(dst_port=1)) is Admission.NO_BUFFER  # port 1 was never open
+    assert (t.stats()["refused_not_open"], t.stats()["refused_no_port"]) == (2, 1)
 
 
 def test_remote_memory_writes_need_a_region_not_a_token() -> None:
