@@ -92,10 +92,12 @@ class Nicvm:
         if not reply.ok:
             raise NicvmError(reply.error, line=0, column=0)
 
-    def modules(self, *, timeout: float = TIMEOUT_S) -> list[dict[str, object]]:
-        """The modules loaded on the NIC: name, owner port, persist, instruction count and
-        counters (invocations, ok, consumed, sends, fault, out_of_fuel, ...)."""
-        return list(self._ask(hl.NicvmListReq(), timeout).modules or [])
+    def modules(self, *, timeout: float = TIMEOUT_S) -> dict[str, dict[str, object]]:
+        """The modules loaded on the NIC, by name: ``"fig43" in nic.modules()`` asks whether one
+        is loaded, and each value holds its details (name, owner port, persist, instruction
+        count and counters: invocations, ok, consumed, sends, fault, out_of_fuel, ...)."""
+        listing = self._ask(hl.NicvmListReq(), timeout).modules or []
+        return {str(details["name"]): details for details in listing}
 
     def set_comm(self, comm: int, nodes: tuple[int, ...]) -> None:
         """Post communicator ``comm``'s map (rank i = node ``nodes[i]``) to the NIC, once."""
@@ -197,8 +199,8 @@ def purge(name: str, *, port: Port | None = None) -> None:
     client(port).purge(name)
 
 
-def modules(*, port: Port | None = None) -> list[dict[str, object]]:
-    """The modules loaded on this node's NIC."""
+def modules(*, port: Port | None = None) -> dict[str, dict[str, object]]:
+    """The modules loaded on this node's NIC, by name (see `Nicvm.modules`)."""
     return client(port).modules()
 
 

@@ -8,6 +8,7 @@ compiler, the reference evaluator) sees the tree, so no source can exhaust Pytho
 from __future__ import annotations
 
 import functools
+from importlib import resources
 from typing import TYPE_CHECKING
 
 from lark import Lark, Token, Transformer, Tree, v_args
@@ -20,7 +21,10 @@ from nicd.nicvm.limits import MAX_NESTING, MAX_SOURCE_BYTES
 if TYPE_CHECKING:
     from lark.tree import Meta
 
-__all__ = ["parse"]
+__all__ = ["GRAMMAR_FILE", "parse"]
+
+GRAMMAR_FILE = "grammar.lark"
+"""The NICVM grammar, package data of ``nicd.nicvm``."""
 
 # How lark's terminal names read in an error message.
 _TERMINAL_TEXT = {
@@ -36,10 +40,11 @@ _STATEMENT_STARTS = frozenset({"END", "VAR", "IF", "WHILE", "RETURN", "NAME", "E
 
 @functools.cache
 def _parser() -> Lark:
-    """Built once per process, on first use (a few tens of ms)."""
-    return Lark.open(
-        "grammar.lark", rel_to=__file__, parser="lalr", lexer="basic", propagate_positions=True
-    )
+    """Built once per process, on first use (a few tens of ms). The grammar is package data
+    (``nicd/nicvm/grammar.lark``, shipped in the wheel), read through importlib.resources so it
+    is found however the package was installed."""
+    grammar = resources.files("nicd.nicvm").joinpath(GRAMMAR_FILE).read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", lexer="basic", propagate_positions=True)
 
 
 def parse(source: str) -> ast.Module:

@@ -61,8 +61,9 @@ def main() -> None:
     big = np.arange(20000, dtype="f8") if rank == 0 else np.zeros(20000)  # 160 kB: fallback
     comm.Bcast(big, root=0, algorithm="nicvm")
     assert np.array_equal(big, np.arange(20000, dtype="f8"))
-    names = [m["name"] for m in nicvm.modules()]
-    assert MODULE_NAME in names, names
+    loaded = nicvm.modules()
+    assert MODULE_NAME in loaded, loaded
+    assert loaded[MODULE_NAME]["invocations"] > 0, loaded[MODULE_NAME]
     # A bad module is refused by the NIC's compiler with its position.
     refused = _raises(nicvm.NicvmError, lambda: nicvm.client().load("bad", BAD, precheck=False))
     assert (refused.line, refused.column) == (3, 9), (refused.line, refused.column, str(refused))
@@ -73,7 +74,7 @@ def main() -> None:
     assert stopped.outcome == "out_of_fuel", stopped.outcome
     assert time.monotonic() - start < 10.0
     nicvm.purge("loop")
-    assert "loop" not in [m["name"] for m in nicvm.modules()]
+    assert "loop" not in nicvm.modules()
     got = comm.bcast("after" if rank == 0 else None, root=0, algorithm="nicvm")
     assert got == "after"
     comm.Barrier()
