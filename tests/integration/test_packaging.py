@@ -34,12 +34,13 @@ BUILD_LEFTOVERS = ("build", "dist", "*.egg-info", ".git", ".venv", "__pycache__"
 # with its own copy of the grammar), and broadcast with the NICVM algorithm (Fig 4.3's module).
 PROGRAM = textwrap.dedent(
     """
-    import emucluster, nicd
+    import sys
+    import emucluster, launcher, nicd
     from emucluster import MPI, nicvm
     from nicd.nicvm.modules import NOOP
 
-    for package in (emucluster, nicd):
-        assert "site-packages" in package.__file__, package.__file__
+    for package in (emucluster, launcher, nicd):  # from the wheel in this venv, nowhere else
+        assert package.__file__.startswith(sys.prefix + "/lib/"), package.__file__
     comm = MPI.COMM_WORLD
     nicvm.check(NOOP)
     nicvm.load("noop", NOOP)
@@ -98,7 +99,7 @@ def test_installed_wheel_runs_nicvm_outside_the_source_tree(wheel: Path, tmp_pat
     (Path(site) / "zz_borrowed_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-         "--no-deps", str(wheel)],
+         "--no-deps", "--ignore-installed", str(wheel)],
         check=True, timeout=BUILD_TIMEOUT_S, cwd=tmp_path,
     )  # fmt: skip
     program = tmp_path / "app.py"
