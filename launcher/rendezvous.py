@@ -14,22 +14,10 @@ exists only when it is complete.
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING
-
 from launcher.errors import RendezvousError
-from nicd.ready import BadReadyLine, Ready, decode_ready_untrusted
+from nicd.ready import Address, BadReadyLine, Ready, decode_ready_untrusted
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-__all__ = [
-    "Rendezvous",
-    "decode_routes_untrusted",
-    "encode_routes",
-]
-
-Address = tuple[str, int]
+__all__ = ["Rendezvous"]
 
 
 class Rendezvous:
@@ -80,21 +68,3 @@ class Rendezvous:
         if not self.complete:
             raise RendezvousError(f"no table yet: nodes {self.missing()} are missing")
         return {n: self._ready[n].udp for n in range(self.size)}
-
-
-def encode_routes(routes: Mapping[int, Address]) -> str:
-    """A routing table as the JSON ``nicd --routes FILE`` reads: ``{"0": [host, port]}``."""
-    return json.dumps({str(n): [h, p] for n, (h, p) in sorted(routes.items())})
-
-
-def decode_routes_untrusted(text: str) -> dict[int, Address]:
-    """Inverse of :func:`encode_routes`; RendezvousError for anything else."""
-    try:
-        raw = json.loads(text)
-        table = {int(n): (str(a[0]), int(a[1])) for n, a in raw.items()}
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-        raise RendezvousError(f"not a routing table: {exc}") from None
-    for node, (_, port) in table.items():
-        if not 0 <= node <= 0xFFFF or not 1 <= port <= 0xFFFF:
-            raise RendezvousError(f"not a routing table: entry {node}: port {port}")
-    return table

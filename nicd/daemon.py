@@ -29,7 +29,7 @@ from nicd import hostlink as hl
 from nicd.actions import RaiseSignal, ToHost, Transmit
 from nicd.errors import ProtocolViolation, UsageError
 from nicd.nic import Addr, NicCore
-from nicd.ready import Ready, encode_ready, socket_path
+from nicd.ready import Ready, decode_routes_untrusted, encode_ready, socket_path
 
 if TYPE_CHECKING:
     from nicd.actions import NicAction
@@ -80,11 +80,11 @@ def map_shared_memory(name: str, size: int) -> memoryview | None:
 def load_routes(path: str) -> dict[int, tuple[str, int]]:
     """Read a JSON routing table ``{"0": ["host", port], ...}``."""
     with open(path, encoding="utf-8") as f:
-        raw = json.load(f)
+        text = f.read()
     try:
-        return {int(node): (str(addr[0]), int(addr[1])) for node, addr in raw.items()}
-    except (AttributeError, TypeError, ValueError, IndexError) as exc:
-        raise UsageError(f"{path}: not a routing table {{node: [host, port]}}: {exc}") from None
+        return decode_routes_untrusted(text)
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc}") from None
 
 
 def peer_pid(sock: socket.socket) -> int | None:

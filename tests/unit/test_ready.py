@@ -1,24 +1,33 @@
-"""The NICD_READY line (nicd.ready): exact bytes, round trip, garbage gives only BadReadyLine."""
+"""nicd.ready: the NICD_READY line (exact bytes, round trip, garbage gives only BadReadyLine),
+the socket path, the log tag and the ``--routes`` file format."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nicd.daemon import load_routes
+from nicd.errors import UsageError
 from nicd.ready import (
     LOG_TAG_START,
     READY_PREFIX,
     BadReadyLine,
     Ready,
     decode_ready_untrusted,
+    decode_routes_untrusted,
     encode_ready,
+    encode_routes,
     log_tag,
     socket_path,
 )
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def line(node: int, host: str = "127.0.0.1", port: int = 40000, sock: str | None = None) -> str:
@@ -106,3 +115,36 @@ def test_any_json_decodes_or_raises_bad_ready_line(obj: object) -> None:
     with contextlib.suppress(BadReadyLine):
         ready = decode_ready_untrusted(READY_PREFIX + json.dumps(obj))
         assert decode_ready_untrusted(encode_ready(ready)) == ready
+
+
+# -- the --routes file ------------------------------------------------------------------------
+
+
+def test_routes_round_trip_in_nicd_format(tmp_path: Path) -> None:
+    table = {1: ("node1", 4001), 0: ("10.1.2.3", 4000)}
+    text = encode_routes(table)
+    assert json.loads(text) == {"0": ["10.1.2.3", 4000], "1": ["node1", 4001]}
+    assert decode_routes_untrusted(text) == table
+    path = tmp_path / "routes.json"
+    path.write_text(text)
+    assert load_routes(str(path)) == table
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "[]", '{"0": "x"}', '{"a": ["h", 1]}', '{"0": ["h", 0]}', '{"0": ["h", 1e400]}'],
+)
+def test_bad_routes(text: str, tmp_path: Path) -> None:
+    with pytest.raises(UsageError):
+        decode_routes_untrusted(text)
+    path = tmp_path / "routes.json"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=str(path)):
+        load_routes(str(path))
+
+
+@given(st.text(max_size=200) | _json.map(json.dumps))
+def test_any_routes_text_decodes_or_raises_usage_error(text: str) -> None:
+    with contextlib.suppress(UsageError):
+        table = decode_routes_untrusted(text)
+        assert decode_routes_untrusted(encode_routes(table)) == table

@@ -8,11 +8,7 @@ import json
 import pytest
 
 from launcher.errors import RendezvousError
-from launcher.rendezvous import (
-    Rendezvous,
-    decode_routes_untrusted,
-    encode_routes,
-)
+from launcher.rendezvous import Rendezvous
 
 
 def line(node: int, host: str = "127.0.0.1", port: int = 40000, sock: str | None = None) -> str:
@@ -56,16 +52,3 @@ def test_strangers_and_duplicates_change_nothing() -> None:
     with pytest.raises(RendezvousError, match="twice"):
         rv.on_line(0, line(0))
     assert rv.missing() == [1]
-
-
-def test_routes_round_trip_in_nicd_format() -> None:
-    table = {1: ("node1", 4001), 0: ("10.1.2.3", 4000)}
-    text = encode_routes(table)
-    assert json.loads(text) == {"0": ["10.1.2.3", 4000], "1": ["node1", 4001]}
-    assert decode_routes_untrusted(text) == table
-
-
-@pytest.mark.parametrize("text", ["", "[]", '{"0": "x"}', '{"a": ["h", 1]}', '{"0": ["h", 0]}'])
-def test_bad_routes(text: str) -> None:
-    with pytest.raises(RendezvousError):
-        decode_routes_untrusted(text)
