@@ -45,9 +45,9 @@ __all__ = [
 READY_PREFIX = "NICD_READY "
 """How the ready line begins; a JSON object follows."""
 LOG_TAG_START = "nicd["
-"""How every line nicd writes on stderr begins (:func:`log_tag`)."""
+"""How nicd's own log and error lines on stderr begin (:func:`log_tag`)."""
 _MAX_NODE = 0xFFFF  # node ids are 16 bits on the wire
-_MAX_PORT = 0xFFFF
+_MAX_PORT = 0xFFFF  # UDP; port 0 cannot be sent to
 Address = tuple[str, int]
 """A UDP address as peers reach it: (host name or IP, port)."""
 
