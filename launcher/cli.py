@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING
 
 from emucluster import coll
 from launcher.errors import EXIT_USAGE, LaunchError, UsageError
-from launcher.plan import FAULT_ENV, FaultFlags, LaunchPlan, resolve_program, validate_job_id
+from launcher.plan import LaunchPlan, resolve_program, validate_job_id
+from nicd import errors as nicd_errors
+from nicd.config import FAULT_ENV, FaultConfig
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -117,8 +119,7 @@ def build_parser() -> _Parser:
     )
     p.valued.update(action.option_strings)
     f = p.add_argument_group(
-        "fault injection (every nicd; defaults from EMU_LOSS, EMU_DUP, EMU_REORDER, "
-        "EMU_CORRUPT, EMU_DELAY_MS, EMU_FAULT_SEED)"
+        f"fault injection (every nicd; defaults from {', '.join(FAULT_ENV.values())})"
     )
     for name, text in (
         ("--loss", "probability a datagram is lost"),
@@ -197,7 +198,10 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
     parser = build_parser()
     ours, program = split_argv(argv, parser.valued)
     args = parser.parse_args(ours)
-    faults = FaultFlags.from_values({name: getattr(args, name) for name in FAULT_ENV}, env)
+    try:
+        faults = FaultConfig.from_values({name: getattr(args, name) for name in FAULT_ENV}, env)
+    except nicd_errors.UsageError as exc:
+        raise UsageError(str(exc)) from None
     try:
         nicd_args = tuple(shlex.split(args.nicd_args))
     except ValueError as exc:

@@ -9,17 +9,16 @@ rule is tested without processes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from launcher.errors import EXIT_NOT_EXECUTABLE, ProgramNotFound, UsageError
+from nicd.config import FAULT_ENV, FaultConfig
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
 __all__ = [
-    "FAULT_ENV",
-    "FaultFlags",
     "LaunchPlan",
     "Placement",
     "Program",
@@ -44,72 +43,8 @@ ENV_RUN_DIR = "EMU_RUN_DIR"
 ENV_JOB_ID = "EMU_JOB_ID"
 ENV_STATS_DIR = "EMU_STATS_DIR"
 
-# Fault flags, their environment defaults (the names nicd reads too) and value types.
-FAULT_ENV: dict[str, str] = {
-    "loss": "EMU_LOSS",
-    "dup": "EMU_DUP",
-    "reorder": "EMU_REORDER",
-    "corrupt": "EMU_CORRUPT",
-    "delay_ms": "EMU_DELAY_MS",
-    "fault_seed": "EMU_FAULT_SEED",
-}
-_PROBABILITIES = ("loss", "dup", "reorder", "corrupt")
 _JOB_ID = re.compile(r"[A-Za-z0-9]{1,32}")
 _SEED_STRIDE = 1 << 16  # node ids are 16 bits on the wire
-
-
-@dataclass(frozen=True, slots=True)
-class FaultFlags:
-    """Seeded faults every nicd of the job injects on its outgoing datagrams."""
-
-    loss: float = 0.0
-    """Probability a datagram is dropped."""
-    dup: float = 0.0
-    """Probability a datagram is sent twice."""
-    reorder: float = 0.0
-    """Probability a datagram is held back and overtaken."""
-    corrupt: float = 0.0
-    """Probability one bit of a datagram is flipped."""
-    delay_ms: float = 0.0
-    """Extra one-way delay of every datagram, in milliseconds."""
-    seed: int = 0
-    """The job's fault seed; node ``n`` uses :func:`fault_seed_for` (seed, n)."""
-
-    def __post_init__(self) -> None:
-        for name in _PROBABILITIES:
-            p = getattr(self, name)
-            if not 0.0 <= p <= 1.0:
-                raise UsageError(f"--{name} {p!r} is not a probability in [0, 1]")
-        if not self.delay_ms >= 0.0:
-            raise UsageError(f"--delay-ms {self.delay_ms!r} must not be negative")
-        if self.seed < 0:
-            raise UsageError(f"--fault-seed {self.seed!r} must not be negative")
-
-    @property
-    def active(self) -> bool:
-        """True when any fault is injected."""
-        return any((self.loss, self.dup, self.reorder, self.corrupt, self.delay_ms))
-
-    @classmethod
-    def from_values(cls, given: Mapping[str, str | None], env: Mapping[str, str]) -> FaultFlags:
-        """Build from flag values (None: absent), falling back to ``EMU_LOSS`` ... in ``env``.
-
-        ``given`` is keyed like :data:`FAULT_ENV`; a value that is not a number raises
-        UsageError naming the flag or variable it came from.
-        """
-        values: dict[str, float | int] = {}
-        for name, var in FAULT_ENV.items():
-            raw, origin = given.get(name), f"--{name.replace('_', '-')}"
-            if raw is None:
-                raw, origin = env.get(var) or None, var
-            if raw is None:
-                continue
-            try:
-                values[name] = int(raw) if name == "fault_seed" else float(raw)
-            except ValueError:
-                raise UsageError(f"{origin}={raw!r} is not a number") from None
-        seed = int(values.pop("fault_seed", 0))
-        return cls(**{k: float(v) for k, v in values.items()}, seed=seed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +75,8 @@ class LaunchPlan:
     """Prefix every forwarded output line with ``[rank]``."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Extra host environment from ``-x VAR[=VAL]``."""
-    faults: FaultFlags = field(default_factory=FaultFlags)
-    """Fault injection for every nicd."""
+    faults: FaultConfig = field(default_factory=FaultConfig)
+    """Fault injection for every nicd; node ``n`` uses :func:`fault_seed_for` (seed, n)."""
     stats_dir: str | None = None
     """Directory for each nicd's counters (``nic<N>.json``) and ``job.json``."""
     cpu_report: bool = False
@@ -243,10 +178,8 @@ def nicd_argv(plan: LaunchPlan, node: int, run_dir: str) -> list[str]:
     argv += ["--listen", f"{plan.listen_host}:0"]
     if plan.stats_dir is not None:
         argv += ["--stats", f"{plan.stats_dir}/nic{node}.json"]
-    f = plan.faults  # always explicit: an EMU_LOSS left in the environment must not leak in
-    argv += ["--loss", repr(f.loss), "--dup", repr(f.dup), "--reorder", repr(f.reorder)]
-    argv += ["--corrupt", repr(f.corrupt), "--delay-ms", repr(f.delay_ms)]
-    argv += ["--fault-seed", str(fault_seed_for(f.seed, node))]
+    # every fault flag explicit: an EMU_LOSS left in the environment must not leak in
+    argv += replace(plan.faults, seed=fault_seed_for(plan.faults.seed, node)).flags()
     argv += plan.nicd_args
     return argv
 

@@ -1,10 +1,11 @@
 """The address exchange: nicd ready lines in, one routing table out.
 
 Every nicd announces itself with one stdout line ``NICD_READY {"node": N, "udp": [host,
-port], "socket": path}``. The launcher feeds each line it reads to :class:`Rendezvous`; once
-every node has spoken, :meth:`Rendezvous.routes` is the table (node -> UDP address) installed
-in every nicd. Nothing assumes localhost: a node's address is whatever it advertised, so a
-hostfile or containers reuse the same exchange.
+port], "socket": path}`` (the codec is nicd's own, :mod:`nicd.ready`). The launcher feeds the
+first line of each nicd to :meth:`Rendezvous.on_line`; once every node has spoken,
+:meth:`Rendezvous.routes` is the table (node -> UDP address) installed in every nicd.
+Nothing assumes localhost: a node's address is whatever it advertised, so a hostfile or
+containers reuse the same exchange.
 
 Invariants: each node announces exactly once, from the process started as that node; a line
 from a stranger, a duplicate or garbage raises RendezvousError and changes nothing; the table
@@ -13,64 +14,10 @@ exists only when it is complete.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from launcher.errors import RendezvousError
+from nicd.ready import Address, BadReadyLine, Ready, decode_ready_untrusted
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-__all__ = [
-    "READY_PREFIX",
-    "NicReady",
-    "Rendezvous",
-    "decode_ready_untrusted",
-    "decode_routes_untrusted",
-    "encode_routes",
-]
-
-READY_PREFIX = "NICD_READY "
-Address = tuple[str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class NicReady:
-    """One nicd's announcement."""
-
-    node: int
-    """The node id it was started as."""
-    udp: Address
-    """Where its link receives datagrams, as peers must address it."""
-    socket: str
-    """Path of its PCI (host) socket."""
-
-
-def decode_ready_untrusted(line: bytes | str) -> NicReady:
-    """Parse one ready line; raise RendezvousError, and only that, for anything else."""
-    try:
-        text = line.decode() if isinstance(line, bytes) else line
-    except UnicodeDecodeError:
-        raise RendezvousError(f"not a ready line: {line!r:.200}") from None
-    text = text.strip()
-    if not text.startswith(READY_PREFIX):
-        raise RendezvousError(f"not a ready line: {text!r:.200}")
-    try:
-        obj = json.loads(text[len(READY_PREFIX) :])
-        node, udp, sock = obj["node"], obj["udp"], obj["socket"]
-        host, port = udp
-    except (ValueError, TypeError, KeyError) as exc:
-        raise RendezvousError(f"malformed ready line {text!r:.200}: {exc}") from None
-    if not isinstance(node, int) or isinstance(node, bool) or not 0 <= node <= 0xFFFF:
-        raise RendezvousError(f"ready line: bad node {node!r}")
-    if not isinstance(host, str) or not host:
-        raise RendezvousError(f"ready line of node {node}: bad host {host!r}")
-    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 0xFFFF:
-        raise RendezvousError(f"ready line of node {node}: bad port {port!r}")
-    if not isinstance(sock, str) or not sock:
-        raise RendezvousError(f"ready line of node {node}: bad socket {sock!r}")
-    return NicReady(node, (host, port), sock)
+__all__ = ["Rendezvous"]
 
 
 class Rendezvous:
@@ -78,9 +25,19 @@ class Rendezvous:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._ready: dict[int, NicReady] = {}
+        self._ready: dict[int, Ready] = {}
 
-    def on_ready(self, expected_node: int, ready: NicReady) -> bool:
+    def on_line(self, expected_node: int, line: bytes | str) -> bool:
+        """Decode the ready line of the process started as ``expected_node`` and record it
+        (:meth:`on_ready`); True once complete. A line that is not a valid ready line raises
+        RendezvousError and changes nothing."""
+        try:
+            ready = decode_ready_untrusted(line)
+        except BadReadyLine as exc:
+            raise RendezvousError(str(exc)) from None
+        return self.on_ready(expected_node, ready)
+
+    def on_ready(self, expected_node: int, ready: Ready) -> bool:
         """Record what the process started as ``expected_node`` announced; True once complete."""
         if ready.node != expected_node:
             raise RendezvousError(
@@ -111,21 +68,3 @@ class Rendezvous:
         if not self.complete:
             raise RendezvousError(f"no table yet: nodes {self.missing()} are missing")
         return {n: self._ready[n].udp for n in range(self.size)}
-
-
-def encode_routes(routes: Mapping[int, Address]) -> str:
-    """A routing table as the JSON ``nicd --routes FILE`` reads: ``{"0": [host, port]}``."""
-    return json.dumps({str(n): [h, p] for n, (h, p) in sorted(routes.items())})
-
-
-def decode_routes_untrusted(text: str) -> dict[int, Address]:
-    """Inverse of :func:`encode_routes`; RendezvousError for anything else."""
-    try:
-        raw = json.loads(text)
-        table = {int(n): (str(a[0]), int(a[1])) for n, a in raw.items()}
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-        raise RendezvousError(f"not a routing table: {exc}") from None
-    for node, (_, port) in table.items():
-        if not 0 <= node <= 0xFFFF or not 1 <= port <= 0xFFFF:
-            raise RendezvousError(f"not a routing table: entry {node}: port {port}")
-    return table

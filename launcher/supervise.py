@@ -38,9 +38,10 @@ from launcher.errors import (
     EXIT_TIMEOUT,
     RendezvousError,
 )
-from launcher.rendezvous import Rendezvous, decode_ready_untrusted
+from launcher.rendezvous import Rendezvous
 from launcher.report import job_json, render
 from nicd import manage
+from nicd.ready import LOG_TAG_START, log_tag, socket_path
 
 if TYPE_CHECKING:
     from launcher.plan import LaunchPlan
@@ -144,7 +145,7 @@ class Job:
             assert child.process.stdout is not None
             assert child.process.stderr is not None
             nursery.start_soon(self._read_ready, child, child.process.stdout)
-            nursery.start_soon(self._forward, child.process.stderr, 2, f"nicd[{node}] ", child)
+            nursery.start_soon(self._forward, child.process.stderr, 2, f"{log_tag(node)} ", child)
         with trio.move_on_after(self.plan.ready_timeout):
             await self._all_ready.wait()
         if not self._all_ready.is_set():
@@ -223,16 +224,15 @@ class Job:
         if block is not None:
             first, _, rest = block.partition(b"\n")
             try:
-                ready = decode_ready_untrusted(first)
-                if self.rendezvous.on_ready(child.node, ready):
+                if self.rendezvous.on_line(child.node, first):
                     self._all_ready.set()
                 if self.priority == "rt":
                     self._make_realtime(child)
             except RendezvousError as exc:
                 self.fail(EXIT_INTERNAL, f"{child.name}: {exc}")
             if rest:
-                write_all(2, tag_lines(rest, f"nicd[{child.node}] stdout: ".encode()))
-        await self._forward_from(reader, 2, f"nicd[{child.node}] stdout: ", child)
+                write_all(2, tag_lines(rest, f"{log_tag(child.node)} stdout: ".encode()))
+        await self._forward_from(reader, 2, f"{log_tag(child.node)} stdout: ", child)
 
     def _make_realtime(self, child: Child) -> None:
         if not tuning.make_realtime(child.pid):
@@ -251,7 +251,7 @@ class Job:
             if raw_prefix is None:
                 write_all(fd, block)
             else:  # nicd's own log lines already say "nicd[N]"
-                keep = b"nicd[" if child.role == "nicd" else b""
+                keep = LOG_TAG_START.encode() if child.role == "nicd" else b""
                 write_all(fd, tag_lines(block, raw_prefix, keep))
         self._open_streams -= 1
         if self._open_streams == 0:
@@ -332,7 +332,7 @@ def run_job(plan: LaunchPlan) -> int:
         os.makedirs(plan.stats_dir, exist_ok=True)
     run_dir = tempfile.mkdtemp(prefix=f"emurun-{plan.job_id}-")
     job = Job(plan, run_dir)
-    if len(os.path.join(run_dir, f"nic{plan.np - 1}.sock")) > _SOCKET_PATH_MAX:
+    if len(socket_path(run_dir, plan.np - 1)) > _SOCKET_PATH_MAX:
         cleanup.sweep(plan.job_id, run_dir)
         job.say(f"run directory {run_dir} is too long for a socket path: shorten TMPDIR",
                 always=True)  # fmt: skip

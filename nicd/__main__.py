@@ -7,20 +7,11 @@ import logging
 import os
 import sys
 
-from nicd.config import FaultConfig, NicConfig, NicvmConfig, TransportConfig
+from nicd.config import FAULT_ENV, FaultConfig, NicConfig, NicvmConfig, TransportConfig
 from nicd.errors import UsageError
+from nicd.ready import READY_PREFIX, log_tag
 
 __all__ = ["build_parser", "config_from_args", "main"]
-
-# Fault flags and the environment variables the launcher passes them on with.
-_FAULT_ENV = {
-    "loss": "EMU_LOSS",
-    "dup": "EMU_DUP",
-    "reorder": "EMU_REORDER",
-    "corrupt": "EMU_CORRUPT",
-    "delay_ms": "EMU_DELAY_MS",
-    "fault_seed": "EMU_FAULT_SEED",
-}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "NIC firmware daemon of one emulated Myrinet node: GRIM/GM reliable transport over "
             "UDP, GM ports for host processes over a Unix SOCK_SEQPACKET socket. Prints one "
-            "line 'NICD_READY {json}' on stdout when it listens; SIGTERM/SIGINT stop it."
+            f"line '{READY_PREFIX}{{json}}' on stdout when it listens; SIGTERM/SIGINT stop it."
         ),
     )
     p.add_argument("--node-id", type=int, required=True, help="this node's id (its host's rank)")
@@ -67,8 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-message", type=int, default=1 << 24, help="largest message in bytes (%(default)s)"
     )
     f = p.add_argument_group(
-        "fault injection (seeded; each also read from EMU_LOSS, EMU_DUP, EMU_REORDER, "
-        "EMU_CORRUPT, EMU_DELAY_MS, EMU_FAULT_SEED)"
+        f"fault injection (seeded; each also read from {', '.join(FAULT_ENV.values())})"
     )
     f.add_argument("--loss", type=float, help="probability an outgoing datagram is lost")
     f.add_argument("--dup", type=float, help="probability it is duplicated")
@@ -98,23 +88,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _fault(args: argparse.Namespace, name: str, kind: type[float] | type[int]) -> float:
-    value: float | None = getattr(args, name)
-    if value is None:
-        env = os.environ.get(_FAULT_ENV[name])
-        if env is None or env == "":
-            return 0
-        try:
-            value = kind(env)
-        except ValueError:
-            raise UsageError(f"{_FAULT_ENV[name]}={env!r} is not a number") from None
-    if name != "fault_seed" and name != "delay_ms" and not 0.0 <= value <= 1.0:
-        raise UsageError(f"--{name.replace('_', '-')} must be a probability in [0, 1]")
-    if value < 0:
-        raise UsageError(f"--{name.replace('_', '-')} must not be negative")
-    return value
-
-
 def config_from_args(args: argparse.Namespace) -> NicConfig:
     """Check the flags and build the config; raise UsageError with a readable message."""
     host, sep, port = args.listen.rpartition(":")
@@ -135,14 +108,7 @@ def config_from_args(args: argparse.Namespace) -> NicConfig:
         dead_peer_timeout_s=args.dead_peer_s,
         max_message=args.max_message,
     )
-    faults = FaultConfig(
-        loss=_fault(args, "loss", float),
-        dup=_fault(args, "dup", float),
-        reorder=_fault(args, "reorder", float),
-        corrupt=_fault(args, "corrupt", float),
-        delay_ms=_fault(args, "delay_ms", float),
-        seed=int(_fault(args, "fault_seed", int)),
-    )
+    faults = FaultConfig.from_values({name: getattr(args, name) for name in FAULT_ENV}, os.environ)
     return NicConfig(
         node_id=args.node_id,
         run_dir=args.run_dir,
@@ -171,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
-        level=args.log_level.upper(), format=f"nicd[{args.node_id}] %(levelname)s %(message)s"
+        level=args.log_level.upper(), format=f"{log_tag(args.node_id)} %(levelname)s %(message)s"
     )
     try:
         config = config_from_args(args)
@@ -181,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         parser.error(str(exc))
     except OSError as exc:
-        print(f"nicd[{args.node_id}]: {exc}", file=sys.stderr)
+        print(f"{log_tag(args.node_id)}: {exc}", file=sys.stderr)
         return 1
 
 

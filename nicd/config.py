@@ -1,10 +1,21 @@
-"""NicConfig: every tunable of one nicd, with its default and meaning."""
+"""NicConfig: every tunable of one nicd, with its default and meaning.
+
+``FaultConfig`` and ``FAULT_ENV`` are also a contract with whoever starts nicd: emurun builds
+its fault flags from them and passes them on with :meth:`FaultConfig.flags`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final
 
-__all__ = ["FaultConfig", "NicConfig", "NicvmConfig", "TransportConfig"]
+from nicd.errors import UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["FAULT_ENV", "FaultConfig", "NicConfig", "NicvmConfig", "TransportConfig", "fault_flag"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +52,34 @@ class TransportConfig:
     """Largest message a receiver reassembles, in bytes; a longer one is a counted drop."""
 
 
+FAULT_ENV: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "loss": "EMU_LOSS",
+        "dup": "EMU_DUP",
+        "reorder": "EMU_REORDER",
+        "corrupt": "EMU_CORRUPT",
+        "delay_ms": "EMU_DELAY_MS",
+        "fault_seed": "EMU_FAULT_SEED",
+    }
+)
+"""The fault flags, keyed by flag name (``delay_ms`` is ``--delay-ms``), and the environment
+variable each falls back to when the flag is absent. Read by nicd and by emurun, in this order;
+``fault_seed`` is :attr:`FaultConfig.seed`, the rest are the fields of the same name."""
+
+_PROBABILITIES = ("loss", "dup", "reorder", "corrupt")
+
+
+def fault_flag(name: str) -> str:
+    """The command-line flag of :data:`FAULT_ENV` key ``name``: ``delay_ms`` -> ``--delay-ms``."""
+    return "--" + name.replace("_", "-")
+
+
 @dataclass(frozen=True, slots=True)
 class FaultConfig:
-    """Seeded fault injection on outgoing datagrams (the kernel here has no netem)."""
+    """Seeded fault injection on outgoing datagrams (the kernel here has no netem).
+
+    Construction checks the ranges and raises UsageError naming the flag.
+    """
 
     loss: float = 0.0
     """Probability a datagram is dropped."""
@@ -58,10 +94,56 @@ class FaultConfig:
     seed: int = 0
     """Seed of the fault plan's random generator: the same seed replays the same faults."""
 
+    def __post_init__(self) -> None:
+        for name in _PROBABILITIES:
+            p = getattr(self, name)
+            if not 0.0 <= p <= 1.0:
+                raise UsageError(f"{fault_flag(name)} {p!r} is not a probability in [0, 1]")
+        if not self.delay_ms >= 0.0:
+            raise UsageError(f"--delay-ms {self.delay_ms!r} must not be negative")
+        if self.seed < 0:
+            raise UsageError(f"--fault-seed {self.seed!r} must not be negative")
+
     @property
     def active(self) -> bool:
         """True when any fault is injected."""
         return bool(self.loss or self.dup or self.reorder or self.corrupt or self.delay_ms)
+
+    @classmethod
+    def from_values(
+        cls, given: Mapping[str, str | float | None], env: Mapping[str, str]
+    ) -> FaultConfig:
+        """Build from flag values keyed like :data:`FAULT_ENV` (None or missing: absent),
+        falling back to ``EMU_LOSS`` ... in ``env`` (an empty variable is absent).
+
+        A value that is not a number raises UsageError naming the flag or variable it came
+        from; one out of range raises UsageError naming the flag.
+        """
+        values: dict[str, float] = {}
+        seed = 0
+        for name, var in FAULT_ENV.items():
+            raw, origin = given.get(name), fault_flag(name)
+            if raw is None:
+                raw, origin = env.get(var) or None, var
+            if raw is None:
+                continue
+            try:
+                if name == "fault_seed":
+                    seed = int(raw)
+                else:
+                    values[name] = float(raw)
+            except ValueError:
+                raise UsageError(f"{origin}={raw!r} is not a number") from None
+        return cls(**values, seed=seed)
+
+    def flags(self) -> list[str]:
+        """The nicd command-line flags that give exactly this config, every one explicit (so
+        that a variable left in nicd's environment cannot leak in)."""
+        out: list[str] = []
+        for name in FAULT_ENV:
+            value = self.seed if name == "fault_seed" else getattr(self, name)
+            out += [fault_flag(name), repr(value)]
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from nicd import hostlink as hl
 from nicd.actions import RaiseSignal, ToHost, Transmit
 from nicd.errors import ProtocolViolation, UsageError
 from nicd.nic import Addr, NicCore
+from nicd.ready import Ready, decode_routes_untrusted, encode_ready, socket_path
 
 if TYPE_CHECKING:
     from nicd.actions import NicAction
@@ -40,7 +41,6 @@ __all__ = [
     "peer_pid",
     "resolve_routes",
     "run",
-    "socket_path",
 ]
 
 log = logging.getLogger("nicd")
@@ -48,11 +48,6 @@ UDP_BUFFER_BYTES = 4 * 1024 * 1024  # kernel socket buffers asked for on the lin
 HOST_BUFFER_BYTES = 1024 * 1024  # ... and on each PCI connection
 LINK_RETRY_S = 0.0005  # when the link said EAGAIN, try the control queue again after this
 SHM_DIR = "/dev/shm"  # where POSIX shm_open names live on Linux
-
-
-def socket_path(run_dir: str, node_id: int) -> str:
-    """Where node ``node_id``'s PCI socket lives."""
-    return os.path.join(run_dir, f"nic{node_id}.sock")
 
 
 def resolve_routes(table: dict[int, tuple[str, int]]) -> dict[int, Addr]:
@@ -85,11 +80,11 @@ def map_shared_memory(name: str, size: int) -> memoryview | None:
 def load_routes(path: str) -> dict[int, tuple[str, int]]:
     """Read a JSON routing table ``{"0": ["host", port], ...}``."""
     with open(path, encoding="utf-8") as f:
-        raw = json.load(f)
+        text = f.read()
     try:
-        return {int(node): (str(addr[0]), int(addr[1])) for node, addr in raw.items()}
-    except (AttributeError, TypeError, ValueError, IndexError) as exc:
-        raise UsageError(f"{path}: not a routing table {{node: [host, port]}}: {exc}") from None
+        return decode_routes_untrusted(text)
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc}") from None
 
 
 def peer_pid(sock: socket.socket) -> int | None:
@@ -360,8 +355,7 @@ async def _serve(config: NicConfig, ready: bool) -> NicCore:
         if ready:
             host = config.advertise_host or udp_sock.getsockname()[0]
             port = udp_sock.getsockname()[1]
-            line = {"node": config.node_id, "udp": [host, port], "socket": path}
-            print("NICD_READY " + json.dumps(line), flush=True)
+            print(encode_ready(Ready(config.node_id, (host, port), path)), flush=True)
         await stop.wait()
     finally:
         loop.remove_reader(listener.fileno())

@@ -99,6 +99,9 @@ def test_module_program() -> None:
         ["-np", "1", "--nicd-args", "'unbalanced", "true"],
         ["-np", "1", "--job-id", "a-b", "true"],
         ["-np", "1", "--loss", "2", "true"],
+        ["-np", "1", "--loss", "lots", "true"],
+        ["-np", "1", "--fault-seed", "1.5", "true"],
+        ["-np", "1", "--delay-ms", "-1", "true"],
         ["-np", "1", "--bcast", "no-such-algorithm", "true"],
         ["-np", "1", "--reduce", "recursive-doubling", "true"],  # an allreduce name
         ["-np", "1", "--coll", "allreduce", "true"],

@@ -12,7 +12,6 @@ from launcher.errors import (
     UsageError,
 )
 from launcher.plan import (
-    FaultFlags,
     LaunchPlan,
     Program,
     fault_seed_for,
@@ -24,6 +23,8 @@ from launcher.plan import (
     shm_prefix,
     validate_job_id,
 )
+from nicd.__main__ import build_parser, config_from_args
+from nicd.config import FaultConfig
 
 PY = "/venv/bin/python"
 FILES = {"app.py", "./a.out", "bin/tool", "notexec"}
@@ -99,40 +100,6 @@ def test_no_program_is_a_usage_error() -> None:
 # -- fault flags --------------------------------------------------------------------------
 
 
-def test_flags_override_environment() -> None:
-    env = {"EMU_LOSS": "0.5", "EMU_DUP": "0.25", "EMU_FAULT_SEED": "9"}
-    f = FaultFlags.from_values({"loss": "0.1"}, env)
-    assert (f.loss, f.dup, f.seed) == (0.1, 0.25, 9)
-    assert f.active
-
-
-def test_no_faults_by_default() -> None:
-    f = FaultFlags.from_values({}, {"EMU_LOSS": ""})
-    assert f == FaultFlags()
-    assert not f.active
-
-
-@pytest.mark.parametrize(
-    ("given", "env", "origin"),
-    [
-        ({"loss": "lots"}, {}, "--loss"),
-        ({}, {"EMU_DELAY_MS": "x"}, "EMU_DELAY_MS"),
-        ({"fault_seed": "1.5"}, {}, "--fault-seed"),
-    ],
-)
-def test_bad_fault_values_name_their_origin(
-    given: dict[str, str], env: dict[str, str], origin: str
-) -> None:
-    with pytest.raises(UsageError, match=origin):
-        FaultFlags.from_values(given, env)
-
-
-@pytest.mark.parametrize("kwargs", [{"loss": 1.5}, {"dup": -0.1}, {"delay_ms": -1.0}])
-def test_fault_ranges(kwargs: dict[str, float]) -> None:
-    with pytest.raises(UsageError):
-        FaultFlags(**kwargs)
-
-
 def test_fault_seeds_differ_per_node_and_job() -> None:
     seeds = {fault_seed_for(s, n) for s in range(3) for n in range(16)}
     assert len(seeds) == 48
@@ -143,7 +110,7 @@ def test_fault_seeds_differ_per_node_and_job() -> None:
 
 def test_nicd_argv_carries_node_run_dir_stats_and_faults() -> None:
     plan = make_plan(
-        faults=FaultFlags(loss=0.2, dup=0.05, seed=3),
+        faults=FaultConfig(loss=0.2, dup=0.05, seed=3),
         stats_dir="/out",
         nicd_args=("--mtu", "1024"),
     )
@@ -158,6 +125,21 @@ def test_nicd_argv_carries_node_run_dir_stats_and_faults() -> None:
     assert float(opts["--dup"]) == 0.05
     assert int(opts["--fault-seed"]) == fault_seed_for(3, 2)
     assert argv[-2:] == ["--mtu", "1024"]
+
+
+def test_nicd_parses_the_argv_emurun_gives_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMU_LOSS", "0.9")  # explicit flags win over nicd's environment
+    faults = FaultConfig(loss=0.2, dup=0.05, reorder=0.1, corrupt=0.01, delay_ms=1.5, seed=3)
+    plan = make_plan(faults=faults, stats_dir="/out")
+    argv = nicd_argv(plan, 2, "/run/x")
+    config = config_from_args(build_parser().parse_args(argv[3:]))
+    assert config.node_id == 2
+    assert config.run_dir == "/run/x"
+    assert config.stats_file == "/out/nic2.json"
+    assert (config.listen_host, config.listen_port) == ("127.0.0.1", 0)
+    assert config.faults == FaultConfig(
+        loss=0.2, dup=0.05, reorder=0.1, corrupt=0.01, delay_ms=1.5, seed=fault_seed_for(3, 2)
+    )
 
 
 def test_nicd_gets_explicit_zero_faults_and_the_job_mark() -> None:

@@ -10,8 +10,9 @@ import trio.testing
 
 from launcher.children import LineReader, describe_exit, exit_code_of, tag_lines
 from launcher.cleanup import job_segments
-from launcher.plan import FaultFlags, LaunchPlan, Program
+from launcher.plan import LaunchPlan, Program
 from launcher.report import ProcessUsage, describe_status, format_table, job_json, usage_json
+from nicd.config import FaultConfig
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -97,7 +98,7 @@ def test_job_json_names_the_run() -> None:
         program=Program(("/py", "app.py"), "app.py"),
         job_id="j1",
         python="/py",
-        faults=FaultFlags(loss=0.1, seed=3),
+        faults=FaultConfig(loss=0.1, seed=3),
     )
     doc = job_json(plan, 3, "rank 1 exited with code 3", "nice", USAGES[:1], 2.5)
     assert doc["exit_code"] == 3
