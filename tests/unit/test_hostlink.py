@@ -109,7 +109,7 @@ def test_signal_control_bytes_and_bad_flag() -> None:
 
 
 def test_grim_records_round_trip_and_match_hostop() -> None:
-    from nicd import grimlink as gl
+    from nicd.hostlink import grim as gl
 
     records = [
         gl.RmMapReq(0x1000_0000, 64, 1, 128),

@@ -23,7 +23,7 @@ from typing import cast
 import msgpack
 
 from nicd.errors import ProtocolViolation
-from nicd.grimlink import GRIM_OPS, GrimRecord, decode_grim, encode_grim
+from nicd.hostlink.grim import GRIM_OPS, GrimRecord, decode_grim, encode_grim
 
 __all__ = [
     "ANY_PORT",
