@@ -46,7 +46,9 @@ def _merged_ops(tables: tuple[Mapping[HostOp, Decoder], ...]) -> dict[int, Decod
     merged: dict[int, Decoder] = {}
     for table in tables:
         for op, decode in table.items():
-            if op in merged or op == HostOp.CONT:
+            if op == HostOp.CONT:
+                raise ValueError("CONT is the Assembler's; no family may decode it")
+            if op in merged:
                 raise ValueError(f"{op!r} has two decoders")
             merged[op] = decode
     return merged

@@ -137,9 +137,9 @@ ENCODERS: dict[type, Encoder] = dict(
         encoder(OpenReq, lambda rec: [_OPEN.pack(HostOp.OPEN, rec.port)]),
         encoder(Opened, lambda rec: [
             _OPENED.pack(HostOp.OPENED, rec.port, rec.node_id, rec.num_nodes, rec.send_tokens)]),
-        (CloseReq, _op_only(HostOp.CLOSE)),
-        (StatsReq, _op_only(HostOp.GET_STATS)),
-        (RoutesOk, _op_only(HostOp.ROUTES_OK)),
+        encoder(CloseReq, _op_only(HostOp.CLOSE)),
+        encoder(StatsReq, _op_only(HostOp.GET_STATS)),
+        encoder(RoutesOk, _op_only(HostOp.ROUTES_OK)),
         encoder(SetRoutesReq, _encode_set_routes),
         encoder(StatsReply, lambda rec: [packb(HostOp.STATS, rec.stats)]),
         encoder(Refused, lambda rec: [bytes((HostOp.REFUSED,)) + rec.reason.encode()]),
