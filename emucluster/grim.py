@@ -44,7 +44,7 @@ from emucluster.rmalloc import Allocator
 from nicd import amregistry
 from nicd import hostlink as hl
 from nicd.grim import REGISTRY_NODE
-from nicd.grimlink import (
+from nicd.hostlink.grim import (
     NIC_PORT,
     NOTIFY_P,
     READ_META,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from emucluster.port import Port
 from nicd import hostlink as hl
-from nicd.grimlink import RmStatusEvent, RmXlateReply, RmXlateReq
+from nicd.hostlink.grim import RmStatusEvent, RmXlateReply, RmXlateReq
 from nicd.xlate import AddressMap
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from nicd.amregistry import Registry
 from nicd.errors import BadPacket
-from nicd.grimlink import (
+from nicd.hostlink.grim import (
     NIC_PORT,
     NOTIFY_P,
     READ_META,
@@ -48,7 +48,7 @@ from nicd.xlate import Translation, TranslationCache
 if TYPE_CHECKING:
     from nicd.actions import Deliver
     from nicd.gm import PortTable
-    from nicd.grimlink import GrimRecord
+    from nicd.hostlink.grim import GrimRecord
     from nicd.wire import DataPacket
 
 __all__ = [

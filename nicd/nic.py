@@ -35,7 +35,7 @@ from nicd.errors import BadPacket, UsageError
 from nicd.faults import FaultPlan
 from nicd.gm import PortTable
 from nicd.grim import GrimNic, NicSend, ToPort
-from nicd.grimlink import NIC_PORT, GrimRecord
+from nicd.hostlink.grim import NIC_PORT, GrimRecord
 from nicd.mcast import McastConfig
 from nicd.mcast_nic import McastNic
 from nicd.nicvm_engine import NICVM_TYPES, NicvmEngine

@@ -9,7 +9,7 @@ from nicd import hostlink as hl
 from nicd.actions import NicAction, ToHost, Transmit
 from nicd.amregistry import decode_reply, encode_request
 from nicd.config import NicConfig
-from nicd.grimlink import (
+from nicd.hostlink.grim import (
     NIC_PORT,
     NOTIFY_P,
     READ_META,

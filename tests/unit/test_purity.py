@@ -37,7 +37,6 @@ CORE_MODULES = (
     "nicd/channels.py",
     "nicd/gm.py",
     "nicd/faults.py",
-    "nicd/hostlink.py",
     "nicd/nic.py",
     "nicd/stats.py",
     "emucluster/matching.py",
@@ -52,13 +51,12 @@ CORE_MODULES = (
     "launcher/plan.py",
     "launcher/rendezvous.py",
     "nicd/xlate.py",
-    "nicd/grimlink.py",
     "nicd/grim.py",
     "nicd/amregistry.py",
     "emucluster/amcore.py",
     "emucluster/rmalloc.py",
 )
-CORE_PACKAGES = ("nicd/nicvm", "emucluster/coll")
+CORE_PACKAGES = ("nicd/nicvm", "emucluster/coll", "nicd/hostlink")
 
 
 def core_files() -> list[str]:

@@ -8,7 +8,7 @@ import json
 from emucluster import am, rm
 from emucluster.amcore import OutMsg
 from emucluster.rmalloc import SEGMENT_BYTES
-from nicd.grimlink import READ_META
+from nicd.hostlink.grim import READ_META
 from nicd.wire import MsgType
 
 ep = am.endpoint()

@@ -1,4 +1,4 @@
-"""Host <-> nicd records of the GRIM remote-memory interface (HostOp 80-84), and the field
+"""The GRIM remote-memory family (HostOp 80-84): its records, their codec, and the field
 layout GRIM messages use in the data header. No I/O, no logic.
 
 Records (struct, big-endian)::
@@ -31,11 +31,16 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
+from typing import TYPE_CHECKING
 
-from nicd.errors import ProtocolViolation
+from nicd.hostlink.records import Encoder, HostOp, encoder
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = [
-    "GRIM_OPS",
+    "DECODERS",
+    "ENCODERS",
     "NIC_PORT",
     "NOTIFY_P",
     "READ_META",
@@ -48,21 +53,21 @@ __all__ = [
     "RmUnmapReq",
     "RmXlateReply",
     "RmXlateReq",
-    "decode_grim",
-    "encode_grim",
 ]
 
 NIC_PORT = 0xFFF0
 """The NIC's own endpoint: replies the NIC generates (RM reads, statuses, the AM handler
 registry) come from it, so they never use a host's send tokens or share its streams."""
 
-RM_MAP, RM_UNMAP, RM_XLATE_REQ, RM_XLATE, RM_STATUS = 80, 81, 82, 83, 84
-GRIM_OPS = frozenset({RM_MAP, RM_UNMAP, RM_XLATE_REQ, RM_XLATE, RM_STATUS})
-
+# RM_MAP:       op (8) | vaddr (32) | size (32) | region (16) | offset (32)
 _MAP = struct.Struct(">BIIHI")
+# RM_UNMAP:     op (8) | vaddr (32)
 _VADDR = struct.Struct(">BI")
+# RM_XLATE_REQ: op (8) | vaddr (32) | length (32)
 _XREQ = struct.Struct(">BII")
+# RM_XLATE:     op (8) | asked vaddr (32) | vaddr (32) | size (32) | region (16) | offset (32)
 _XLATE = struct.Struct(">BIIIHI")
+# RM_STATUS:    op (8) | request id (32) | status (16)
 _STATUS = struct.Struct(">BIH")
 NOTIFY_P = struct.Struct(">HxxI")
 """RM-P notify prefix: region (16) | pad (16) | offset (32)."""
@@ -150,29 +155,25 @@ class RmStatusEvent:
 GrimRecord = RmMapReq | RmUnmapReq | RmXlateReq | RmXlateReply | RmStatusEvent
 
 
-def encode_grim(rec: GrimRecord) -> list[bytes]:
-    """The SEQPACKET record(s) carrying ``rec``."""
-    if isinstance(rec, RmMapReq):
-        return [_MAP.pack(RM_MAP, rec.vaddr, rec.size, rec.region, rec.offset)]
-    if isinstance(rec, RmUnmapReq):
-        return [_VADDR.pack(RM_UNMAP, rec.vaddr)]
-    if isinstance(rec, RmXlateReq):
-        return [_XREQ.pack(RM_XLATE_REQ, rec.vaddr, rec.length)]
-    if isinstance(rec, RmXlateReply):
-        return [_XLATE.pack(RM_XLATE, rec.asked, rec.vaddr, rec.size, rec.region, rec.offset)]
-    return [_STATUS.pack(RM_STATUS, rec.req_id, rec.status)]
+ENCODERS: dict[type, Encoder] = dict(
+    [
+        encoder(RmMapReq, lambda rec: [
+            _MAP.pack(HostOp.RM_MAP, rec.vaddr, rec.size, rec.region, rec.offset)]),
+        encoder(RmUnmapReq, lambda rec: [_VADDR.pack(HostOp.RM_UNMAP, rec.vaddr)]),
+        encoder(RmXlateReq, lambda rec: [_XREQ.pack(HostOp.RM_XLATE_REQ, rec.vaddr, rec.length)]),
+        encoder(RmXlateReply, lambda rec: [
+            _XLATE.pack(HostOp.RM_XLATE, rec.asked, rec.vaddr, rec.size, rec.region, rec.offset)]),
+        encoder(RmStatusEvent, lambda rec: [
+            _STATUS.pack(HostOp.RM_STATUS, rec.req_id, rec.status)]),
+    ]
+)  # fmt: skip
+"""GRIM record class -> encoder."""
 
-
-def decode_grim(op: int, record: bytes) -> GrimRecord:
-    """Decode a record whose opcode is in ``GRIM_OPS`` (struct.error for a bad length)."""
-    if op == RM_MAP:
-        return RmMapReq(*_MAP.unpack(record)[1:])
-    if op == RM_UNMAP:
-        return RmUnmapReq(_VADDR.unpack(record)[1])
-    if op == RM_XLATE_REQ:
-        return RmXlateReq(*_XREQ.unpack(record)[1:])
-    if op == RM_XLATE:
-        return RmXlateReply(*_XLATE.unpack(record)[1:])
-    if op == RM_STATUS:
-        return RmStatusEvent(*_STATUS.unpack(record)[1:])
-    raise ProtocolViolation(f"opcode {op} is not a GRIM record")
+DECODERS: dict[HostOp, Callable[[bytes], GrimRecord]] = {
+    HostOp.RM_MAP: lambda record: RmMapReq(*_MAP.unpack(record)[1:]),
+    HostOp.RM_UNMAP: lambda record: RmUnmapReq(_VADDR.unpack(record)[1]),
+    HostOp.RM_XLATE_REQ: lambda record: RmXlateReq(*_XREQ.unpack(record)[1:]),
+    HostOp.RM_XLATE: lambda record: RmXlateReply(*_XLATE.unpack(record)[1:]),
+    HostOp.RM_STATUS: lambda record: RmStatusEvent(*_STATUS.unpack(record)[1:]),
+}
+"""GRIM opcode -> decoder (``struct.error`` for a bad length; the Assembler types it)."""
