@@ -4,7 +4,7 @@ One emurun job measures every variant interleaved iteration by iteration, so the
 from the same run: ``ab`` (application bypass), ``nab`` (the host-based binomial reduce) and
 ``ireduce`` (``Ireduce`` before the catch-up, ``Wait`` after it)::
 
-    emurun -np 16 python -m emucluster.bench.reduce_skew --skews 0 500 1000 --elements 4 32 \
+    emurun -np 16 python -m emubench.reduce_skew --skews 0 500 1000 --elements 4 32 \
         --latency-elements 1 128 --out run.json
 
 CPU utilisation (Figs 3.6-3.8), per iteration after a barrier: start; busy-loop a random skew
@@ -26,7 +26,7 @@ set_slice`) so that many busy hosts on few cores share them finely (see the READ
 writes JSON: parameters, environment (wait policy, nicd scheduling, slice), per-rank raw samples
 and the application-bypass counters.
 
-``python -m emucluster.bench.reduce_skew sweep --out docs/figures/reduce_skew.json`` runs the
+``python -m emubench.reduce_skew sweep --out docs/figures/reduce_skew.json`` runs the
 jobs of every figure through emurun (repeated; medians of the per-repeat means; each job's
 result kept in ``--work DIR``, which a sweep given the same DIR reuses, to resume), writes one
 JSON with the paper's factor beside the measured one and one PNG per figure (``plot FILE.json``
@@ -340,7 +340,7 @@ def _job(nodes: int, args: argparse.Namespace, skews: list[float], elements: lis
         return cached
     cmd = [sys.executable, "-m", "launcher.cli", "-np", str(nodes), "-q", "--timeout", "3600",
            "--nicd-args", "--dead-peer-s 30",
-           sys.executable, "-m", "emucluster.bench.reduce_skew",
+           sys.executable, "-m", "emubench.reduce_skew",
            "--iters", str(args.iters), "--warmup", str(args.warmup),
            "--bound-us", str(args.bound_us), "--slice-us", str(args.slice_us),
            "--seed", str(args.seed), "--out", path + ".part",
@@ -387,7 +387,7 @@ def sweep(args: argparse.Namespace) -> None:
         print(f"nodes {nodes}: {result['job_seconds']} s", flush=True)
     summary = summarise(jobs, args)
     report = {
-        "command": " ".join(["python -m emucluster.bench.reduce_skew", *sys.argv[1:]]),
+        "command": " ".join(["python -m emubench.reduce_skew", *sys.argv[1:]]),
         "paper": PAPER,
         "summary": summary,
         "jobs": jobs,
@@ -570,7 +570,7 @@ def plot(summary: dict[str, Any], stem: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one job under emurun, or ``sweep``."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m emucluster.bench.reduce_skew")
+    parser = argparse.ArgumentParser(prog="python -m emubench.reduce_skew")
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument("--skews", type=float, nargs="*", default=[0.0, 1000.0],
                         help="maximum skews (us); a sweep: those of the most nodes")  # fmt: skip

@@ -1,5 +1,5 @@
-"""``python -m nicd.bench``: port-to-port latency, message rate and bandwidth between two nicds,
-beside the floor: a plain-Python relay over the same three hops (Unix socket, UDP, Unix
+"""``python -m emubench.nicd_port``: port-to-port latency, message rate and bandwidth between two
+nicds, beside the floor: a plain-Python relay over the same three hops (Unix socket, UDP, Unix
 socket) with the same wait policy on the hosts.
 
 Every figure comes from one run on this machine; compare the ratios, not the absolutes.
@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from emubench.localcluster import NicCluster
 from emucluster.port import Port, WaitPolicy
-from nicd.localcluster import NicCluster
 
 __all__ = ["main"]
 
@@ -307,7 +307,7 @@ def _plot(results: dict[str, Any], path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print a table."""
-    p = argparse.ArgumentParser(prog="python -m nicd.bench", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m emubench.nicd_port", description=__doc__)
     p.add_argument("--iters", type=int, default=2000, help="ping-pongs per size (64 KiB: /10)")
     p.add_argument("--stream", type=int, default=20000, help="8 B messages streamed (64 KiB: /20)")
     p.add_argument("--wait", choices=["block", "spin", "hybrid"], default="block")

@@ -1,4 +1,4 @@
-"""``python -m emucluster.bench.grim``: the GRIM figures of seed 002 on emucluster.
+"""``python -m emubench.grim``: the GRIM figures of seed 002 on emucluster.
 
 * Fig 4.6: average injection overhead of null active messages vs burst size, the sender
   limited to 4, 8, 16, 32 or an unbounded number of outstanding messages. As in GRIM's
@@ -253,7 +253,7 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile(suffix=".json", dir="/tmp") as tmp:
         cmd = [sys.executable, "-m", "launcher.cli", "-np", "2", "-q", "--timeout", "900",
                "--nicd-args", f"--send-tokens {args.send_tokens}",
-               sys.executable, "-m", "emucluster.bench.grim", "rank", "--out", tmp.name,
+               sys.executable, "-m", "emubench.grim", "rank", "--out", tmp.name,
                "--iters", str(args.iters), "--reps", str(args.reps),
                "--window", str(args.window), "--bw-bytes", str(args.bw_bytes)]  # fmt: skip
         env = {**os.environ, "EMU_WAIT": args.wait}
@@ -268,7 +268,7 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
         "cpus": os.cpu_count(), "nicd_priority": "emurun default (SCHED_FIFO where permitted)",
         "load_average_after": os.getloadavg(),
     }  # fmt: skip
-    report["command"] = " ".join(["python -m emucluster.bench.grim", *sys.argv[1:]])
+    report["command"] = " ".join(["python -m emubench.grim", *sys.argv[1:]])
     report["paper"] = {"scan_us": PAPER_SCAN_US,
                        "unbounded_flat_until_messages": PAPER_UNBOUNDED_FLAT_UNTIL}  # fmt: skip
     report["summary"] = _summary(report)
@@ -375,7 +375,7 @@ def plot(r: dict[str, Any], path: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: the whole benchmark, or ``rank`` (one rank, under emurun)."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m emucluster.bench.grim")
+    parser = argparse.ArgumentParser(prog="python -m emubench.grim")
     parser.add_argument("--iters", type=int, default=60, help="latency samples per point")
     parser.add_argument("--reps", type=int, default=7, help="bursts per Fig 4.6 point")
     parser.add_argument("--window", type=int, default=16, help="bandwidth: requests in flight")

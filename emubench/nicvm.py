@@ -1,6 +1,6 @@
 """NICVM benchmarks of thesis §4.4 (Figs 4.9-4.18), one emurun job per configuration.
 
-``emurun -np N python -m emucluster.bench.nicvm MODE --out F`` runs one job, MODE being:
+``emurun -np N python -m emubench.nicvm MODE --out F`` runs one job, MODE being:
 
 * ``pingpong`` (Fig 4.9): MPI ping-pong one-way latency over sizes; the sweep runs it on a
   nicd with NICVM enabled and one started ``--no-nicvm``, alternating, and compares.
@@ -14,8 +14,8 @@
   loop; the paper's wall-clock utilisation and the CPU outside busy loops), both algorithms
   interleaved per iteration.
 
-``python -m emucluster.bench.nicvm sweep --out docs/figures/nicvm.json`` runs them all (and the
-VM micro-benchmark, ``nicd.nicvm.bench``, and `core_overhead`: Fig 4.9's question asked of two
+``python -m emubench.nicvm sweep --out docs/figures/nicvm.json`` runs them all (and the
+VM micro-benchmark, ``emubench.nicvm_vm``, and `core_overhead`: Fig 4.9's question asked of two
 ``NicCore`` s in one process, where other jobs' load cannot blur a 1 % difference) and draws one
 PNG per figure group with the paper's numbers on it; ``... core --out F`` redoes only that part,
 ``... pipelined --out F`` only the comparison of Fig 4.8's sends one at a time vs pipelined.
@@ -34,7 +34,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from emucluster.bench.reduce_skew import _busy_cpu
+from emubench.reduce_skew import _busy_cpu
 
 __all__ = ["ECHO", "PAPER", "main"]
 
@@ -285,7 +285,7 @@ def _job(nodes: int, mode: str, extra: list[str], wait: str, nicd_args: str = ""
         cmd = [sys.executable, "-m", "launcher.cli", "-np", str(nodes), "-q", "--timeout", "900"]
         if nicd_args:
             cmd.append(f"--nicd-args={nicd_args}")
-        cmd += [sys.executable, "-m", "emucluster.bench.nicvm", mode, "--out", tmp.name, *extra]
+        cmd += [sys.executable, "-m", "emubench.nicvm", mode, "--out", tmp.name, *extra]
         subprocess.run(cmd, check=True, env={**os.environ, "EMU_WAIT": wait})
         with open(tmp.name, encoding="utf-8") as f:
             result: dict[str, Any] = json.load(f)
@@ -317,7 +317,7 @@ def _med(xs: list[float]) -> float:
 
 def sweep(args: argparse.Namespace) -> None:
     """Run every figure's jobs; write the JSON and the PNGs."""
-    from nicd.nicvm.bench import measure
+    from emubench.nicvm_vm import measure
 
     report: dict[str, Any] = {
         "paper": PAPER,
@@ -492,7 +492,7 @@ def _plot(report: dict[str, Any], stem: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one job under emurun (MODE), or ``sweep``."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m emucluster.bench.nicvm")
+    parser = argparse.ArgumentParser(prog="python -m emubench.nicvm")
     parser.add_argument("mode", choices=(*MODES, "sweep", "core", "pipelined"))
     parser.add_argument("--out", default="nicvm.json")
     parser.add_argument("--iters", type=int, default=200)

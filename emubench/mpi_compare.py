@@ -1,6 +1,6 @@
-"""``python -m emucluster.bench.mpi_compare``: emucluster's MPI against mpi4py on MPICH, one run.
+"""``python -m emubench.mpi_compare``: emucluster's MPI against mpi4py on MPICH, one run.
 
-For each node count (2, 4, 8, 16 by default) it starts `emucluster.bench.mpi_micro` under
+For each node count (2, 4, 8, 16 by default) it starts `emubench.mpi_micro` under
 ``emurun -np N`` and under ``mpiexec -n N`` (the reference a user would otherwise pick:
 ``pip install mpi4py mpich``, shared memory, oversubscribing the cores as we do), ping-pong
 at 2 nodes only. It prints both columns and their ratios, checks the issue's targets, and
@@ -28,7 +28,7 @@ __all__ = ["main"]
 
 PORT_RATIO_TARGET = 1.5
 MPICH_RATIO_TARGET = 5.0
-MICRO = "emucluster.bench.mpi_micro"
+MICRO = "emubench.mpi_micro"
 
 
 def _mpiexec() -> str:
@@ -74,7 +74,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 print(f"{impl} on {nodes} nodes ...", file=sys.stderr, flush=True)
                 runs[impl][str(nodes)] = _run(argv, out, args.timeout)
     return {
-        "benchmark": "emucluster.bench.mpi_compare",
+        "benchmark": "emubench.mpi_compare",
         "parameters": vars(args) | {"png": None, "json": None},
         "environment": {
             "python": platform.python_version(),
@@ -212,7 +212,7 @@ def plot(record: dict[str, Any], path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m emucluster.bench.mpi_compare", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m emubench.mpi_compare", description=__doc__)
     p.add_argument("--nodes", type=int, nargs="+", default=[2, 4, 8, 16])
     p.add_argument("--iters", type=int, default=500, help="round trips per ping-pong block")
     p.add_argument("--coll-iters", type=int, default=200, help="iterations per collective")

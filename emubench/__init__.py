@@ -1,4 +1,4 @@
-"""Paper microbenchmarks of the host library; each is ``python -m emucluster.bench.<name>``.
+"""Paper microbenchmarks of the host library; each is ``python -m emubench.<name>``.
 
 * `unexpected_queue`: search cost per entry vs unexpected-queue depth (seed 004 Fig. 4).
 * `mcast` (+ `mcast_plot`): NIC multisend, GM- and MPI-level multicast latency, CPU time in
