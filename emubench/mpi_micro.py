@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import statistics
 import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from emubench.common import write_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -191,8 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             for key in ("EMU_WAIT", "EMU_BCAST", "EMU_REDUCE", "EMU_SPIN_US")
             if key in os.environ
         }
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=1)
+        write_json(args.out, results, indent=1)
     return 0
 
 
