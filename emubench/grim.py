@@ -1,4 +1,4 @@
-"""``python -m emubench.grim``: the GRIM figures of seed 002 on emucluster.
+"""``emubench grim``: the GRIM figures of seed 002 on emucluster.
 
 * Fig 4.6: average injection overhead of null active messages vs burst size, the sender
   limited to 4, 8, 16, 32 or an unbounded number of outstanding messages. As in GRIM's
@@ -366,7 +366,7 @@ def plot(r: dict[str, Any], path: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: the whole benchmark, or ``rank`` (one rank, under emurun)."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m emubench.grim")
+    parser = argparse.ArgumentParser(prog="emubench grim")
     parser.add_argument("--iters", type=int, default=60, help="latency samples per point")
     parser.add_argument("--reps", type=int, default=7, help="bursts per Fig 4.6 point")
     parser.add_argument("--window", type=int, default=16, help="bandwidth: requests in flight")

@@ -1,7 +1,7 @@
 """NIC multicast microbenchmarks of seed 001 (Figs 4-8), each rank's side and the sweep.
 
 Every figure is one or more emurun jobs running ``python -m emubench.mcast <fig>``;
-rank 0 writes the job's JSON. ``python -m emubench.mcast sweep --out-dir
+rank 0 writes the job's JSON. ``emubench mcast sweep --out-dir
 docs/figures`` runs them all, writes ``mcast_fig<N>.json`` (parameters, environment incl.
 wait policy, nicd priority and node count, raw samples, summary, the paper's numbers) and
 draws ``mcast_fig<N>.png`` with the paper's factor on each plot.
@@ -390,7 +390,7 @@ def _save(out: str, fig: int, args: argparse.Namespace, report: dict[str, Any]) 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one figure's rank side (under emurun), or ``sweep``."""
     argv = sys.argv[1:] if argv is None else argv
-    p = argparse.ArgumentParser(prog="python -m emubench.mcast")
+    p = argparse.ArgumentParser(prog="emubench mcast")
     p.add_argument("what", choices=("fig4", "fig5", "fig6", "skew", "sweep"))
     p.add_argument("--out", default="mcast.json")
     p.add_argument("--out-dir", default="docs/figures")

@@ -1,6 +1,6 @@
 """Figures 4-8 of seed 001 from the JSON of :mod:`emubench.mcast`, drawn like the paper:
 (a) latency or CPU time of host-based (HB) and NIC-based (NB), (b) HB / NB improvement factor,
-with the paper's factor written on the plot. ``python -m emubench.mcast_plot
+with the paper's factor written on the plot. ``emubench mcast-plot
 docs/figures`` redraws every figure from the JSON files there."""
 
 from __future__ import annotations

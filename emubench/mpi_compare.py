@@ -1,4 +1,4 @@
-"""``python -m emubench.mpi_compare``: emucluster's MPI against mpi4py on MPICH, one run.
+"""``emubench mpi-compare``: emucluster's MPI against mpi4py on MPICH, one run.
 
 For each node count (2, 4, 8, 16 by default) it starts `emubench.mpi_micro` under
 ``emurun -np N`` and under ``mpiexec -n N`` (the reference a user would otherwise pick:
@@ -206,7 +206,7 @@ def plot(record: dict[str, Any], path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m emubench.mpi_compare", description=__doc__)
+    p = argparse.ArgumentParser(prog="emubench mpi-compare", description=__doc__)
     p.add_argument("--nodes", type=int, nargs="+", default=[2, 4, 8, 16])
     p.add_argument("--iters", type=int, default=500, help="round trips per ping-pong block")
     p.add_argument("--coll-iters", type=int, default=200, help="iterations per collective")

@@ -1,4 +1,4 @@
-"""``python -m emubench.nicd_port``: port-to-port latency, message rate and bandwidth between two
+"""``emubench nicd``: port-to-port latency, message rate and bandwidth between two
 nicds, beside the floor: a plain-Python relay over the same three hops (Unix socket, UDP, Unix
 socket) with the same wait policy on the hosts.
 
@@ -310,7 +310,7 @@ def _plot(results: dict[str, Any], path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print a table."""
-    p = argparse.ArgumentParser(prog="python -m emubench.nicd_port", description=__doc__)
+    p = argparse.ArgumentParser(prog="emubench nicd", description=__doc__)
     p.add_argument("--iters", type=int, default=2000, help="ping-pongs per size (64 KiB: /10)")
     p.add_argument("--stream", type=int, default=20000, help="8 B messages streamed (64 KiB: /20)")
     p.add_argument("--wait", choices=["block", "spin", "hybrid"], default="block")

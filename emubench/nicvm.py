@@ -14,7 +14,7 @@
   loop; the paper's wall-clock utilisation and the CPU outside busy loops), both algorithms
   interleaved per iteration.
 
-``python -m emubench.nicvm sweep --out docs/figures/nicvm.json`` runs them all (and the
+``emubench nicvm sweep --out docs/figures/nicvm.json`` runs them all (and the
 VM micro-benchmark, ``emubench.nicvm_vm``, and `core_overhead`: Fig 4.9's question asked of two
 ``NicCore`` s in one process, where other jobs' load cannot blur a 1 % difference) and draws one
 PNG per figure group with the paper's numbers on it; ``... core --out F`` redoes only that part,
@@ -484,7 +484,7 @@ def _plot(report: dict[str, Any], stem: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one job under emurun (MODE), or ``sweep``."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m emubench.nicvm")
+    parser = argparse.ArgumentParser(prog="emubench nicvm")
     parser.add_argument("mode", choices=(*MODES, "sweep", "core", "pipelined"))
     parser.add_argument("--out", default="nicvm.json")
     parser.add_argument("--iters", type=int, default=200)

@@ -1,6 +1,6 @@
 """VM micro-benchmark: ns per instruction and per invocation, and compile time (thesis §4.2.1).
 
-``python -m emubench.nicvm_vm [--json FILE]``. Times with the standard library's ``timeit``
+``emubench nicvm-vm [--json FILE]``. Times with the standard library's ``timeit``
 (its autorange picks the loop count; the median of several repeats is reported, the raw repeats
 go to the JSON). Cases: the Fig 4.3 module at the root of 16 nodes, a no-op module (Fig 4.10's
 echo), a float64 payload transform over 4 KiB, and a counting loop for the bare instruction rate.
@@ -78,8 +78,8 @@ def measure() -> list[Sample]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m emubench.nicvm_vm``."""
-    parser = argparse.ArgumentParser(prog="python -m emubench.nicvm_vm", description=__doc__)
+    """Entry point of ``emubench nicvm-vm``."""
+    parser = argparse.ArgumentParser(prog="emubench nicvm-vm", description=__doc__)
     parser.add_argument("--json", type=pathlib.Path, help="also write the samples here")
     args = parser.parse_args(argv)
     load_before = load_average()

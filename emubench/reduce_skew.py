@@ -26,7 +26,7 @@ set_slice`) so that many busy hosts on few cores share them finely (see the READ
 writes JSON: parameters, environment (wait policy, nicd scheduling, slice), per-rank raw samples
 and the application-bypass counters.
 
-``python -m emubench.reduce_skew sweep --out docs/figures/reduce_skew.json`` runs the
+``emubench reduce-skew sweep --out docs/figures/reduce_skew.json`` runs the
 jobs of every figure through emurun (repeated; medians of the per-repeat means; each job's
 result kept in ``--work DIR``, which a sweep given the same DIR reuses, to resume), writes one
 JSON with the paper's factor beside the measured one and one PNG per figure (``plot FILE.json``
@@ -564,7 +564,7 @@ def plot(summary: dict[str, Any], stem: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one job under emurun, or ``sweep``."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m emubench.reduce_skew")
+    parser = argparse.ArgumentParser(prog="emubench reduce-skew")
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument("--skews", type=float, nargs="*", default=[0.0, 1000.0],
                         help="maximum skews (us); a sweep: those of the most nodes")  # fmt: skip

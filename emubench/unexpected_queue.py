@@ -1,4 +1,4 @@
-"""``python -m emubench.unexpected_queue``: unexpected-queue search cost per entry vs
+"""``emubench unexpected-queue``: unexpected-queue search cost per entry vs
 depth (seed 004 Fig. 4) for the three envelope stores of `emucluster.envelope`.
 
 Method, as seed 004 §4.2: the queue holds ``depth`` unexpected messages and the one a receive
@@ -208,7 +208,7 @@ def _plot(results: dict[str, Any], path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print a table, optionally write JSON and a PNG."""
     p = argparse.ArgumentParser(
-        prog="python -m emubench.unexpected_queue",
+        prog="emubench unexpected-queue",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
