@@ -45,7 +45,7 @@ def _mpiexec() -> str:
     beside = Path(sys.executable).with_name("mpiexec")
     found = str(beside) if beside.exists() else shutil.which("mpiexec")
     if not found:
-        raise SystemExit("mpiexec not found: pip install mpi4py mpich (the bench extra)")
+        raise SystemExit("mpiexec not found: pip install mpi4py mpich")
     return found
 
 

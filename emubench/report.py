@@ -45,7 +45,9 @@ def _span(values: Iterable[float]) -> str:
     if not xs:
         return "n/a"
     lo, hi = min(xs), max(xs)
-    return f"{lo:.2f}" if abs(hi - lo) < 0.005 else f"{lo:.2f}-{hi:.2f}"
+    if abs(hi - lo) < 0.005:
+        return f"{lo:.2f}"
+    return f"{lo:.2f} to {hi:.2f}" if lo < 0 else f"{lo:.2f}-{hi:.2f}"
 
 
 def _by_nodes(factors: dict[str, float | None]) -> str:
@@ -184,7 +186,7 @@ def _nicvm_fig4_10_12(d: dict[str, Any]) -> str:
     sizes = sorted(e["host"], key=int)
     noop = _span(e["noop"][s] - e["host"][s] for s in sizes)
     factor = _span(e["host"][s] / e["nic"][s] for s in sizes)
-    return f"no-op module +{noop} us; host / NIC echo {factor}"
+    return f"no-op module adds {noop} us; host / NIC echo {factor}"
 
 
 def _nicvm_fig4_13_15(d: dict[str, Any]) -> str:
