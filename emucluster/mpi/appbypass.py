@@ -52,7 +52,6 @@ RETRY_S = 0.001  # a deferred signal is retried after this long
 DRAIN_TIMEOUT_S = 30.0  # longest Finalize waits for outstanding reductions
 _U32 = 0xFFFFFFFF
 _LIBRARY = ("emucluster.", "nicd.")
-_NOT_LIBRARY = ("emucluster.bench",)  # benchmark loops are the application
 
 _bypass: Bypass | None = None
 
@@ -81,11 +80,7 @@ def in_library(frame: FrameType | None) -> bool:
     """Whether the interrupted stack is inside the MPI library."""
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
-        if (
-            isinstance(name, str)
-            and name.startswith(_LIBRARY)
-            and not name.startswith(_NOT_LIBRARY)
-        ):
+        if isinstance(name, str) and name.startswith(_LIBRARY):
             return True
         frame = frame.f_back
     return False

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from emubench.localcluster import NicCluster
 from emucluster.coll.mcast_trees import binomial_tree, postal_tree
 from emucluster.port import McastChildDeadError, Port, PortError, SendFailedError
-from nicd.localcluster import NicCluster
 from nicd.wire import MsgType
 
 if TYPE_CHECKING:

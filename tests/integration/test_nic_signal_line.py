@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from emubench.localcluster import NicCluster
 from emucluster.port import Port, RecvEvent
-from nicd.localcluster import NicCluster
 from nicd.wire import MsgType
 
 if TYPE_CHECKING:

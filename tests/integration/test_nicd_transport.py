@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from emubench.localcluster import NicCluster, run_hosts
 from emucluster.port import Port, RmWriteEvent, SendFailedError
-from nicd.localcluster import NicCluster, run_hosts
 
 HOSTS = Path(__file__).parent / "hosts"
 pytestmark = pytest.mark.slow

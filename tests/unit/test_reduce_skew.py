@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from emucluster.bench.reduce_skew import last_node, plot, summarise
+from emubench.reduce_skew import last_node, plot, summarise
 from emucluster.coll.trees import binomial_parent
 from launcher.tuning import set_slice
 

@@ -1,4 +1,4 @@
-"""``python -m emucluster.bench.grim``: the GRIM figures of seed 002 on emucluster.
+"""``emubench grim``: the GRIM figures of seed 002 on emucluster.
 
 * Fig 4.6: average injection overhead of null active messages vs burst size, the sender
   limited to 4, 8, 16, 32 or an unbounded number of outstanding messages. As in GRIM's
@@ -25,16 +25,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import select
 import socket
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections import deque
 from typing import Any
+
+from emubench.common import (
+    command_line,
+    environment,
+    load_average,
+    median,
+    pyplot,
+    read_json,
+    run_emurun_json,
+    save_figure,
+    write_json,
+)
 
 __all__ = ["main"]
 
@@ -48,10 +56,6 @@ PAPER_SCAN_US = {  # seed 002 §4.3.4 (Fig 4.10): channels -> us
 }
 PAPER_UNBOUNDED_FLAT_UNTIL = 5000  # §4.2.4: unbounded injection stays flat to ~5,000 messages
 DYNAMIC_BLOCKS = 24  # > the NIC's 16 dynamic entries: cycling them misses every time
-
-
-def _median(xs: list[float]) -> float:
-    return float(statistics.median(xs)) if xs else float("nan")
 
 
 # -- the two-node part (run under emurun) ----------------------------------------------------
@@ -130,7 +134,7 @@ def run_rank(args: argparse.Namespace) -> None:
                 ep.wait_for(lambda: state["echoes"] >= target, 120, "echoes")  # noqa: B023
             inject[key][str(burst)] = samples
             inject_cpu[key][str(burst)] = cpu
-        row = ", ".join(f"{b}:{_median(inject_cpu[key][str(b)]):.0f}" for b in BURSTS)
+        row = ", ".join(f"{b}:{median(inject_cpu[key][str(b)]):.0f}" for b in BURSTS)
         print(f"fig 4.6 limit {key} (host CPU per message): {row} us", flush=True)
     report["injection_us"] = inject
     report["injection_cpu_us"] = inject_cpu
@@ -150,7 +154,7 @@ def run_rank(args: argparse.Namespace) -> None:
                 samples.append((time.perf_counter() - t0) * 1e6)
         am_rtt[str(size)] = samples
     report["am_rtt_us"] = am_rtt
-    print(f"AM round trip: { ({k: round(_median(v)) for k, v in am_rtt.items()}) } us", flush=True)
+    print(f"AM round trip: { ({k: round(median(v)) for k, v in am_rtt.items()}) } us", flush=True)
 
     # Remote-memory latency.
     lat: dict[str, dict[str, list[float]]] = {}
@@ -171,7 +175,7 @@ def run_rank(args: argparse.Namespace) -> None:
                 if i >= 5:
                     samples.append((time.perf_counter() - t0) * 1e6)
             lat[variant][str(size)] = samples
-        print(f"{variant}: " + ", ".join(f"{s}:{_median(lat[variant][str(s)]):.0f}"
+        print(f"{variant}: " + ", ".join(f"{s}:{median(lat[variant][str(s)]):.0f}"
                                          for s in RM_SIZES) + " us", flush=True)  # fmt: skip
     report["rm_latency_us"] = lat
 
@@ -199,8 +203,7 @@ def run_rank(args: argparse.Namespace) -> None:
     report["rm_bandwidth_mb_s"] = bw
     report["host_stats"] = ep.stats()
     report["nic_stats"] = ep.nic_stats()
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(report, f)
+    write_json(args.out, report)
     ep.barrier(timeout=None)
 
 
@@ -250,25 +253,17 @@ def scan_channels(reps: int) -> dict[str, dict[str, list[float]]]:
 
 def run_all(args: argparse.Namespace) -> dict[str, Any]:
     """The emurun job, the scan, the summary."""
-    with tempfile.NamedTemporaryFile(suffix=".json", dir="/tmp") as tmp:
-        cmd = [sys.executable, "-m", "launcher.cli", "-np", "2", "-q", "--timeout", "900",
-               "--nicd-args", f"--send-tokens {args.send_tokens}",
-               sys.executable, "-m", "emucluster.bench.grim", "rank", "--out", tmp.name,
-               "--iters", str(args.iters), "--reps", str(args.reps),
-               "--window", str(args.window), "--bw-bytes", str(args.bw_bytes)]  # fmt: skip
-        env = {**os.environ, "EMU_WAIT": args.wait}
-        subprocess.run(cmd, check=True, env=env)
-        with open(tmp.name, encoding="utf-8") as f:
-            report: dict[str, Any] = json.load(f)
+    load_before = load_average()
+    rank_args = ["rank", "--iters", str(args.iters), "--reps", str(args.reps),
+                 "--window", str(args.window), "--bw-bytes", str(args.bw_bytes)]  # fmt: skip
+    report, _ = run_emurun_json(2, "emubench.grim", rank_args, {"EMU_WAIT": args.wait},
+                                emurun_args=["--nicd-args", f"--send-tokens {args.send_tokens}"])
     report["scan_us"] = scan_channels(args.reps * 4)
-    report["environment"] = {
-        "wait_policy": args.wait, "wait_policy_fig_4_6_sender": "spin", "nodes": 2,
-        "send_tokens": args.send_tokens,
-        "python": platform.python_version(), "machine": platform.machine(),
-        "cpus": os.cpu_count(), "nicd_priority": "emurun default (SCHED_FIFO where permitted)",
-        "load_average_after": os.getloadavg(),
-    }  # fmt: skip
-    report["command"] = " ".join(["python -m emucluster.bench.grim", *sys.argv[1:]])
+    report["environment"] = environment(
+        load_before, wait_policy=args.wait, wait_policy_fig_4_6_sender="spin", nodes=2,
+        send_tokens=args.send_tokens,
+    )  # fmt: skip
+    report["command"] = command_line("grim", args.argv)
     report["paper"] = {"scan_us": PAPER_SCAN_US,
                        "unbounded_flat_until_messages": PAPER_UNBOUNDED_FLAT_UNTIL}  # fmt: skip
     report["summary"] = _summary(report)
@@ -276,14 +271,14 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _summary(r: dict[str, Any]) -> dict[str, Any]:
-    med = {k: {int(b): _median(v) for b, v in d.items()} for k, d in r["injection_us"].items()}
-    cpu = {k: {int(b): _median(v) for b, v in d.items()} for k, d in r["injection_cpu_us"].items()}
+    med = {k: {int(b): median(v) for b, v in d.items()} for k, d in r["injection_us"].items()}
+    cpu = {k: {int(b): median(v) for b, v in d.items()} for k, d in r["injection_cpu_us"].items()}
     knees = {}
     for key, row in cpu.items():
-        low = _median([v for b, v in row.items() if b <= 2])
+        low = median([v for b, v in row.items() if b <= 2])
         knees[key] = next((b for b in sorted(row) if row[b] > 2 * low), None)
-    scan = {k: {int(n): _median(v) for n, v in d.items()} for k, d in r["scan_us"].items()}
-    lat = {k: {int(s): _median(v) for s, v in d.items()} for k, d in r["rm_latency_us"].items()}
+    scan = {k: {int(n): median(v) for n, v in d.items()} for k, d in r["scan_us"].items()}
+    lat = {k: {int(s): median(v) for s, v in d.items()} for k, d in r["rm_latency_us"].items()}
     return {
         "injection_median_us": med,
         "injection_cpu_median_us": cpu,
@@ -291,7 +286,7 @@ def _summary(r: dict[str, Any]) -> dict[str, Any]:
         "scan_median_us": scan,
         "scan_factor_32_vs_1": {k: v[32] / v[1] for k, v in scan.items()},
         "paper_scan_factor_32_vs_1": {k: v[32] / v[1] for k, v in PAPER_SCAN_US.items()},
-        "am_rtt_median_us": {k: _median(v) for k, v in r["am_rtt_us"].items()},
+        "am_rtt_median_us": {k: median(v) for k, v in r["am_rtt_us"].items()},
         "rm_latency_median_us": lat,
         "rm_v_miss_over_hit_8B": lat["rm-v miss"][8] / lat["rm-v hit"][8],
         "rm_v_hit_over_rm_p_8B": lat["rm-v hit"][8] / lat["rm-p"][8],
@@ -301,10 +296,7 @@ def _summary(r: dict[str, Any]) -> dict[str, Any]:
 
 def plot(r: dict[str, Any], path: str) -> None:
     """Five panels drawn like the paper's figures, with the paper's shape or numbers on them."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     s = r["summary"]
     fig, ax = plt.subplots(2, 3, figsize=(16, 9))
@@ -368,14 +360,13 @@ def plot(r: dict[str, Any], path: str) -> None:
     text += ["", f"RM-V miss / hit (8 B): {s['rm_v_miss_over_hit_8B']:.2f}x",
              f"RM-V hit / RM-P (8 B): {s['rm_v_hit_over_rm_p_8B']:.2f}x"]  # fmt: skip
     ax[1][2].text(0, 1, "\n".join(text), va="top", family="monospace", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    save_figure(fig, path, dpi=90)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: the whole benchmark, or ``rank`` (one rank, under emurun)."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m emucluster.bench.grim")
+    parser = argparse.ArgumentParser(prog="emubench grim")
     parser.add_argument("--iters", type=int, default=60, help="latency samples per point")
     parser.add_argument("--reps", type=int, default=7, help="bursts per Fig 4.6 point")
     parser.add_argument("--window", type=int, default=16, help="bandwidth: requests in flight")
@@ -389,14 +380,13 @@ def main(argv: list[str] | None = None) -> None:
         run_rank(parser.parse_args(argv[1:]))
         return
     if argv and argv[0] == "replot":  # replot JSON PNG: redraw a saved report
-        with open(argv[1], encoding="utf-8") as f:
-            plot(json.load(f), argv[2])
+        plot(read_json(argv[1]), argv[2])
         return
     args = parser.parse_args(argv)
+    args.argv = argv
     report = run_all(args)
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=1)
+        write_json(args.json, report, indent=1)
     if args.png:
         plot(report, args.png)
     print(json.dumps(report["summary"], indent=1))  # fmt: skip

@@ -4,7 +4,7 @@ One emurun job measures every variant interleaved iteration by iteration, so the
 from the same run: ``ab`` (application bypass), ``nab`` (the host-based binomial reduce) and
 ``ireduce`` (``Ireduce`` before the catch-up, ``Wait`` after it)::
 
-    emurun -np 16 python -m emucluster.bench.reduce_skew --skews 0 500 1000 --elements 4 32 \
+    emurun -np 16 python -m emubench.reduce_skew --skews 0 500 1000 --elements 4 32 \
         --latency-elements 1 128 --out run.json
 
 CPU utilisation (Figs 3.6-3.8), per iteration after a barrier: start; busy-loop a random skew
@@ -26,7 +26,7 @@ set_slice`) so that many busy hosts on few cores share them finely (see the READ
 writes JSON: parameters, environment (wait policy, nicd scheduling, slice), per-rank raw samples
 and the application-bypass counters.
 
-``python -m emucluster.bench.reduce_skew sweep --out docs/figures/reduce_skew.json`` runs the
+``emubench reduce-skew sweep --out docs/figures/reduce_skew.json`` runs the
 jobs of every figure through emurun (repeated; medians of the per-repeat means; each job's
 result kept in ``--work DIR``, which a sweep given the same DIR reuses, to resume), writes one
 JSON with the paper's factor beside the measured one and one PNG per figure (``plot FILE.json``
@@ -41,16 +41,27 @@ import os
 import platform
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
 import time
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from emubench.common import (
+    busy_cpu,
+    command_line,
+    environment,
+    load_average,
+    pyplot,
+    read_json,
+    run_emurun,
+    save_figure,
+    write_json,
+)
+
 if TYPE_CHECKING:
     from collections.abc import Callable
-
-import numpy as np
 
 __all__ = ["PAPER", "last_node", "main"]
 
@@ -69,13 +80,6 @@ PAPER: dict[str, dict[str, object]] = {
     "fig3_10": {"what": "latency ab vs nab over 1-128 doubles: the ab penalty stays about "
                         "constant (no number given; target ab/nab <= 1.5)"},
 }  # fmt: skip
-
-
-def _busy_cpu(seconds: float) -> None:
-    """Spend ``seconds`` of this process's CPU time (a busy loop time slicing cannot stretch)."""
-    end = time.process_time() + seconds
-    while time.process_time() < end:
-        pass
 
 
 def _async_cpu() -> float:
@@ -101,7 +105,7 @@ def _settle() -> tuple[float, float, float]:
         return 0.0, 0.0, 0.0
     c0, t0, a0 = time.process_time(), time.perf_counter(), bypass.async_cpu_s
     while bypass.core.outstanding and time.perf_counter() - t0 < SETTLE_LIMIT_S:
-        _busy_cpu(SETTLE_STEP_S)
+        busy_cpu(SETTLE_STEP_S)
     return time.process_time() - c0, time.perf_counter() - t0, bypass.async_cpu_s - a0
 
 
@@ -144,7 +148,7 @@ class Rank:
         if variant == "ireduce":
             request = comm.Ireduce(data, out, MPI.SUM, 0)
             c2 = time.process_time()
-            _busy_cpu(between)
+            busy_cpu(between)
             c3 = time.process_time()
             request.Wait()
         else:
@@ -152,7 +156,7 @@ class Rank:
                 data, out, MPI.SUM, 0, algorithm="app-bypass" if variant == "ab" else "binomial"
             )
             c2 = time.process_time()
-            _busy_cpu(between)
+            busy_cpu(between)
             c3 = time.process_time()
         return c2, c3
 
@@ -173,7 +177,7 @@ class Rank:
                 comm.Barrier()
                 skew = float(self.rng.uniform(0, skew_max))
                 t0, c0, a0 = time.perf_counter(), time.process_time(), _async_cpu()
-                _busy_cpu(skew)
+                busy_cpu(skew)
                 c1 = time.process_time()
                 c2, c3 = self.reduce(variant, data, out, catch_up)
                 settle_cpu, settle_wall, settle_async = _settle()
@@ -253,7 +257,7 @@ class Rank:
         report = {
             "parameters": {k: v for k, v in vars(args).items() if k != "command"}
             | {"nodes": self.size, "last_node": last_node(self.size)},
-            "environment": environment(args),
+            "environment": rank_environment(args),
             "utilisation": [
                 {
                     "skew_us": u["skew_us"],
@@ -272,12 +276,12 @@ class Rank:
             ],
             "app_bypass": [g[2] for g in gathered],
         }
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(report, f)
+        write_json(args.out, report)
 
 
-def environment(args: argparse.Namespace) -> dict[str, object]:
-    """What decides the timings: wait policy, nicd scheduling, host slice, machine."""
+def rank_environment(args: argparse.Namespace) -> dict[str, object]:
+    """What decides the timings, seen from rank 0: wait policy, nicd scheduling, host slice,
+    machine."""
     return {
         "EMU": {
             k: v
@@ -335,37 +339,34 @@ def _job(nodes: int, args: argparse.Namespace, skews: list[float], elements: lis
     os.makedirs(args.work, exist_ok=True)
     path = os.path.join(args.work, f"{name}.json")
     if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            cached: dict[str, Any] = json.load(f)
+        cached: dict[str, Any] = read_json(path)
         return cached
-    cmd = [sys.executable, "-m", "launcher.cli", "-np", str(nodes), "-q", "--timeout", "3600",
-           "--nicd-args", "--dead-peer-s 30",
-           sys.executable, "-m", "emucluster.bench.reduce_skew",
-           "--iters", str(args.iters), "--warmup", str(args.warmup),
-           "--bound-us", str(args.bound_us), "--slice-us", str(args.slice_us),
-           "--seed", str(args.seed), "--out", path + ".part",
-           "--skews", *map(str, skews), "--elements", *map(str, elements),
-           "--latency-elements", *map(str, latency_elements)]  # fmt: skip
+    rank_args = ["--iters", str(args.iters), "--warmup", str(args.warmup),
+                 "--bound-us", str(args.bound_us), "--slice-us", str(args.slice_us),
+                 "--seed", str(args.seed), "--out", path + ".part",
+                 "--skews", *map(str, skews), "--elements", *map(str, elements),
+                 "--latency-elements", *map(str, latency_elements)]  # fmt: skip
     for attempt in range(1, ATTEMPTS + 1):
         started = time.monotonic()
-        done = subprocess.run(cmd, check=False, env={**os.environ, "EMU_WAIT": args.wait})
+        done = run_emurun(nodes, "emubench.reduce_skew", rank_args, {"EMU_WAIT": args.wait},
+                          emurun_args=["--nicd-args", "--dead-peer-s 30"], timeout_s=3600,
+                          check=False)  # fmt: skip
         if done.returncode == 0:
             break
         print(f"{name}: attempt {attempt} failed ({done.returncode})", flush=True)
     else:
         raise RuntimeError(f"{name}: {ATTEMPTS} attempts failed")
-    with open(path + ".part", encoding="utf-8") as f:
-        result: dict[str, Any] = json.load(f)
+    result: dict[str, Any] = read_json(path + ".part")
     result["job_seconds"] = round(time.monotonic() - started, 1)
     result["attempts"] = attempt
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(result, f)
+    write_json(path, result)
     os.unlink(path + ".part")
     return result
 
 
 def sweep(args: argparse.Namespace) -> None:
     """Every figure's jobs, ``--repeats`` times; JSON with the summary, one PNG per figure."""
+    load_before = load_average()
     jobs: list[dict[str, Any]] = []
     big = max(args.nodes)
     for repeat in range(args.repeats):
@@ -387,13 +388,13 @@ def sweep(args: argparse.Namespace) -> None:
         print(f"nodes {nodes}: {result['job_seconds']} s", flush=True)
     summary = summarise(jobs, args)
     report = {
-        "command": " ".join(["python -m emucluster.bench.reduce_skew", *sys.argv[1:]]),
+        "command": command_line("reduce-skew", args.argv),
+        "environment": environment(load_before, wait_policy=args.wait),
         "paper": PAPER,
         "summary": summary,
         "jobs": jobs,
     }
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(report, f)
+    write_json(args.out, report)
     stem = args.out.removesuffix(".json")
     plot(summary, stem)
     print(json.dumps(summary["factors"], indent=1))
@@ -480,10 +481,7 @@ SIZE_ALPHA = {0: 1.0, 1: 0.7, 2: 0.45}
 
 def plot(summary: dict[str, Any], stem: str) -> None:
     """One PNG per figure, drawn like the thesis's: (a) the metric, (b) the factor."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = summary["utilisation"]
     big, max_skew = summary["fixed_nodes"], summary["max_skew_us"]
@@ -531,9 +529,7 @@ def plot(summary: dict[str, Any], stem: str) -> None:
         if x == "nodes":
             for a in (ax, bx):
                 a.set_xscale("log", base=2)
-        fig.tight_layout()
-        fig.savefig(f"{stem}_{name}.png", dpi=100)
-        plt.close(fig)
+        save_figure(fig, f"{stem}_{name}.png")
     lat = summary["latency"]
     for name, x, keep, xlabel, title in (
         ("fig3_9", "nodes", lambda r: r["elements"] == 1, "nodes",
@@ -562,15 +558,13 @@ def plot(summary: dict[str, Any], stem: str) -> None:
             a.set_xscale("log", base=2)
             a.grid(alpha=0.3)
             a.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(f"{stem}_{name}.png", dpi=100)
-        plt.close(fig)
+        save_figure(fig, f"{stem}_{name}.png")
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one job under emurun, or ``sweep``."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m emucluster.bench.reduce_skew")
+    parser = argparse.ArgumentParser(prog="emubench reduce-skew")
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument("--skews", type=float, nargs="*", default=[0.0, 1000.0],
                         help="maximum skews (us); a sweep: those of the most nodes")  # fmt: skip
@@ -596,13 +590,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     if argv and argv[0] == "sweep":
         args = parser.parse_args(argv[1:])
+        args.argv = argv
         if args.work is None:
             args.work = tempfile.mkdtemp(prefix="reduce_skew_jobs-")
         sweep(args)
         return
     if argv and argv[0] == "plot":  # redraw the figures of a sweep's JSON
-        with open(argv[1], encoding="utf-8") as f:
-            plot(json.load(f)["summary"], argv[1].removesuffix(".json"))
+        plot(read_json(argv[1])["summary"], argv[1].removesuffix(".json"))
         return
     args = parser.parse_args(argv)
     if args.slice_us > 0:

@@ -1,6 +1,6 @@
 """NICVM benchmarks of thesis §4.4 (Figs 4.9-4.18), one emurun job per configuration.
 
-``emurun -np N python -m emucluster.bench.nicvm MODE --out F`` runs one job, MODE being:
+``emurun -np N python -m emubench.nicvm MODE --out F`` runs one job, MODE being:
 
 * ``pingpong`` (Fig 4.9): MPI ping-pong one-way latency over sizes; the sweep runs it on a
   nicd with NICVM enabled and one started ``--no-nicvm``, alternating, and compares.
@@ -14,8 +14,8 @@
   loop; the paper's wall-clock utilisation and the CPU outside busy loops), both algorithms
   interleaved per iteration.
 
-``python -m emucluster.bench.nicvm sweep --out docs/figures/nicvm.json`` runs them all (and the
-VM micro-benchmark, ``nicd.nicvm.bench``, and `core_overhead`: Fig 4.9's question asked of two
+``emubench nicvm sweep --out docs/figures/nicvm.json`` runs them all (and the
+VM micro-benchmark, ``emubench.nicvm_vm``, and `core_overhead`: Fig 4.9's question asked of two
 ``NicCore`` s in one process, where other jobs' load cannot blur a 1 % difference) and draws one
 PNG per figure group with the paper's numbers on it; ``... core --out F`` redoes only that part,
 ``... pipelined --out F`` only the comparison of Fig 4.8's sends one at a time vs pipelined.
@@ -24,17 +24,25 @@ PNG per figure group with the paper's numbers on it; ``... core --out F`` redoes
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict
 from typing import Any
 
-from emucluster.bench.reduce_skew import _busy_cpu
+from emubench.common import (
+    busy_cpu,
+    command_line,
+    environment,
+    load_average,
+    median,
+    pyplot,
+    read_json,
+    run_emurun_json,
+    save_figure,
+    write_json,
+)
 
 __all__ = ["ECHO", "PAPER", "main"]
 
@@ -193,11 +201,11 @@ def _skew(args: argparse.Namespace) -> dict[str, Any]:
                 comm.Barrier()
                 skew = float(rng.uniform(0, skew_max))
                 t0, c0 = time.perf_counter(), time.process_time()
-                _busy_cpu(skew)
+                busy_cpu(skew)
                 c1 = time.process_time()
                 comm.Bcast(buf, 0, algorithm=algorithm)
                 c2 = time.process_time()
-                _busy_cpu(catch_up)
+                busy_cpu(catch_up)
                 c3 = time.process_time()
                 t1 = time.perf_counter()
                 if i >= args.warmup:
@@ -276,19 +284,13 @@ def run_rank(args: argparse.Namespace) -> None:
         report = {"parameters": vars(args) | {"nodes": comm.size},
                   "environment": {k: v for k, v in os.environ.items() if k.startswith("EMU_")},
                   "ranks": gathered}  # fmt: skip
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(report, f)
+        write_json(args.out, report)
 
 
 def _job(nodes: int, mode: str, extra: list[str], wait: str, nicd_args: str = "") -> dict[str, Any]:
-    with tempfile.NamedTemporaryFile(suffix=".json", dir="/tmp") as tmp:
-        cmd = [sys.executable, "-m", "launcher.cli", "-np", str(nodes), "-q", "--timeout", "900"]
-        if nicd_args:
-            cmd.append(f"--nicd-args={nicd_args}")
-        cmd += [sys.executable, "-m", "emucluster.bench.nicvm", mode, "--out", tmp.name, *extra]
-        subprocess.run(cmd, check=True, env={**os.environ, "EMU_WAIT": wait})
-        with open(tmp.name, encoding="utf-8") as f:
-            result: dict[str, Any] = json.load(f)
+    emurun_args = [f"--nicd-args={nicd_args}"] if nicd_args else []
+    result, _ = run_emurun_json(nodes, "emubench.nicvm", [mode, *extra], {"EMU_WAIT": wait},
+                                emurun_args=emurun_args)  # fmt: skip
     return result
 
 
@@ -302,26 +304,23 @@ def pipelined(args: argparse.Namespace) -> dict[str, Any]:
         for name, flags in (("one_at_a_time", ""), ("pipelined", "--nicvm-pipelined")):
             extra = ["--iters", str(args.iters), "--sizes", "32", "4096"]
             res = _job(nodes, "bcast", extra, args.latency_wait, flags)["ranks"][0]
-            runs[name].append({a: {s: _med(x) for s, x in res[a].items()}
+            runs[name].append({a: {s: median(x) for s, x in res[a].items()}
                                for a in ("binomial", "nicvm")})  # fmt: skip
     factor = {
-        name: {s: _med([r["binomial"][s] / r["nicvm"][s] for r in rows]) for s in ("32", "4096")}
+        name: {s: median([r["binomial"][s] / r["nicvm"][s] for r in rows]) for s in ("32", "4096")}
         for name, rows in runs.items()
     }
     return {"nodes": nodes, "runs": runs, "binomial_over_nicvm": factor}
 
 
-def _med(xs: list[float]) -> float:
-    return float(statistics.median(xs)) if xs else float("nan")
-
-
 def sweep(args: argparse.Namespace) -> None:
     """Run every figure's jobs; write the JSON and the PNGs."""
-    from nicd.nicvm.bench import measure
+    from emubench.nicvm_vm import measure
 
+    load_before = load_average()
     report: dict[str, Any] = {
         "paper": PAPER,
-        "command": " ".join(sys.argv),
+        "command": command_line("nicvm", args.argv),
         "wait_policy": {"latency": args.latency_wait, "skew": args.wait},
         "nic_priority": "rt (emurun default: SCHED_FIFO where permitted, else hosts at nice 19)",
         "bind": "core (emurun default)",
@@ -335,13 +334,13 @@ def sweep(args: argparse.Namespace) -> None:
             res = _job(2, "pingpong", it, args.latency_wait, flags)["ranks"][0]
             raw["pingpong"].append({"variant": variant, "rep": rep, "one_way_us": _round(res)})
             for size, samples in res.items():
-                pp[variant].setdefault(size, []).append(_med(samples))
+                pp[variant].setdefault(size, []).append(median(samples))
         print(f"pingpong rep {rep} done", flush=True)
-    report["fig4.9"] = {v: {s: _med(m) for s, m in d.items()} for v, d in pp.items()}
+    report["fig4.9"] = {v: {s: median(m) for s, m in d.items()} for v, d in pp.items()}
     report["fig4.9_core"] = core_overhead()
     report["fig4.9_raw_medians"] = pp
     echo = _job(2, "echo", [*it, "--sizes", *map(str, SIZES_ECHO)], args.latency_wait)["ranks"][0]
-    report["fig4.10_12"] = {v: {s: _med(x) for s, x in d.items()} for v, d in echo.items()}
+    report["fig4.10_12"] = {v: {s: median(x) for s, x in d.items()} for v, d in echo.items()}
     raw["echo_round_trip"] = _round(echo)
     print("echo done", flush=True)
     bc: dict[str, Any] = {}
@@ -354,7 +353,7 @@ def sweep(args: argparse.Namespace) -> None:
         res = _job(nodes, "bcast", [*it, "--sizes", *sizes], args.latency_wait)["ranks"][0]
         raw["bcast"][str(nodes)] = _round(res)
         bc[str(nodes)] = {"one_way_us": res["one_way_us"],
-                          **{a: {s: _med(x) for s, x in res[a].items()}
+                          **{a: {s: median(x) for s, x in res[a].items()}
                              for a in ("binomial", "nicvm")}}  # fmt: skip
         print(f"bcast {nodes} done: {bc[str(nodes)]}", flush=True)
     report["fig4.13_15"] = bc
@@ -377,8 +376,10 @@ def sweep(args: argparse.Namespace) -> None:
     report["fig4.16_18"] = skew_runs
     report["fig4.8_pipelined"] = pipelined(args)
     report["vm"] = [asdict(sample) for sample in measure()]
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(report, f)
+    report["environment"] = environment(
+        load_before, wait_policy=f"latency {args.latency_wait}, skew {args.wait}"
+    )
+    write_json(args.out, report)
     _plot(report, args.out.removesuffix(".json"))
 
 
@@ -394,10 +395,7 @@ def _round(obj: Any) -> Any:
 
 
 def _plot(report: dict[str, Any], stem: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     def series(d: dict[str, float]) -> tuple[list[int], list[float]]:
         xs = sorted(d, key=int)
@@ -433,9 +431,7 @@ def _plot(report: dict[str, Any], stem: str) -> None:
     axes[0].set_ylabel("one-way us")
     axes[1].set_ylabel("CPU us per round trip")
     axes[2].set_ylabel("round trip us")
-    fig.tight_layout()
-    fig.savefig(stem + "_echo.png", dpi=100)
-    plt.close(fig)
+    save_figure(fig, stem + "_echo.png")
 
     bc = report["fig4.13_15"]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
@@ -459,9 +455,7 @@ def _plot(report: dict[str, Any], stem: str) -> None:
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend()
-    fig.tight_layout()
-    fig.savefig(stem + "_bcast.png", dpi=100)
-    plt.close(fig)
+    save_figure(fig, stem + "_bcast.png")
 
     runs = report["fig4.16_18"]
     top = max(r["nodes"] for r in runs)
@@ -484,15 +478,13 @@ def _plot(report: dict[str, Any], stem: str) -> None:
         ax.set_title(title)
         ax.grid(alpha=0.3)
         ax.legend()
-    fig.tight_layout()
-    fig.savefig(stem + "_skew.png", dpi=100)
-    plt.close(fig)
+    save_figure(fig, stem + "_skew.png")
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one job under emurun (MODE), or ``sweep``."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m emucluster.bench.nicvm")
+    parser = argparse.ArgumentParser(prog="emubench nicvm")
     parser.add_argument("mode", choices=(*MODES, "sweep", "core", "pipelined"))
     parser.add_argument("--out", default="nicvm.json")
     parser.add_argument("--iters", type=int, default=200)
@@ -518,16 +510,15 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     if args.mode == "sweep":
+        args.argv = argv
         sweep(args)
     elif args.mode in ("core", "pipelined"):  # redo one part of an existing sweep, redraw
-        with open(args.out, encoding="utf-8") as f:
-            report = json.load(f)
+        report = read_json(args.out)
         if args.mode == "core":
             report["fig4.9_core"] = core_overhead()
         else:
             report["fig4.8_pipelined"] = pipelined(args)
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(report, f)
+        write_json(args.out, report)
         _plot(report, args.out.removesuffix(".json"))
     else:
         run_rank(args)

@@ -1,7 +1,7 @@
 """One rank's side of the MPI microbenchmarks, under emucluster or under mpi4py (MPICH).
 
-``emurun -np N python -m emucluster.bench.mpi_micro --out FILE`` or, as the reference,
-``mpiexec -n N python -m emucluster.bench.mpi_micro --impl mpi4py --out FILE``. The same code
+``emurun -np N python -m emubench.mpi_micro --out FILE`` or, as the reference,
+``mpiexec -n N python -m emubench.mpi_micro --impl mpi4py --out FILE``. The same code
 runs under both; only the ``MPI`` module differs. Rank 0 writes one JSON file:
 
 * ``pingpong`` (ranks 0 and 1 only, the others wait): one-way microseconds of a ping-pong for
@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import statistics
 import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from emubench.common import write_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -169,7 +170,7 @@ def _collectives(mpi: Any, comm: Any, iters: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m emucluster.bench.mpi_micro", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m emubench.mpi_micro", description=__doc__)
     p.add_argument("--impl", choices=("emucluster", "mpi4py"), default="emucluster")
     p.add_argument("--out", required=True, help="rank 0 writes the JSON results here")
     p.add_argument("--iters", type=int, default=500, help="round trips per ping-pong block")
@@ -191,8 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             for key in ("EMU_WAIT", "EMU_BCAST", "EMU_REDUCE", "EMU_SPIN_US")
             if key in os.environ
         }
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=1)
+        write_json(args.out, results, indent=1)
     return 0
 
 

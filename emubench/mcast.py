@@ -1,7 +1,7 @@
 """NIC multicast microbenchmarks of seed 001 (Figs 4-8), each rank's side and the sweep.
 
-Every figure is one or more emurun jobs running ``python -m emucluster.bench.mcast <fig>``;
-rank 0 writes the job's JSON. ``python -m emucluster.bench.mcast sweep --out-dir
+Every figure is one or more emurun jobs running ``python -m emubench.mcast <fig>``;
+rank 0 writes the job's JSON. ``emubench mcast sweep --out-dir
 docs/figures`` runs them all, writes ``mcast_fig<N>.json`` (parameters, environment incl.
 wait policy, nicd priority and node count, raw samples, summary, the paper's numbers) and
 draws ``mcast_fig<N>.png`` with the paper's factor on each plot.
@@ -22,15 +22,22 @@ draws ``mcast_fig<N>.png`` with the paper's factor on each plot.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from emubench.common import (
+    busy_cpu,
+    command_line,
+    environment,
+    load_average,
+    median,
+    run_emurun_json,
+    write_json,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -155,7 +162,7 @@ def fig5(args: argparse.Namespace) -> None:
                     port.recv(timeout=120)
                     if rank == (1 if mode == "unicast" else n - 1):
                         port.send(0, PORT, b"", args=(ACK, 0, 0, 0))
-            costs_raw.setdefault(size, []).append(_median(times) if times else 0.0)
+            costs_raw.setdefault(size, []).append(median(times) if times else 0.0)
     _barrier(port, rank, n)
     if rank == 0:
         (t1_0, tk_0), (t1_8, tk_8) = costs_raw[0], costs_raw[8192]
@@ -263,9 +270,7 @@ def skew(args: argparse.Namespace) -> None:
                     comm.Barrier()
                     s = float(rng.uniform(-top / 2, top / 2)) if rank else 0.0
                     if s > 0:
-                        end = time.process_time() + s
-                        while time.process_time() < end:
-                            pass
+                        busy_cpu(s)
                     c0 = time.process_time()
                     comm.Bcast(buf, root=0, algorithm=variant)
                     if i >= args.warmup:
@@ -289,8 +294,7 @@ def _write(path: str, args: argparse.Namespace, nodes: int, extra: dict[str, Any
     env = {k: v for k, v in os.environ.items() if k.startswith("EMU_")}
     report = {"parameters": {k: v for k, v in vars(args).items() if k != "func"} | {
         "nodes": nodes}, "environment": env, **extra}  # fmt: skip
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(report, f)
+    write_json(path, report)
 
 
 # -- the sweep ----------------------------------------------------------------------------------
@@ -299,38 +303,16 @@ def _write(path: str, args: argparse.Namespace, nodes: int, extra: dict[str, Any
 def _job(
     nodes: int, fig: str, wait: str, extra: list[str], emurun: tuple[str, ...] = ()
 ) -> tuple[dict[str, Any], str]:
-    with tempfile.NamedTemporaryFile(suffix=".json", dir="/tmp") as tmp:
-        cmd = [
-            sys.executable,
-            "-m",
-            "launcher.cli",
-            "-np",
-            str(nodes),
-            "--timeout",
-            "900",
-            *emurun,
-            sys.executable,
-            "-m",
-            "emucluster.bench.mcast",
-            fig,
-            "--out",
-            tmp.name,
-            *extra,
-        ]
-        proc = subprocess.run(cmd, check=True, env={**os.environ, "EMU_WAIT": wait},
-                              capture_output=True, text=True)  # fmt: skip
-        with open(tmp.name, encoding="utf-8") as f:
-            result: dict[str, Any] = json.load(f)
+    # not quiet: emurun's "nodes ready" line on stderr is kept as the job's launch note
+    result, proc = run_emurun_json(nodes, "emubench.mcast", [fig, *extra], {"EMU_WAIT": wait},
+                                   emurun_args=emurun, quiet=False, capture=True)  # fmt: skip
     ready = [line for line in proc.stderr.splitlines() if "nodes ready" in line]
     return result, (ready[0] if ready else "")
 
 
-def _median(xs: list[float]) -> float:
-    return float(np.median(xs)) if xs else float("nan")
-
-
 def sweep(args: argparse.Namespace) -> None:
     """Run every figure's jobs, write JSON and PNG per figure under ``--out-dir``."""
+    args.load_before = load_average()
     out = args.out_dir
     common = ["--iters", str(args.iters), "--warmup", str(args.warmup)]
     figs = set(args.figs)
@@ -338,9 +320,9 @@ def sweep(args: argparse.Namespace) -> None:
         r, ready = _job(9, "fig4", args.wait, [*common, "--sizes", *map(str, FIG4_SIZES)])
         table = {}
         for key, xs in r["samples_us"].items():
-            table[key] = _median(xs)
-        _save(out, 4, {"wait_policy": f"{args.wait} (idle nodes block)", "launch": ready, "run": r,
-                       "median_us": table, "paper": PAPER})  # fmt: skip
+            table[key] = median(xs)
+        _save(out, 4, args, {"wait_policy": f"{args.wait} (idle nodes block)", "launch": ready,
+                             "run": r, "median_us": table, "paper": PAPER})  # fmt: skip
     for fig, sizes in ((5, FIG5_SIZES), (6, FIG6_SIZES)):
         if str(fig) not in figs:
             continue
@@ -356,7 +338,7 @@ def sweep(args: argparse.Namespace) -> None:
                 for name, nicd in (("deliver-first", ()),
                                    ("forward-first", ("--nicd-args=--mcast-forward-first",)))
             }  # fmt: skip
-        _save(out, fig, report)
+        _save(out, fig, args, report)
     if "7" in figs:
         skews = ["--skews", *map(str, args.skews), "--iters", str(args.skew_iters),
                  "--warmup", "3"]  # fmt: skip
@@ -365,7 +347,7 @@ def sweep(args: argparse.Namespace) -> None:
             sizes = args.skew_sizes or (SMALL + LARGE if nodes == max(args.nodes) else [4, 4096])
             r, ready = _job(nodes, "skew", "spin", [*skews, "--sizes", *map(str, sizes)])
             runs[str(nodes)] = {"launch": ready, "run": r}
-        _save(out, 7, {"wait_policy": "spin (waiting burns CPU, as GM polling)", "runs": runs,
+        _save(out, 7, args, {"wait_policy": "spin (waiting burns CPU, as GM polling)", "runs": runs,
                        "paper": PAPER})  # fmt: skip
 
 
@@ -381,7 +363,7 @@ def _max_over_leaves(r: dict[str, Any]) -> dict[str, float]:
     for key, xs in r["samples_us"].items():
         size, variant, _ = key.split()
         k = f"{size} {variant}"
-        best[k] = max(best.get(k, 0.0), _median(xs))
+        best[k] = max(best.get(k, 0.0), median(xs))
     return best
 
 
@@ -392,14 +374,14 @@ SMALL = [2, 4, 8]
 LARGE = [2048, 4096, 8192]
 
 
-def _save(out: str, fig: int, report: dict[str, Any]) -> None:
-    from emucluster.bench import mcast_plot
+def _save(out: str, fig: int, args: argparse.Namespace, report: dict[str, Any]) -> None:
+    from emubench import mcast_plot
 
-    report["command"] = " ".join(sys.argv)
+    report["command"] = command_line("mcast", args.argv)
+    report["environment"] = environment(args.load_before, wait_policy=report["wait_policy"])
     mcast_plot.summarise(fig, report)
     path = os.path.join(out, f"mcast_fig{fig}.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(report, f)
+    write_json(path, report)
 
     mcast_plot.draw(fig, report, path.removesuffix(".json") + ".png")
     print(f"wrote {path}", flush=True)
@@ -408,7 +390,7 @@ def _save(out: str, fig: int, report: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one figure's rank side (under emurun), or ``sweep``."""
     argv = sys.argv[1:] if argv is None else argv
-    p = argparse.ArgumentParser(prog="python -m emucluster.bench.mcast")
+    p = argparse.ArgumentParser(prog="emubench mcast")
     p.add_argument("what", choices=("fig4", "fig5", "fig6", "skew", "sweep"))
     p.add_argument("--out", default="mcast.json")
     p.add_argument("--out-dir", default="docs/figures")
@@ -432,6 +414,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--wait", default="hybrid", choices=("spin", "block", "hybrid"),
                    help="wait policy of the latency figures 4-6 (7-8 always spin)")  # fmt: skip
     args = p.parse_args(argv)
+    if args.what == "sweep":
+        args.argv = argv
     {"fig4": fig4, "fig5": fig5, "fig6": fig6, "skew": skew, "sweep": sweep}[args.what](args)
 
 

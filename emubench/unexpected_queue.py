@@ -1,4 +1,4 @@
-"""``python -m emucluster.bench.unexpected_queue``: unexpected-queue search cost per entry vs
+"""``emubench unexpected-queue``: unexpected-queue search cost per entry vs
 depth (seed 004 Fig. 4) for the three envelope stores of `emucluster.envelope`.
 
 Method, as seed 004 §4.2: the queue holds ``depth`` unexpected messages and the one a receive
@@ -18,15 +18,21 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
-import os
 import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
+from emubench.common import (
+    command_line,
+    environment,
+    load_average,
+    print_table,
+    pyplot,
+    save_figure,
+    write_json,
+)
 from emucluster.envelope import ENTRY_BYTES, Envelope, EnvelopeStore, make_store
 
 __all__ = ["main"]
@@ -83,17 +89,10 @@ def _measure(kind: str, depth: int, sources: int, samples: int, min_time: float)
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
     depths = [1 << k for k in range(args.max_depth.bit_length()) if 1 << k <= args.max_depth]
+    load_before = load_average()
     results: dict[str, Any] = {
         "benchmark": "unexpected_queue (seed 004 Fig. 4)",
-        "environment": {
-            "python": sys.version.split()[0],
-            "implementation": platform.python_implementation(),
-            "platform": platform.platform(),
-            "machine": platform.machine(),
-            "processor": platform.processor(),
-            "cpus": os.cpu_count(),
-            "numpy": False,
-        },
+        "command": command_line("unexpected-queue", args.argv),
         "parameters": {
             "depths": depths,
             "sources": args.sources,
@@ -115,6 +114,9 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
                 )
     finally:
         gc.enable()
+    results["environment"] = environment(
+        load_before, processor=platform.processor(), numpy=False
+    )
     median = {
         kind: {d: statistics.median(r["ns_per_entry"]) for d, r in results["raw"][kind].items()}
         for kind in STORES
@@ -140,21 +142,23 @@ def _print(results: dict[str, Any]) -> None:
     params = results["parameters"]
     summary = results["summary"]
     median = summary["ns_per_entry_median"]
-    print(
-        f"unexpected-queue search cost per entry (ns), wanted message last; "
-        f"{params['sources']} sources, {params['filler_tags']} filler tags, "
-        f"median of {params['samples']}; Python {results['environment']['python']}"
-    )
-    header = "".join(f"{LABELS[kind]:>14}" for kind in STORES)
-    print(f"{'depth':>6}{header}{'list/LHS':>10}{'list/group':>12}{'search us':>11}")
+    rows = []
     for depth in params["depths"]:
         d = str(depth)
-        row = "".join(f"{median[kind][d]:14.2f}" for kind in STORES)
-        search_us = median["lhs"][d] * depth / 1000
-        print(
-            f"{depth:6d}{row}{summary['ratio_list_over_lhs'][d]:10.1f}"
-            f"{summary['ratio_list_over_grouped'][d]:12.1f}{search_us:11.2f}"
-        )
+        rows.append((
+            depth,
+            *(f"{median[kind][d]:.2f}" for kind in STORES),
+            f"{summary['ratio_list_over_lhs'][d]:.1f}",
+            f"{summary['ratio_list_over_grouped'][d]:.1f}",
+            f"{median['lhs'][d] * depth / 1000:.2f}",
+        ))  # fmt: skip
+    print_table(
+        f"unexpected-queue search cost per entry (ns), wanted message last; "
+        f"{params['sources']} sources, {params['filler_tags']} filler tags, "
+        f"median of {params['samples']}; Python {results['environment']['python']}",
+        ("depth", *(LABELS[kind] for kind in STORES), "list/LHS", "list/group", "search us"),
+        rows,
+    )
     depth = summary["report_depth"]
     verdict = "met" if summary["target_met"] else "NOT met"
     print(
@@ -168,10 +172,7 @@ def _print(results: dict[str, Any]) -> None:
 
 def _plot(results: dict[str, Any], path: str) -> None:
     """Seed 004 Fig. 4's axes: search cost per entry against queue depth, one line per store."""
-    import matplotlib  # the bench extra, only for --png
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()  # the bench extra, only for --png
 
     summary = results["summary"]
     depths = results["parameters"]["depths"]
@@ -201,14 +202,13 @@ def _plot(results: dict[str, Any], path: str) -> None:
         fontsize=10,
     )
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print a table, optionally write JSON and a PNG."""
     p = argparse.ArgumentParser(
-        prog="python -m emucluster.bench.unexpected_queue",
+        prog="emubench unexpected-queue",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -221,10 +221,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.sources < 1 or args.max_depth < 1 or args.samples < 1:
         p.error("--sources, --max-depth and --samples must be positive")
+    args.argv = sys.argv[1:] if argv is None else argv
     results = _run(args)
     _print(results)
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+        write_json(args.json, results, indent=1)
     if args.png:
         _plot(results, args.png)
     return 0

@@ -1,6 +1,7 @@
 """Start N real nicd processes on loopback and exchange their routes, without the launcher.
 
-For nicd's own benchmark and integration tests; emurun does the same for whole jobs.
+For the nicd port benchmark (`emubench.nicd_port`) and integration tests; emurun does the same
+for whole jobs.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""``python -m emucluster.bench.mpi_compare``: emucluster's MPI against mpi4py on MPICH, one run.
+"""``emubench mpi-compare``: emucluster's MPI against mpi4py on MPICH, one run.
 
-For each node count (2, 4, 8, 16 by default) it starts `emucluster.bench.mpi_micro` under
+For each node count (2, 4, 8, 16 by default) it starts `emubench.mpi_micro` under
 ``emurun -np N`` and under ``mpiexec -n N`` (the reference a user would otherwise pick:
 ``pip install mpi4py mpich``, shared memory, oversubscribing the cores as we do), ping-pong
 at 2 nodes only. It prints both columns and their ratios, checks the issue's targets, and
@@ -13,9 +13,7 @@ the same run; 16-node 8-byte Bcast and Reduce within 5x of MPICH's 16-process fi
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -24,27 +22,38 @@ import time
 from pathlib import Path
 from typing import Any
 
+from emubench.common import (
+    command_line,
+    environment,
+    load_average,
+    print_table,
+    pyplot,
+    read_json,
+    run_emurun,
+    save_figure,
+    write_json,
+)
+
 __all__ = ["main"]
 
 PORT_RATIO_TARGET = 1.5
 MPICH_RATIO_TARGET = 5.0
-MICRO = "emucluster.bench.mpi_micro"
+MICRO = "emubench.mpi_micro"
 
 
 def _mpiexec() -> str:
     beside = Path(sys.executable).with_name("mpiexec")
     found = str(beside) if beside.exists() else shutil.which("mpiexec")
     if not found:
-        raise SystemExit("mpiexec not found: pip install mpi4py mpich (the bench extra)")
+        raise SystemExit("mpiexec not found: pip install mpi4py mpich")
     return found
 
 
-def _run(argv: list[str], out: Path, timeout: float) -> dict[str, Any]:
-    started = time.monotonic()
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+def _finish(proc: subprocess.CompletedProcess[str], out: Path, started: float) -> dict[str, Any]:
+    argv = [str(word) for word in proc.args]
     if proc.returncode != 0 or not out.exists():
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    results: dict[str, Any] = json.loads(out.read_text())
+    results: dict[str, Any] = read_json(out)
     results["wall_s"] = round(time.monotonic() - started, 2)
     results["command"] = " ".join(argv)
     return results
@@ -58,32 +67,38 @@ def _micro_args(args: argparse.Namespace, nodes: int, out: Path) -> list[str]:
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Every node count under both implementations; returns the whole record."""
+    load_before = load_average()
     runs: dict[str, dict[str, Any]] = {"emucluster": {}, "mpich": {}}
-    emurun = [sys.executable, "-m", "launcher.cli", "-q", "--nic-priority", args.nic_priority]
     env_note = {"EMU_WAIT": os.environ.get("EMU_WAIT", "hybrid")}
     with tempfile.TemporaryDirectory(prefix="mpibench-", dir="/tmp") as tmp:
         for nodes in args.nodes:
             for impl in ("emucluster", "mpich"):
                 out = Path(tmp) / f"{impl}-{nodes}.json"
                 micro = _micro_args(args, nodes, out)
+                print(f"{impl} on {nodes} nodes ...", file=sys.stderr, flush=True)
+                started = time.monotonic()
                 if impl == "emucluster":
-                    argv = [*emurun, "-np", str(nodes), sys.executable, *micro]
+                    proc = run_emurun(nodes, [sys.executable, *micro], capture=True, check=False,
+                                      emurun_args=["--nic-priority", args.nic_priority],
+                                      timeout_s=None, wall_timeout=args.timeout)  # fmt: skip
                 else:
                     argv = [_mpiexec(), "-n", str(nodes), sys.executable, *micro]
                     argv += ["--impl", "mpi4py"]
-                print(f"{impl} on {nodes} nodes ...", file=sys.stderr, flush=True)
-                runs[impl][str(nodes)] = _run(argv, out, args.timeout)
+                    proc = subprocess.run(argv, capture_output=True, text=True,
+                                          timeout=args.timeout, check=False)  # fmt: skip
+                runs[impl][str(nodes)] = _finish(proc, out, started)
     return {
-        "benchmark": "emucluster.bench.mpi_compare",
-        "parameters": vars(args) | {"png": None, "json": None},
-        "environment": {
-            "python": platform.python_version(),
-            "machine": platform.machine(),
-            "cpus": os.cpu_count(),
-            "nic_priority": args.nic_priority,
-            "bind_to": "core",
+        "benchmark": "emubench.mpi_compare",
+        "parameters": {k: v for k, v in vars(args).items() if k != "argv"}
+        | {"png": None, "json": None},
+        "command": command_line("mpi-compare", args.argv),
+        "environment": environment(
+            load_before,
+            nicd_priority=args.nic_priority,
+            nic_priority=args.nic_priority,
+            bind_to="core",
             **env_note,
-        },
+        ),
         "runs": runs,
         "summary": summarise(runs),
     }
@@ -117,56 +132,36 @@ def summarise(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def print_tables(record: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(stderr=False)
     runs = record["runs"]
     pair = runs["emucluster"].get("2", {}).get("pingpong")
     ref = runs["mpich"].get("2", {}).get("pingpong")
+    rows: list[tuple[object, ...]] = []
     if pair and ref:
-        table = Table(title="ping-pong one-way latency, 2 nodes (us)")
-        for column in (
-            "bytes",
-            "emu lower",
-            "emu upper",
-            "MPICH lower",
-            "MPICH upper",
-            "emu/MPICH",
-        ):
-            table.add_column(column, justify="right")
         for i, size in enumerate(pair["sizes"]):
             up, mpich_up = pair["uppercase_us"][i], ref["uppercase_us"][i]
-            table.add_row(
-                str(size),
-                f"{pair['lowercase_us'][i]:.1f}",
-                f"{up:.1f}",
-                f"{ref['lowercase_us'][i]:.1f}",
-                f"{mpich_up:.1f}",
-                f"{up / mpich_up:.0f}",
-            )
-        console.print(table)
-    table = Table(title="collectives of 8 bytes, mean over ranks (us)")
-    for column in ("nodes", "op", "emucluster", "MPICH", "ratio"):
-        table.add_column(column, justify="right")
+            rows.append((size, f"{pair['lowercase_us'][i]:.1f}", f"{up:.1f}",
+                         f"{ref['lowercase_us'][i]:.1f}", f"{mpich_up:.1f}",
+                         f"{up / mpich_up:.0f}"))  # fmt: skip
+        print_table("ping-pong one-way latency, 2 nodes (us)",
+                    ("bytes", "emu lower", "emu upper", "MPICH lower", "MPICH upper", "emu/MPICH"),
+                    rows)  # fmt: skip
+    rows = []
     for nodes in sorted(runs["emucluster"], key=int):
         for op in ("bcast", "reduce", "barrier"):
             ours = runs["emucluster"][nodes]["collectives"][op]["mean_us"]
             theirs = runs["mpich"][nodes]["collectives"][op]["mean_us"]
-            table.add_row(nodes, op, f"{ours:.0f}", f"{theirs:.0f}", f"{ours / theirs:.1f}")
-    console.print(table)
+            rows.append((nodes, op, f"{ours:.0f}", f"{theirs:.0f}", f"{ours / theirs:.1f}"))
+    print_table("collectives of 8 bytes, mean over ranks (us)",
+                ("nodes", "op", "emucluster", "MPICH", "ratio"), rows)  # fmt: skip
     for name, row in record["summary"].items():
         if row.get("target") is not None:
             verdict = "reached" if row["reached"] else "NOT reached"
-            console.print(f"{name}: ratio {row['ratio']:.2f} (target <= {row['target']}) {verdict}")
+            print(f"{name}: ratio {row['ratio']:.2f} (target <= {row['target']}) {verdict}")
 
 
 def plot(record: dict[str, Any], path: str) -> None:
     """Two panels: ping-pong latency vs size; 8-byte collectives vs node count."""
-    import matplotlib  # the bench extra, only for --png
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()  # the bench extra, only for --png
 
     runs = record["runs"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
@@ -207,12 +202,11 @@ def plot(record: dict[str, Any], path: str) -> None:
         f"emucluster MPI vs mpi4py+MPICH on {env['cpus']} CPUs; "
         f"EMU_WAIT={env['EMU_WAIT']}, nicd priority {env['nic_priority']}, bind-to core"
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m emucluster.bench.mpi_compare", description=__doc__)
+    p = argparse.ArgumentParser(prog="emubench mpi-compare", description=__doc__)
     p.add_argument("--nodes", type=int, nargs="+", default=[2, 4, 8, 16])
     p.add_argument("--iters", type=int, default=500, help="round trips per ping-pong block")
     p.add_argument("--coll-iters", type=int, default=200, help="iterations per collective")
@@ -221,10 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", metavar="FILE", help="write the whole record here")
     p.add_argument("--png", metavar="FILE", help="draw the figure here (needs matplotlib)")
     args = p.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else argv
     record = measure(args)
     print_tables(record)
     if args.json:
-        Path(args.json).write_text(json.dumps(record, indent=1) + "\n")
+        write_json(args.json, record, indent=1)
     if args.png:
         plot(record, args.png)
     return 0

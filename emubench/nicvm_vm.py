@@ -1,6 +1,6 @@
 """VM micro-benchmark: ns per instruction and per invocation, and compile time (thesis §4.2.1).
 
-``python -m nicd.nicvm.bench [--json FILE]``. Times with the standard library's ``timeit``
+``emubench nicvm-vm [--json FILE]``. Times with the standard library's ``timeit``
 (its autorange picks the loop count; the median of several repeats is reported, the raw repeats
 go to the JSON). Cases: the Fig 4.3 module at the root of 16 nodes, a no-op module (Fig 4.10's
 echo), a float64 payload transform over 4 KiB, and a counting loop for the bare instruction rate.
@@ -9,18 +9,14 @@ echo), a float64 payload transform over 4 KiB, and a counting loop for the bare 
 from __future__ import annotations
 
 import argparse
-import json
 import pathlib
-import platform
 import statistics
 import sys
 import timeit
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.table import Table
-
+from emubench.common import command_line, environment, load_average, print_table, write_json
 from nicd.nicvm.compiler import compile_module
 from nicd.nicvm.limits import MAX_FUEL
 from nicd.nicvm.modules import BCAST_BINARY_TREE, NOOP, SCALE_F64
@@ -81,38 +77,35 @@ def measure() -> list[Sample]:
     return samples
 
 
-def _table(samples: list[Sample]) -> Table:
-    table = Table(title=f"NICVM micro-benchmark (median of {REPEATS} repeats)")
-    table.add_column("case")
-    table.add_column("instructions", justify="right")
-    table.add_column("us / call", justify="right")
-    table.add_column("ns / instruction", justify="right")
-    for s in samples:
-        per_ins = "" if s.ns_per_instruction is None else f"{s.ns_per_instruction:.0f}"
-        table.add_row(s.case, str(s.instructions or ""), f"{s.ns_per_call / 1000:.2f}", per_ins)
-    return table
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m nicd.nicvm.bench``."""
-    parser = argparse.ArgumentParser(prog="python -m nicd.nicvm.bench", description=__doc__)
+    """Entry point of ``emubench nicvm-vm``."""
+    parser = argparse.ArgumentParser(prog="emubench nicvm-vm", description=__doc__)
     parser.add_argument("--json", type=pathlib.Path, help="also write the samples here")
     args = parser.parse_args(argv)
+    load_before = load_average()
     samples = measure()
-    Console().print(_table(samples))
+    print_table(
+        f"NICVM micro-benchmark (median of {REPEATS} repeats)",
+        ("case", "instructions", "us / call", "ns / instruction"),
+        [
+            (
+                s.case,
+                s.instructions or "",
+                f"{s.ns_per_call / 1000:.2f}",
+                "" if s.ns_per_instruction is None else f"{s.ns_per_instruction:.0f}",
+            )
+            for s in samples
+        ],
+    )
     if args.json is not None:
         report = {
             "benchmark": "nicvm-vm",
-            "environment": {
-                "python": sys.version,
-                "implementation": platform.python_implementation(),
-                "machine": platform.machine(),
-                "platform": platform.platform(),
-            },
+            "command": command_line("nicvm-vm", sys.argv[1:] if argv is None else argv),
+            "environment": environment(load_before),
             "parameters": {"repeats": REPEATS, "timer": "timeit autorange, median"},
             "samples": [asdict(s) for s in samples],
         }
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        write_json(args.json, report, indent=2)
     return 0
 
 

@@ -1,5 +1,5 @@
-"""``python -m nicd.bench``: port-to-port latency, message rate and bandwidth between two nicds,
-beside the floor: a plain-Python relay over the same three hops (Unix socket, UDP, Unix
+"""``emubench nicd``: port-to-port latency, message rate and bandwidth between two
+nicds, beside the floor: a plain-Python relay over the same three hops (Unix socket, UDP, Unix
 socket) with the same wait policy on the hosts.
 
 Every figure comes from one run on this machine; compare the ratios, not the absolutes.
@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import multiprocessing as mp
 import os
-import platform
 import select
 import socket
 import statistics
@@ -24,8 +22,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from emubench.common import (
+    command_line,
+    environment,
+    load_average,
+    print_table,
+    pyplot,
+    save_figure,
+    write_json,
+)
+from emubench.localcluster import NicCluster
 from emucluster.port import Port, WaitPolicy
-from nicd.localcluster import NicCluster
 
 __all__ = ["main"]
 
@@ -215,14 +222,10 @@ def _realtime(pids: list[int], env: dict[str, Any]) -> None:
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {
-        "environment": {
-            "python": sys.version.split()[0],
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "wait_policy": args.wait,
-            "nicd_priority": args.nic_priority,
-            "nodes": 2,
-        },
+        "command": command_line("nicd", args.argv),
+        "environment": environment(
+            load_average(), wait_policy=args.wait, nicd_priority=args.nic_priority, nodes=2
+        ),
         "parameters": {"iters": args.iters, "stream": args.stream, "mtu": 4096},
     }
     with tempfile.TemporaryDirectory(prefix="nicd-bench-") as run_dir:
@@ -235,6 +238,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
                     _realtime([proc.pid for proc in cluster.procs], results["environment"])
                 results[label] = _bench_ports(cluster.sockets, args.wait, args.iters, args.stream)
                 results[label]["stats"] = [cluster.stats(n) for n in range(2)]
+    results["environment"]["load_average"]["after"] = load_average()
     lat, floor = results["nicd"]["latency_us"], results["relay"]["latency_us"]
     results["summary"] = {
         "latency_8B_us": lat["8"],
@@ -249,16 +253,19 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _print(results: dict[str, Any]) -> None:
     env = results["environment"]
-    print(f"nicd bench: 2 nodes on loopback, wait={env['wait_policy']}, {env['nicd_priority']}")
-    print(f"{'':28}{'relay floor':>14}{'nicd':>14}{'nicd 5% loss':>14}")
+    rows: list[tuple[object, ...]] = []
     for size in SIZES:
         row = [results[k]["latency_us"][str(size)] for k in ("relay", "nicd", "nicd_loss5")]
-        label = f"one-way latency {size} B (us)"
-        print(f"{label:28}" + "".join(f"{v:14.1f}" for v in row))
-    rows = (("rate_msgs_per_s", "8 B message rate (/s)"), ("bandwidth_MB_per_s", "64 KiB MB/s"))
-    for key, label in rows:
+        rows.append((f"one-way latency {size} B (us)", *(f"{v:.1f}" for v in row)))
+    for key, label in (("rate_msgs_per_s", "8 B message rate (/s)"),
+                       ("bandwidth_MB_per_s", "64 KiB MB/s")):  # fmt: skip
         row = [results[k][key] for k in ("nicd", "nicd_loss5")]
-        print(f"{label:28}{'-':>14}" + "".join(f"{v:14.1f}" for v in row))
+        rows.append((label, "-", *(f"{v:.1f}" for v in row)))
+    print_table(
+        f"nicd bench: 2 nodes on loopback, wait={env['wait_policy']}, {env['nicd_priority']}",
+        ("", "relay floor", "nicd", "nicd 5% loss"),
+        rows,
+    )
     s = results["summary"]
     print(f"8 B latency / relay floor: {s['latency_ratio_8B']:.2f}x (target <= 2x)")
     print(
@@ -268,10 +275,7 @@ def _print(results: dict[str, Any]) -> None:
 
 
 def _plot(results: dict[str, Any], path: str) -> None:
-    import matplotlib  # the bench extra; only for --png
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()  # the bench extra; only for --png
 
     fig, (lat, thr) = plt.subplots(1, 2, figsize=(11, 4.2))
     width = 0.27
@@ -301,13 +305,12 @@ def _plot(results: dict[str, Any], path: str) -> None:
         f"nicd priority: {env['nicd_priority']}",
         fontsize=9,
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print a table."""
-    p = argparse.ArgumentParser(prog="python -m nicd.bench", description=__doc__)
+    p = argparse.ArgumentParser(prog="emubench nicd", description=__doc__)
     p.add_argument("--iters", type=int, default=2000, help="ping-pongs per size (64 KiB: /10)")
     p.add_argument("--stream", type=int, default=20000, help="8 B messages streamed (64 KiB: /20)")
     p.add_argument("--wait", choices=["block", "spin", "hybrid"], default="block")
@@ -320,10 +323,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", metavar="FILE", help="write all results here")
     p.add_argument("--png", metavar="FILE", help="draw the figure here (needs matplotlib)")
     args = p.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else argv
     results = _run(args)
     _print(results)
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+        write_json(args.json, results, indent=1)
     if args.png:
         _plot(results, args.png)
     return 0

@@ -1,22 +1,17 @@
-"""Figures 4-8 of seed 001 from the JSON of :mod:`emucluster.bench.mcast`, drawn like the paper:
+"""Figures 4-8 of seed 001 from the JSON of :mod:`emubench.mcast`, drawn like the paper:
 (a) latency or CPU time of host-based (HB) and NIC-based (NB), (b) HB / NB improvement factor,
-with the paper's factor written on the plot. ``python -m emucluster.bench.mcast_plot
+with the paper's factor written on the plot. ``emubench mcast-plot
 docs/figures`` redraws every figure from the JSON files there."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
 
-import numpy as np
+from emubench.common import pyplot, read_json, save_figure, write_json
 
 __all__ = ["draw", "factors", "summarise", "table"]
-
-
-def _median(xs: list[float]) -> float:
-    return float(np.median(xs)) if xs else float("nan")
 
 
 def factors(report: dict[str, Any], fig: int) -> dict[str, dict[str, float]]:
@@ -51,10 +46,7 @@ def factors(report: dict[str, Any], fig: int) -> dict[str, dict[str, float]]:
 
 def draw(fig: int, report: dict[str, Any], path: str) -> None:
     """Write ``path`` (PNG) for figure ``fig`` (7 also writes the fig 8 PNG beside it)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fac = factors(report, fig)
     if fig == 4:
@@ -97,9 +89,7 @@ def draw(fig: int, report: dict[str, Any], path: str) -> None:
     else:
         _draw_skew(report, fac, path, plt)
         return
-    fig_.tight_layout()
-    fig_.savefig(path, dpi=100)
-    plt.close(fig_)
+    save_figure(fig_, path)
 
 
 def _draw_skew(report: dict[str, Any], fac: dict[str, dict[str, float]], path: str,
@@ -128,9 +118,7 @@ def _draw_skew(report: dict[str, Any], fac: dict[str, dict[str, float]], path: s
         _axes(b, "average skew (us)", "improvement factor HB/NB",
               f"({'bd'[row]}) Improvement, {label} ({paper})")  # fmt: skip
     fig_.suptitle("Fig 7: host CPU time in MPI_Bcast under skew (spin wait)")
-    fig_.tight_layout()
-    fig_.savefig(path, dpi=100)
-    plt.close(fig_)
+    save_figure(fig_, path)
     fig8, axes8 = plt.subplots(1, 2, figsize=(12, 4.5))
     for ax, size in zip(axes8, (4, 4096), strict=True):
         for nodes in sorted(runs, key=int):
@@ -143,9 +131,7 @@ def _draw_skew(report: dict[str, Any], fac: dict[str, dict[str, float]], path: s
         _axes(ax, "average skew (us)", "improvement factor HB/NB",
               f"({'ab'[size == 4096]}) {size} B messages (paper: grows with nodes)")  # fmt: skip
     fig8.suptitle("Fig 8: improvement in host CPU time over 4, 8 and 16 nodes")
-    fig8.tight_layout()
-    fig8.savefig(path.replace("fig7", "fig8"), dpi=100)
-    plt.close(fig8)
+    save_figure(fig8, path.replace("fig7", "fig8"))
 
 
 def _axes(ax: Any, xlabel: str, ylabel: str, title: str) -> None:
@@ -213,11 +199,9 @@ def main(argv: list[str] | None = None) -> None:
     for fig in (4, 5, 6, 7):
         path = os.path.join(directory, f"mcast_fig{fig}.json")
         if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                reports[fig] = json.load(f)
+            reports[fig] = read_json(path)
             summarise(fig, reports[fig])
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(reports[fig], f)
+            write_json(path, reports[fig])
             draw(fig, reports[fig], path.removesuffix(".json") + ".png")
     for what, paper, measured in table(reports):
         print(f"| {what} | {paper:.2f} | {measured} |")
