@@ -1,7 +1,7 @@
 """Collective algorithms by name: the registry the MPI layer looks each collective call up in.
 
 Every algorithm is a generator function over one call's `CollContext` with the signature its
-operation fixes (``emucluster.mpi.collctx`` lists them; the Protocols below type them). The
+operation fixes (``emucluster.coll.context`` lists them; the Protocols below type them). The
 MPICH host-based baselines live in this package and are registered here; an offload adds
 itself with one line::
 
@@ -38,24 +38,24 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, overload
 from emucluster.coll.allgather import allgather_recursive_doubling, allgather_ring
 from emucluster.coll.allreduce import allreduce_recursive_doubling, allreduce_reduce_bcast
 from emucluster.coll.alltoall import alltoall_pairwise, alltoall_scattered
-from emucluster.coll.app_bypass import reduce_app_bypass
 from emucluster.coll.barrier import barrier_dissemination
 from emucluster.coll.binomial import bcast_binomial, reduce_binomial
+from emucluster.coll.context import CollGen
 from emucluster.coll.gather import gather_binomial, scatter_binomial
-from emucluster.coll.nic_mcast import bcast_nic_mcast
-from emucluster.coll.nicvm_bcast import bcast_nicvm
 from emucluster.coll.scan import (
     exscan_linear,
     exscan_recursive_doubling,
     scan_linear,
     scan_recursive_doubling,
 )
-from emucluster.mpi.collctx import CollGen
+from emucluster.offload.app_bypass.core import reduce_app_bypass
+from emucluster.offload.nic_mcast.bcast import bcast_nic_mcast
+from emucluster.offload.nicvm.bcast import bcast_nicvm
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from emucluster.mpi.collctx import CollContext, Combine
+    from emucluster.coll.context import CollContext, Combine
 
 __all__ = [
     "ARITY",
@@ -267,7 +267,7 @@ def register(operation: str, name: str, algorithm: Algorithm, *, replace: bool =
     except TypeError as exc:
         raise TypeError(
             f"{operation} algorithm {name!r} must take {ARITY[operation]} positional "
-            f"arguments (see emucluster.mpi.collctx): {exc}"
+            f"arguments (see emucluster.coll.context): {exc}"
         ) from None
     table[name] = algorithm
 

@@ -1,6 +1,6 @@
 """The collective calls of a communicator, dispatched to the algorithms of ``emucluster.coll``.
 
-Each call builds a `CallContext` (the `CollContext` of `emucluster.mpi.collctx`) on the
+Each call builds a `CallContext` (the `CollContext` of `emucluster.coll.context`) on the
 communicator's collective context id with a fresh call number, looks the algorithm up
 (``algorithm=`` keyword, else ``EMU_<OP>``, else the MPICH baseline), and drives the
 generator: to completion for a blocking call, or inside a Request for Ibarrier, Ibcast,
@@ -17,25 +17,25 @@ import os
 import pickle
 from typing import TYPE_CHECKING, Any
 
-from emucluster.coll.app_bypass import reduce_app_bypass
+from emucluster.coll.context import TAG_LIMIT, CollRequest, drive
 from emucluster.mpi import runtime
 from emucluster.mpi.buffers import Msg, message
-from emucluster.mpi.collctx import TAG_LIMIT, CollRequest, drive
 from emucluster.mpi.constants import IN_PLACE
 from emucluster.mpi.errors import ERR_ARG, ERR_COMM, ERR_OTHER, ERR_ROOT, ERR_TRUNCATE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.ops import BufferCombine, ObjectCombine, Op, predefined_ops
 from emucluster.mpi.request import CollDriver, Request, check_failed
 from emucluster.mpi.state import COLL_SEQ_MOD, CommState
+from emucluster.offload.app_bypass.core import reduce_app_bypass
 from emucluster.progress import DeadlockError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from emucluster.mpi.appbypass import Bypass
-    from emucluster.mpi.collctx import CollGen
-    from emucluster.mpi.mcast import McastShell
-    from emucluster.mpi.nicvmcoll import NicvmBcast
+    from emucluster.coll.context import CollGen
+    from emucluster.offload.app_bypass.shell import Bypass
+    from emucluster.offload.nic_mcast.shell import McastShell
+    from emucluster.offload.nicvm.shell import NicvmBcast
     from emucluster.p2p import RecvOp, SendOp
 
 __all__ = ["CallContext", "Collectives", "internal_allgather", "internal_allreduce", "lookup"]
@@ -72,14 +72,14 @@ class CallContext:
     @property
     def bypass(self) -> Bypass | None:
         """The application-bypass service of this rank (None without a NIC)."""
-        from emucluster.mpi import appbypass
+        from emucluster.offload.app_bypass import shell as appbypass
 
         return appbypass.active()
 
     @property
     def nicvm(self) -> NicvmBcast | None:
         """The NICVM broadcast service of this rank (None without a NIC)."""
-        from emucluster.mpi import nicvmcoll
+        from emucluster.offload.nicvm import shell as nicvmcoll
 
         return nicvmcoll.service()
 
@@ -99,7 +99,7 @@ class CallContext:
     @property
     def mcast(self) -> McastShell | None:
         """The NIC-multicast service of this rank (None without a NIC)."""
-        from emucluster.mpi import mcast
+        from emucluster.offload.nic_mcast import shell as mcast
 
         engine = runtime.engine()
         return None if engine.singleton else mcast.install(engine)

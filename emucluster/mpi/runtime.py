@@ -25,9 +25,9 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from emucluster.mpi import appbypass
 from emucluster.mpi.errors import ERR_OTHER
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.offload.app_bypass import shell as appbypass
 from emucluster.p2p import EAGER_LIMIT_BYTES, P2P
 from emucluster.port import Port, PortError
 from emucluster.progress import MPI_PORT, Progress
@@ -110,7 +110,7 @@ def finalize() -> None:
         return
     try:
         appbypass.shutdown(FINALIZE_TIMEOUT_S)  # outstanding reductions complete first
-        nicvmcoll = sys.modules.get("emucluster.mpi.nicvmcoll")  # imported only if used
+        nicvmcoll = sys.modules.get("emucluster.offload.nicvm.shell")  # imported only if used
         if nicvmcoll is not None:
             nicvmcoll.shutdown(FINALIZE_TIMEOUT_S)  # and NICVM broadcasts this root delegated
         progress.finish(FINALIZE_TIMEOUT_S)
@@ -168,7 +168,7 @@ def _stats_of(progress: Progress) -> dict[str, object]:
     bypass = appbypass.active()
     if bypass is not None and bypass.engine is progress:
         out["app_bypass"] = bypass.stats()
-    from emucluster.mpi import mcast
+    from emucluster.offload.nic_mcast import shell as mcast
 
     shell = mcast.active()
     if shell is not None and shell.engine is progress:

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from emucluster import coll
 from emucluster.coll import payload
 from emucluster.coll.binomial import bcast_binomial
+from emucluster.coll.context import TAG_LIMIT, simulate
 from emucluster.coll.tags import Tag
-from emucluster.mpi.collctx import TAG_LIMIT, simulate
 from tests.unit.test_purity import impurities
 
 COLL_DIR = pathlib.Path(coll.__file__).parent

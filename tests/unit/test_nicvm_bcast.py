@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from emucluster.coll.nicvm_bcast import DATA, FALLBACK, bcast_nicvm
-from emucluster.mpi.collctx import simulate
+from emucluster.coll.context import simulate
+from emucluster.offload.nicvm.bcast import DATA, FALLBACK, bcast_nicvm
 
 if TYPE_CHECKING:
-    from emucluster.mpi.collctx import CollContext, CollGen
+    from emucluster.coll.context import CollContext, CollGen
 
 
 class _Arrival:

@@ -1,6 +1,6 @@
 """The NIC-multicast shell of one rank: posts groups, multicasts, hands arrivals to matching.
 
-The `McastService` of :mod:`emucluster.coll.nic_mcast` (bcast algorithm ``nic-mcast``,
+The `McastService` of :mod:`emucluster.offload.nic_mcast.bcast` (bcast algorithm ``nic-mcast``,
 chosen by ``EMU_BCAST=nic-mcast``, ``emurun --bcast nic-mcast`` or ``algorithm=``), installed
 on first use. It talks to the rank's NIC through the MPI Port (``Port.create_group`` and
 ``Port.multicast``) and installs a progress-engine hook that takes every MCAST_DATA message
@@ -24,16 +24,16 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from emucluster.coll.mcast_trees import PostalCosts
-from emucluster.coll.nic_mcast import LARGE
 from emucluster.coll.tags import Tag
 from emucluster.mpi.errors import ERR_ARG, ERR_PROC_FAILED
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.offload.nic_mcast.bcast import LARGE
+from emucluster.offload.nic_mcast.trees import PostalCosts
 from nicd.wire import MsgType
 
 if TYPE_CHECKING:
-    from emucluster.coll.nic_mcast import GroupPlan, McastService
-    from emucluster.mpi.collctx import CollContext
+    from emucluster.coll.context import CollContext
+    from emucluster.offload.nic_mcast.bcast import GroupPlan, McastService
     from emucluster.port import RecvEvent
     from emucluster.progress import Progress
 

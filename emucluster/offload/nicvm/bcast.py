@@ -24,7 +24,7 @@ from emucluster.coll.binomial import bcast_binomial
 from emucluster.coll.payload import received
 
 if TYPE_CHECKING:
-    from emucluster.mpi.collctx import CollContext, CollGen, CollRequest
+    from emucluster.coll.context import CollContext, CollGen, CollRequest
 
 __all__ = ["DATA", "FALLBACK", "MODULE_NAME", "NicvmService", "bcast_nicvm"]
 

@@ -5,7 +5,7 @@ queue, the combining logic, and the reduce algorithm the registry names ``app-by
 ``Reduce`` call (Fig 3.3: `start`, `consume` per child, `leave`) and an application-bypass
 packet handed over by the progress engine (Fig 3.5: `on_packet`); each returns
 ``list[Action]`` (`SendUp` a finished result to the parent, `SetSignals` on or off). The
-MPI layer (``emucluster.mpi.appbypass``) carries them out and is the `BypassService` the
+MPI layer (``emucluster.offload.app_bypass.shell``) carries them out and is the `BypassService` the
 algorithm `reduce_app_bypass` talks to.
 
 Invariants:
@@ -37,7 +37,7 @@ from emucluster.coll.trees import binomial_children, binomial_parent
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from emucluster.mpi.collctx import CollContext, CollGen, CollRequest, Combine
+    from emucluster.coll.context import CollContext, CollGen, CollRequest, Combine
 
 __all__ = [
     "COUNTERS",

@@ -7,7 +7,7 @@ the right communicator and root, in call order, beside any point-to-point traffi
 
 Groups are demand-driven (§6): the first bcast from a root on a communicator posts that
 root's groups to every member's NIC, one group per distinct tree (`GroupPlan`). Trees
-(§5.4-§5.5, :mod:`emucluster.coll.mcast_trees`) are postal-optimal for the message size,
+(§5.4-§5.5, :mod:`emucluster.offload.nic_mcast.trees`) are postal-optimal for the message size,
 from the end-to-end latency ``L`` and per-extra-destination cost ``g`` measured on the
 running cluster by the first nic-mcast bcast of a communicator (`calibrate`: ranks 0 and 1
 time ping-pongs of 0 B and 8 KiB messages for ``L``, rank 0 times handing a burst of such
@@ -35,14 +35,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from emucluster.coll.binomial import bcast_binomial
-from emucluster.coll.mcast_trees import PostalCosts, Tree, binomial_tree
 from emucluster.coll.payload import received
 from emucluster.coll.tags import Tag
+from emucluster.offload.nic_mcast.trees import PostalCosts, Tree, binomial_tree
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from emucluster.mpi.collctx import CollContext, CollGen
+    from emucluster.coll.context import CollContext, CollGen
 
 __all__ = [
     "CALIBRATION_SIZES",

@@ -4,7 +4,7 @@ Installed at Init (only the packet hook: a child's packet may arrive before this
 first application-bypass Reduce); the signal handlers follow when signals are first enabled.
 Reduce uses it with algorithm ``app-bypass`` (``EMU_REDUCE=app-bypass``, ``emurun --reduce
 app-bypass`` or ``algorithm="app-bypass"``). It is the `BypassService` of
-``emucluster.coll.app_bypass`` and carries out that core's actions:
+``emucluster.offload.app_bypass.core`` and carries out that core's actions:
 
 * Fig 3.4: the progress engine hands every AB_COLL packet to `Bypass.on_packet`. A packet
   flagged for the root of its instance goes to the default point-to-point matching; any
@@ -30,7 +30,7 @@ import signal
 import time
 from typing import TYPE_CHECKING
 
-from emucluster.coll.app_bypass import AppBypass, InstanceKey, SendUp, SetSignals
+from emucluster.offload.app_bypass.core import AppBypass, InstanceKey, SendUp, SetSignals
 from emucluster.p2p import Transmit
 from emucluster.progress import MPI_PORT
 from nicd.wire import MsgType
@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from types import FrameType
 
-    from emucluster.coll.app_bypass import Action
-    from emucluster.mpi.collctx import CollContext, CollRequest
+    from emucluster.coll.context import CollContext, CollRequest
+    from emucluster.offload.app_bypass.core import Action
     from emucluster.port import RecvEvent
     from emucluster.progress import Progress
 
