@@ -17,6 +17,7 @@ import os
 import pickle
 from typing import TYPE_CHECKING, Any
 
+from emucluster import coll
 from emucluster.coll.context import TAG_LIMIT, CollRequest, drive
 from emucluster.mpi import runtime
 from emucluster.mpi.buffers import Msg, message
@@ -26,16 +27,13 @@ from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.ops import BufferCombine, ObjectCombine, Op, predefined_ops
 from emucluster.mpi.request import CollDriver, Request, check_failed
 from emucluster.mpi.state import COLL_SEQ_MOD, CommState
-from emucluster.offload.app_bypass.core import reduce_app_bypass
+from emucluster.offload.shells import HostServices
 from emucluster.progress import DeadlockError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from emucluster.coll.context import CollGen
-    from emucluster.offload.app_bypass.shell import Bypass
-    from emucluster.offload.nic_mcast.shell import McastShell
-    from emucluster.offload.nicvm.shell import NicvmBcast
     from emucluster.p2p import RecvOp, SendOp
 
 __all__ = ["CallContext", "Collectives", "internal_allgather", "internal_allreduce", "lookup"]
@@ -49,13 +47,15 @@ _BASELINE_ALLGATHER = "recursive-doubling"
 class CallContext:
     """One collective call's channel (the `CollContext` the algorithms see)."""
 
-    __slots__ = ("_base", "_context", "nodes", "rank", "size")
+    __slots__ = ("_base", "_context", "nodes", "rank", "services", "size")
 
     def __init__(self, st: CommState) -> None:
         self.rank = st.rank
         self.size = st.size
         self.nodes = st.nodes
         """Node id of each rank (for offloads that talk to NICs)."""
+        self.services = HostServices(runtime.engine())
+        """This rank's offload shells (``emucluster.offload.services``)."""
         self._context = st.context + 1
         self._base = (st.coll_seq % COLL_SEQ_MOD) * TAG_LIMIT
         st.coll_seq += 1
@@ -68,20 +68,6 @@ class CallContext:
         if actions:
             engine.run(actions)
         return op
-
-    @property
-    def bypass(self) -> Bypass | None:
-        """The application-bypass service of this rank (None without a NIC)."""
-        from emucluster.offload.app_bypass import shell as appbypass
-
-        return appbypass.active()
-
-    @property
-    def nicvm(self) -> NicvmBcast | None:
-        """The NICVM broadcast service of this rank (None without a NIC)."""
-        from emucluster.offload.nicvm import shell as nicvmcoll
-
-        return nicvmcoll.service()
 
     def wire(self, tag: int) -> tuple[int, int]:
         """(context id, wire tag) this call's messages with algorithm tag ``tag`` carry."""
@@ -96,21 +82,16 @@ class CallContext:
             engine.run(actions)
         return op
 
-    @property
-    def mcast(self) -> McastShell | None:
-        """The NIC-multicast service of this rank (None without a NIC)."""
-        from emucluster.offload.nic_mcast import shell as mcast
-
-        engine = runtime.engine()
-        return None if engine.singleton else mcast.install(engine)
-
 
 def lookup(operation: str, algorithm: str | None) -> Callable[..., CollGen[Any]]:
     """The algorithm for ``operation`` (per-call name, else ``EMU_<OP>``, else baseline)."""
-    from emucluster import coll
+    return lookup_entry(operation, algorithm).algorithm
 
+
+def lookup_entry(operation: str, algorithm: str | None) -> coll.Entry:
+    """The registry entry for ``operation`` (per-call name, else ``EMU_<OP>``, else baseline)."""
     try:
-        return coll.get(operation, algorithm, environ=os.environ)
+        return coll.entry(operation, algorithm, environ=os.environ)
     except coll.UnknownAlgorithmError as exc:
         raise MPIException(ERR_ARG, str(exc)) from None
 
@@ -133,12 +114,12 @@ def run(st: CommState, operation: str, algorithm: str | None, *args: object) -> 
 def start(st: CommState, operation: str, algorithm: str | None, args: tuple[object, ...],
           post: Callable[[Any], object]) -> Request:  # fmt: skip
     """Start one nonblocking collective call; its Request completes with ``post(result)``.
-    A nonblocking reduce never uses application bypass (its synchronous part would run
-    inside the progress engine); it takes the baseline instead."""
-    function = lookup(operation, algorithm)
-    if function is reduce_app_bypass:
-        function = lookup(operation, "binomial")
-    driver = CollDriver(function(CallContext(st), *args), post)
+    An algorithm registered ``blocking_only`` (application bypass: its synchronous part would
+    run inside the progress engine) gives way to the operation's baseline."""
+    found = lookup_entry(operation, algorithm)
+    if found.blocking_only:
+        found = lookup_entry(operation, coll.BASELINES[operation])
+    driver = CollDriver(found.algorithm(CallContext(st), *args), post)
     runtime.engine().add(driver)
     return Request._of(driver)
 

@@ -20,6 +20,7 @@ from emucluster.offload.nic_mcast.bcast import (
     group_id,
 )
 from emucluster.offload.nic_mcast.trees import PostalCosts
+from emucluster.offload.services import StaticServices
 
 if TYPE_CHECKING:
     from emucluster.coll.context import CollContext, CollGen
@@ -75,7 +76,7 @@ class WithNic:
 
     def __init__(self, ctx: CollContext, nic: FakeNic) -> None:
         self._ctx = ctx
-        self.mcast = nic
+        self.services = StaticServices(mcast=nic)
         self.rank, self.size = ctx.rank, ctx.size
         self.nodes = tuple(range(ctx.size))
 

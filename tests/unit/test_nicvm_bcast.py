@@ -9,6 +9,7 @@ import pytest
 
 from emucluster.coll.context import simulate
 from emucluster.offload.nicvm.bcast import DATA, FALLBACK, bcast_nicvm
+from emucluster.offload.services import StaticServices
 
 if TYPE_CHECKING:
     from emucluster.coll.context import CollContext, CollGen
@@ -59,7 +60,7 @@ class FakeNics:
 
 class _WithNic:
     def __init__(self, ctx: CollContext, nic: FakeNics | None) -> None:
-        self._ctx, self.nicvm = ctx, nic
+        self._ctx, self.services = ctx, StaticServices(nicvm=nic)
         self.rank, self.size = ctx.rank, ctx.size
         self.isend, self.irecv = ctx.isend, ctx.irecv
 

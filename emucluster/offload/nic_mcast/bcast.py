@@ -38,6 +38,7 @@ from emucluster.coll.binomial import bcast_binomial
 from emucluster.coll.payload import received
 from emucluster.coll.tags import Tag
 from emucluster.offload.nic_mcast.trees import PostalCosts, Tree, binomial_tree
+from emucluster.offload.services import services_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -70,7 +71,7 @@ _COSTS = struct.Struct(">4d")  # L0, L per byte, g0, g per byte (seconds)
 
 
 class McastService(Protocol):
-    """What the algorithm needs from the MPI layer (``CallContext.mcast``)."""
+    """What the algorithm needs from the MPI layer (``ctx.services.mcast``)."""
 
     @property
     def eager_limit(self) -> int:
@@ -232,7 +233,8 @@ def calibrate(ctx: CollContext, service: McastService) -> CollGen[PostalCosts]:
 def bcast_nic_mcast(ctx: CollContext, data: bytes | None, root: int) -> CollGen[bytes]:
     """Broadcast ``data`` from ``root`` by NIC multicast (eager sizes), else host binomial.
     Without the service (no NIC) or on one rank this is `bcast_binomial`."""
-    service: McastService | None = getattr(ctx, "mcast", None)
+    services = services_of(ctx)
+    service = None if services is None else services.mcast
     if service is None or ctx.size == 1:
         return (yield from bcast_binomial(ctx, data, root))
     service.check(ctx)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from emucluster.port import RecvEvent
     from emucluster.progress import Progress
 
-__all__ = ["MAX_OUTSTANDING", "NicvmBcast", "service", "shutdown"]
+__all__ = ["MAX_OUTSTANDING", "NicvmBcast", "install", "shutdown"]
 
 MAX_OUTSTANDING = 64  # root delegations left unanswered before the root waits
 TIMEOUT_S = 30.0
@@ -40,14 +40,9 @@ def shutdown(timeout: float = TIMEOUT_S) -> None:
         _service.close(timeout)
 
 
-def service() -> NicvmBcast | None:
-    """The shell of this rank (None without a NIC)."""
+def install(engine: Progress) -> NicvmBcast:
+    """The shell for ``engine`` (installed on first call)."""
     global _service
-    from emucluster.mpi import runtime
-
-    engine = runtime.engine()
-    if engine.singleton:
-        return None
     if _service is None or _service.engine is not engine:
         _service = NicvmBcast(engine)
     return _service
