@@ -12,6 +12,14 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from emucluster.config import (  # the variables a host learns its place from
+    ENV_JOB_ID,
+    ENV_NIC_SOCKET,
+    ENV_RANK,
+    ENV_RUN_DIR,
+    ENV_SIZE,
+    ENV_STATS_DIR,
+)
 from launcher.errors import EXIT_NOT_EXECUTABLE, ProgramNotFound, UsageError
 
 if TYPE_CHECKING:
@@ -35,14 +43,6 @@ __all__ = [
 
 BindTo = Literal["core", "none"]
 NicPriority = Literal["rt", "nice", "none"]
-
-# The environment variables a host learns its place from (read by emucluster).
-ENV_RANK = "EMU_RANK"
-ENV_SIZE = "EMU_SIZE"
-ENV_NIC_SOCKET = "EMU_NIC_SOCKET"
-ENV_RUN_DIR = "EMU_RUN_DIR"
-ENV_JOB_ID = "EMU_JOB_ID"
-ENV_STATS_DIR = "EMU_STATS_DIR"
 
 # Fault flags, their environment defaults (the names nicd reads too) and value types.
 FAULT_ENV: dict[str, str] = {

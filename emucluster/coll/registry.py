@@ -13,7 +13,8 @@ offloads sit above this package (they import it), so the registry loads them by 
 (`OFFLOADS`) on its first lookup, never by an import statement.
 
 This package is sans-IO: it never reads the process environment itself. The MPI layer passes
-it in, ``get(op, environ=os.environ)``; without ``environ`` the default is the baseline.
+it in, ``get(op, environ=HostConfig.algorithms)``; without ``environ`` the default is the
+baseline.
 
 =========  =================================  ================================
 operation  algorithms (baseline first)        reserved for later offloads

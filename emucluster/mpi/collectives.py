@@ -13,7 +13,6 @@ always use the baseline algorithms, whatever the environment selects for the pro
 
 from __future__ import annotations
 
-import os
 import pickle
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +53,7 @@ class CallContext:
         self.size = st.size
         self.nodes = st.nodes
         """Node id of each rank (for offloads that talk to NICs)."""
-        self.services = HostServices(runtime.engine())
+        self.services = HostServices(runtime.engine(), runtime.config())
         """This rank's offload shells (``emucluster.offload.services``)."""
         self._context = st.context + 1
         self._base = (st.coll_seq % COLL_SEQ_MOD) * TAG_LIMIT
@@ -91,7 +90,7 @@ def lookup(operation: str, algorithm: str | None) -> Callable[..., CollGen[Any]]
 def lookup_entry(operation: str, algorithm: str | None) -> coll.Entry:
     """The registry entry for ``operation`` (per-call name, else ``EMU_<OP>``, else baseline)."""
     try:
-        return coll.entry(operation, algorithm, environ=os.environ)
+        return coll.entry(operation, algorithm, environ=runtime.config().algorithms)
     except coll.UnknownAlgorithmError as exc:
         raise MPIException(ERR_ARG, str(exc)) from None
 

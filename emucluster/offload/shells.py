@@ -18,6 +18,7 @@ from emucluster.offload.app_bypass import shell as app_bypass_shell
 from emucluster.offload.nic_mcast import shell as nic_mcast_shell
 
 if TYPE_CHECKING:
+    from emucluster.config import HostConfig
     from emucluster.offload.app_bypass.shell import Bypass
     from emucluster.offload.nic_mcast.shell import McastShell
     from emucluster.offload.nicvm.shell import NicvmBcast
@@ -30,16 +31,17 @@ __all__ = ["HostServices"]
 class HostServices:
     """The offload shells of ``engine``'s rank (None without a NIC)."""
 
-    __slots__ = ("engine",)
+    __slots__ = ("config", "engine")
 
-    def __init__(self, engine: Progress) -> None:
+    def __init__(self, engine: Progress, config: HostConfig) -> None:
         self.engine = engine
+        self.config = config
 
     @property
     def mcast(self) -> McastShell | None:
         """The NIC-multicast shell, installed on first use."""
         engine = self.engine
-        return None if engine.singleton else nic_mcast_shell.install(engine)
+        return None if engine.singleton else nic_mcast_shell.install(engine, self.config)
 
     @property
     def bypass(self) -> Bypass | None:
