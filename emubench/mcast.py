@@ -130,7 +130,7 @@ def fig4(args: argparse.Namespace) -> None:
 
 def fig5(args: argparse.Namespace) -> None:
     """GM-level multicast latency: NIC forwarding on the postal tree vs host binomial."""
-    from emucluster.coll.mcast_trees import (
+    from emucluster.offload.nic_mcast.trees import (
         PostalCosts,
         binomial_tree,
         flat_tree,

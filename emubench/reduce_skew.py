@@ -83,7 +83,7 @@ PAPER: dict[str, dict[str, object]] = {
 
 
 def _async_cpu() -> float:
-    from emucluster.mpi import appbypass
+    from emucluster.offload.app_bypass import shell as appbypass
 
     bypass = appbypass.active()
     return bypass.async_cpu_s if bypass is not None else 0.0
@@ -98,7 +98,7 @@ def _settle() -> tuple[float, float, float]:
     processing; with many nodes time-sliced on few cores a nominal bound is not, and a late
     child's packet would otherwise be combined, unmeasured, inside the next barrier). Returns
     the CPU and wall seconds of the extra busy loop and the signal-driven CPU within it."""
-    from emucluster.mpi import appbypass
+    from emucluster.offload.app_bypass import shell as appbypass
 
     bypass = appbypass.active()
     if bypass is None or not bypass.core.outstanding:

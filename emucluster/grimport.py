@@ -13,6 +13,7 @@ import struct
 from collections import deque
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from emucluster.errors import EmuclusterError
 from emucluster.port import Port
 from nicd import hostlink as hl
 from nicd.hostlink.grim import RmStatusEvent, RmXlateReply, RmXlateReq
@@ -38,7 +39,7 @@ class Waiter(Protocol):
     def wait_for(self, done: Callable[[], bool], timeout: float | None, what: str) -> None: ...
 
 
-class RMError(Exception):
+class RMError(EmuclusterError):
     """A remote-memory operation was refused (by this host before sending, or by the NIC
     that executed it) or failed in transit; ``status`` names why."""
 

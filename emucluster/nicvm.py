@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from emucluster.errors import EmuclusterError
 from nicd import hostlink as hl
 from nicd.nicvm import NicvmError, compile_module
 from nicd.nicvm.packet import encode_preamble
@@ -47,7 +48,7 @@ TIMEOUT_S = 10.0  # default wait for the NIC's answer
 Args = tuple[int, int, int, int]
 
 
-class NicvmRunError(NicvmError):
+class NicvmRunError(NicvmError, EmuclusterError):
     """A delegated message's module failed on the NIC (``outcome``: ``fault``,
     ``out_of_fuel``, ``vm_error``, ``no_module``, ``no_comm``, ``send_failed``, ``disabled``);
     ``line`` is the module line that failed (0 if none). Fix the module or its input."""

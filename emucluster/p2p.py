@@ -39,6 +39,7 @@ from enum import Enum, IntEnum
 from typing import TYPE_CHECKING
 
 from emucluster.envelope import ANY_SOURCE, Envelope
+from emucluster.errors import EmuclusterError
 from emucluster.matching import Matcher
 from nicd.wire import MsgType
 
@@ -79,7 +80,7 @@ _U32 = 0xFFFFFFFF
 Args = tuple[int, int, int, int]
 
 
-class ProtocolError(Exception):
+class ProtocolError(EmuclusterError):
     """Local misuse of the core (an illegal move of an operation): a bug in the caller."""
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from multiprocessing import resource_tracker, shared_memory
 from typing import TYPE_CHECKING, Literal
 
+from emucluster.errors import EmuclusterError
 from nicd import hostlink as hl
 from nicd.hostlink import ErrorEvent, McastErrorEvent, RecvEvent, RmWriteEvent, SentEvent
 from nicd.wire import MsgType
@@ -72,7 +73,7 @@ class Region:
         return view[: self.size]
 
 
-class PortError(Exception):
+class PortError(EmuclusterError):
     """The NIC refused a request, or the PCI connection failed. Fix the call or the setup."""
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Protocol
 
+from emucluster.errors import EmuclusterError
 from emucluster.p2p import P2P, Grant, Release, SendData, Transmit, cts_args
 from emucluster.port import ErrorEvent, McastErrorEvent, Port, RecvEvent, RmWriteEvent
 from nicd.wire import MsgType
@@ -34,7 +35,7 @@ REGION_MIN_BYTES = 1 << 16  # smallest registered region handed out for a rendez
 REGION_KEEP_BYTES = 64 << 20  # free registered memory kept for reuse beyond which it is freed
 
 
-class DeadlockError(RuntimeError):
+class DeadlockError(RuntimeError, EmuclusterError):
     """A wait that nothing can ever satisfy (a singleton rank without a NIC waits for a
     message from nobody). The MPI layer turns it into MPI.Exception."""
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import psutil  # type: ignore[import-untyped,unused-ignore]
 
-from launcher.plan import ENV_JOB_ID, shm_prefix
+from emucluster.config import ENV_JOB_ID
+from launcher.plan import shm_prefix
 
 __all__ = [
     "SHM_DIR",

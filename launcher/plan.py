@@ -12,6 +12,14 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
+from emucluster.config import (  # the variables a host learns its place from
+    ENV_JOB_ID,
+    ENV_NIC_SOCKET,
+    ENV_RANK,
+    ENV_RUN_DIR,
+    ENV_SIZE,
+    ENV_STATS_DIR,
+)
 from launcher.errors import EXIT_NOT_EXECUTABLE, ProgramNotFound, UsageError
 from nicd.config import FAULT_ENV, FaultConfig
 
@@ -34,14 +42,6 @@ __all__ = [
 
 BindTo = Literal["core", "none"]
 NicPriority = Literal["rt", "nice", "none"]
-
-# The environment variables a host learns its place from (read by emucluster).
-ENV_RANK = "EMU_RANK"
-ENV_SIZE = "EMU_SIZE"
-ENV_NIC_SOCKET = "EMU_NIC_SOCKET"
-ENV_RUN_DIR = "EMU_RUN_DIR"
-ENV_JOB_ID = "EMU_JOB_ID"
-ENV_STATS_DIR = "EMU_STATS_DIR"
 
 _JOB_ID = re.compile(r"[A-Za-z0-9]{1,32}")
 _SEED_STRIDE = 1 << 16  # node ids are 16 bits on the wire

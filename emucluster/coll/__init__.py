@@ -1,66 +1,65 @@
-"""Collective algorithms by name: the registry the MPI layer looks each collective call up in.
+"""Collective algorithms (pure): the registry, the collective-call contract, the baselines.
 
-Every algorithm is a generator function over one call's `CollContext` with the signature its
-operation fixes (``emucluster.mpi.collctx`` lists them; the Protocols below type them). The
-MPICH host-based baselines live in this package and are registered here; an offload adds
-itself with one line::
+* ``registry.py``: algorithms by operation and name (`get`, `register`, `choices`);
+* ``context.py``: what an algorithm sees of one call (`CollContext`) and the in-memory
+  `simulate` runner;
+* ``trees``, ``payload``, ``tags`` and one file per family of MPICH host-based baselines
+  (DESIGN §6), registered here.
 
-    register("bcast", "nic-mcast", bcast_nic_mcast)
-
-and is then chosen per call (``get("bcast", "nic-mcast")``), by environment (``EMU_BCAST=
-nic-mcast``, which ``emurun --bcast nic-mcast`` sets), or not at all (the baseline).
-
-This package is sans-IO: it never reads the process environment itself. The MPI layer passes
-it in, ``get(op, environ=os.environ)``; without ``environ`` the default is the baseline.
-
-=========  =================================  ================================
-operation  algorithms (baseline first)        reserved for later offloads
-=========  =================================  ================================
-barrier    dissemination
-bcast      binomial, nic-mcast, nicvm
-reduce     binomial, app-bypass
-allreduce  recursive-doubling, reduce-bcast
-gather     binomial
-scatter    binomial
-allgather  recursive-doubling, ring
-alltoall   pairwise, scattered
-scan       recursive-doubling, linear
-exscan     recursive-doubling, linear
-=========  =================================  ================================
+The offloads (``emucluster.offload``) register themselves into the same registry. This package
+never imports the MPI layer or the offloads; it is sans-IO and never reads the process
+environment itself (the MPI layer passes it in: ``get(op, environ=...)``).
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, overload
+from typing import TYPE_CHECKING
 
 from emucluster.coll.allgather import allgather_recursive_doubling, allgather_ring
 from emucluster.coll.allreduce import allreduce_recursive_doubling, allreduce_reduce_bcast
 from emucluster.coll.alltoall import alltoall_pairwise, alltoall_scattered
-from emucluster.coll.app_bypass import reduce_app_bypass
 from emucluster.coll.barrier import barrier_dissemination
 from emucluster.coll.binomial import bcast_binomial, reduce_binomial
 from emucluster.coll.gather import gather_binomial, scatter_binomial
-from emucluster.coll.nic_mcast import bcast_nic_mcast
-from emucluster.coll.nicvm_bcast import bcast_nicvm
+from emucluster.coll.registry import (
+    ARITY,
+    BASELINES,
+    ENV_PREFIX,
+    OFFLOADS,
+    OPERATIONS,
+    RESERVED,
+    Algorithm,
+    AllgatherAlgorithm,
+    AllreduceAlgorithm,
+    AlltoallAlgorithm,
+    BarrierAlgorithm,
+    BcastAlgorithm,
+    Entry,
+    ExscanAlgorithm,
+    GatherAlgorithm,
+    Operation,
+    ReduceAlgorithm,
+    ScanAlgorithm,
+    ScatterAlgorithm,
+    UnknownAlgorithmError,
+    choices,
+    entry,
+    env_var,
+    get,
+    register,
+)
 from emucluster.coll.scan import (
     exscan_linear,
     exscan_recursive_doubling,
     scan_linear,
     scan_recursive_doubling,
 )
-from emucluster.mpi.collctx import CollGen
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-
-    from emucluster.mpi.collctx import CollContext, Combine
 
 __all__ = [
     "ARITY",
     "BASELINES",
     "ENV_PREFIX",
+    "OFFLOADS",
     "OPERATIONS",
     "RESERVED",
     "Algorithm",
@@ -69,6 +68,7 @@ __all__ = [
     "AlltoallAlgorithm",
     "BarrierAlgorithm",
     "BcastAlgorithm",
+    "Entry",
     "ExscanAlgorithm",
     "GatherAlgorithm",
     "Operation",
@@ -77,331 +77,17 @@ __all__ = [
     "ScatterAlgorithm",
     "UnknownAlgorithmError",
     "choices",
+    "entry",
     "env_var",
     "get",
     "register",
 ]
-
-Operation: TypeAlias = Literal[  # the collective operations that have algorithms
-    "barrier",
-    "bcast",
-    "reduce",
-    "allreduce",
-    "gather",
-    "scatter",
-    "allgather",
-    "alltoall",
-    "scan",
-    "exscan",
-]
-OPERATIONS: tuple[Operation, ...] = (
-    "barrier",
-    "bcast",
-    "reduce",
-    "allreduce",
-    "gather",
-    "scatter",
-    "allgather",
-    "alltoall",
-    "scan",
-    "exscan",
-)
-ENV_PREFIX = "EMU_"  # EMU_BCAST, EMU_REDUCE, ... name the default algorithm of an operation
-
-BASELINES: dict[str, str] = {
-    "barrier": "dissemination",
-    "bcast": "binomial",
-    "reduce": "binomial",
-    "allreduce": "recursive-doubling",
-    "gather": "binomial",
-    "scatter": "binomial",
-    "allgather": "recursive-doubling",
-    "alltoall": "pairwise",
-    "scan": "recursive-doubling",
-    "exscan": "recursive-doubling",
-}
-"""The MPICH host-based algorithm each operation uses unless told otherwise."""
-
-RESERVED: dict[str, frozenset[str]] = {}
-"""Names kept for offloads registered by later work; asking for one before then is an error
-that says so, rather than "unknown"."""
-
-ARITY: dict[str, int] = {
-    "barrier": 1,
-    "bcast": 3,
-    "reduce": 4,
-    "allreduce": 3,
-    "gather": 3,
-    "scatter": 3,
-    "allgather": 2,
-    "alltoall": 2,
-    "scan": 3,
-    "exscan": 3,
-}
-"""Positional arguments each operation's algorithms take, the context included."""
-
-Algorithm: TypeAlias = Callable[..., CollGen[object]]
-"""Any collective algorithm, untyped by operation (the registry's storage type)."""
-
-
-class BarrierAlgorithm(Protocol):
-    """``barrier(ctx)``: returns once every rank has entered."""
-
-    def __call__(self, ctx: CollContext, /) -> CollGen[None]: ...
-
-
-class BcastAlgorithm(Protocol):
-    """``bcast(ctx, data, root)``: ``data`` at the root (None elsewhere); all return it."""
-
-    def __call__(self, ctx: CollContext, data: bytes | None, root: int, /) -> CollGen[bytes]: ...
-
-
-class ReduceAlgorithm(Protocol):
-    """``reduce(ctx, data, combine, root)``: the root returns the rank-order reduction."""
-
-    def __call__(
-        self, ctx: CollContext, data: bytes, combine: Combine, root: int, /
-    ) -> CollGen[bytes | None]: ...
-
-
-class AllreduceAlgorithm(Protocol):
-    """``allreduce(ctx, data, combine)``: every rank returns the rank-order reduction."""
-
-    def __call__(self, ctx: CollContext, data: bytes, combine: Combine, /) -> CollGen[bytes]: ...
-
-
-class GatherAlgorithm(Protocol):
-    """``gather(ctx, data, root)``: the root returns all blocks in rank order, others None."""
-
-    def __call__(
-        self, ctx: CollContext, data: bytes, root: int, /
-    ) -> CollGen[list[bytes] | None]: ...
-
-
-class ScatterAlgorithm(Protocol):
-    """``scatter(ctx, data, root)``: ``size`` blocks at the root; rank i returns block i."""
-
-    def __call__(
-        self, ctx: CollContext, data: Sequence[bytes] | None, root: int, /
-    ) -> CollGen[bytes]: ...
-
-
-class AllgatherAlgorithm(Protocol):
-    """``allgather(ctx, data)``: every rank returns all blocks in rank order."""
-
-    def __call__(self, ctx: CollContext, data: bytes, /) -> CollGen[list[bytes]]: ...
-
-
-class AlltoallAlgorithm(Protocol):
-    """``alltoall(ctx, data)``: ``data[j]`` goes to rank j; returns blocks by source."""
-
-    def __call__(self, ctx: CollContext, data: Sequence[bytes], /) -> CollGen[list[bytes]]: ...
-
-
-class ScanAlgorithm(Protocol):
-    """``scan(ctx, data, combine)``: rank r returns ``d0 op ... op dr``."""
-
-    def __call__(self, ctx: CollContext, data: bytes, combine: Combine, /) -> CollGen[bytes]: ...
-
-
-class ExscanAlgorithm(Protocol):
-    """``exscan(ctx, data, combine)``: rank r returns ``d0 op ... op d(r-1)``, rank 0 None."""
-
-    def __call__(
-        self, ctx: CollContext, data: bytes, combine: Combine, /
-    ) -> CollGen[bytes | None]: ...
-
-
-class UnknownAlgorithmError(ValueError):
-    """Raised by `get` (and `register`) for an operation or algorithm name it does not know.
-
-    The message lists the valid names; the caller (a user setting ``EMU_BCAST`` or ``emurun
-    --bcast``) should pick one of `choices`. ``reserved`` is True for a name kept for an
-    offload that is not available yet.
-    """
-
-    def __init__(
-        self,
-        operation: str,
-        name: str | None,
-        choices: Sequence[str],
-        *,
-        reserved: bool = False,
-        source: str = "",
-    ) -> None:
-        self.operation = operation
-        self.name = name
-        self.choices = tuple(choices)
-        self.reserved = reserved
-        where = f" (from {source})" if source else ""
-        if name is None:
-            message = f"unknown collective operation {operation!r}; operations: "
-        elif reserved:
-            message = (
-                f"{operation} algorithm {name!r}{where} is reserved for an offload that is not "
-                f"available yet; choices: "
-            )
-        else:
-            message = f"unknown {operation} algorithm {name!r}{where}; choices: "
-        super().__init__(message + ", ".join(self.choices))
-
-
-_ALGORITHMS: dict[str, dict[str, Algorithm]] = {operation: {} for operation in OPERATIONS}
-
-
-def register(operation: str, name: str, algorithm: Algorithm, *, replace: bool = False) -> None:
-    """Make ``algorithm`` available as ``name`` for ``operation``.
-
-    Names are lowercase words joined by hyphens. Registering a name twice raises ValueError
-    unless ``replace`` (tests swapping an implementation).
-    """
-    table = _ALGORITHMS.get(operation)
-    if table is None:
-        raise UnknownAlgorithmError(operation, None, OPERATIONS)
-    if not name or name != name.strip().lower():
-        raise ValueError(f"algorithm name {name!r} must be non-empty, lowercase, unpadded")
-    if name in table and not replace:
-        raise ValueError(f"{operation} algorithm {name!r} is already registered")
-    try:
-        inspect.signature(algorithm).bind(*range(ARITY[operation]))
-    except TypeError as exc:
-        raise TypeError(
-            f"{operation} algorithm {name!r} must take {ARITY[operation]} positional "
-            f"arguments (see emucluster.mpi.collctx): {exc}"
-        ) from None
-    table[name] = algorithm
-
-
-def choices(operation: str) -> tuple[str, ...]:
-    """The registered algorithm names of ``operation``, the baseline first."""
-    table = _ALGORITHMS.get(operation)
-    if table is None:
-        raise UnknownAlgorithmError(operation, None, OPERATIONS)
-    baseline = BASELINES[operation]
-    return (baseline, *sorted(name for name in table if name != baseline))
-
-
-def env_var(operation: str) -> str:
-    """The environment variable naming ``operation``'s default algorithm (``EMU_BCAST``)."""
-    return ENV_PREFIX + operation.upper()
-
-
-@overload
-def get(
-    operation: Literal["barrier"],
-    algorithm: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> BarrierAlgorithm: ...
-@overload
-def get(
-    operation: Literal["bcast"],
-    algorithm: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> BcastAlgorithm: ...
-@overload
-def get(
-    operation: Literal["reduce"],
-    algorithm: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> ReduceAlgorithm: ...
-@overload
-def get(
-    operation: Literal["allreduce"],
-    algorithm: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> AllreduceAlgorithm: ...
-@overload
-def get(
-    operation: Literal["gather"],
-    algorithm: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> GatherAlgorithm: ...
-@overload
-def get(
-    operation: Literal["scatter"],
-    algorithm: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> ScatterAlgorithm: ...
-@overload
-def get(
-    operation: Literal["allgather"],
-    algorithm: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> AllgatherAlgorithm: ...
-@overload
-def get(
-    operation: Literal["alltoall"],
-    algorithm: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> AlltoallAlgorithm: ...
-@overload
-def get(
-    operation: Literal["scan"],
-    algorithm: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> ScanAlgorithm: ...
-@overload
-def get(
-    operation: Literal["exscan"],
-    algorithm: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> ExscanAlgorithm: ...
-@overload
-def get(
-    operation: str,
-    algorithm: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> Algorithm: ...
-def get(
-    operation: str,
-    algorithm: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> object:
-    """The algorithm to run ``operation`` with.
-
-    ``algorithm`` names it explicitly (a per-call choice). Otherwise ``environ[EMU_<OP>]``
-    (e.g. ``EMU_BCAST``) names it if set and non-empty; otherwise the MPICH baseline
-    (`BASELINES`). Names are matched case-insensitively. An unknown or reserved name raises
-    `UnknownAlgorithmError` listing the choices.
-    """
-    table = _ALGORITHMS.get(operation)
-    if table is None:
-        raise UnknownAlgorithmError(operation, None, OPERATIONS)
-    source = ""
-    if algorithm is None and environ is not None:
-        variable = env_var(operation)
-        value = environ.get(variable, "").strip()
-        if value:
-            algorithm, source = value, variable
-    name = BASELINES[operation] if algorithm is None else algorithm.strip().lower()
-    found = table.get(name)
-    if found is None:
-        reserved = name in RESERVED.get(operation, frozenset())
-        raise UnknownAlgorithmError(
-            operation, name, choices(operation), reserved=reserved, source=source
-        )
-    return found
-
 
 # -- the MPICH host-based baselines (DESIGN §6) --------------------------------------------------
 if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
     _TYPED: tuple[
         BarrierAlgorithm,
         BcastAlgorithm,
-        BcastAlgorithm,
-        ReduceAlgorithm,
         ReduceAlgorithm,
         AllreduceAlgorithm,
         AllreduceAlgorithm,
@@ -418,9 +104,7 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
     ] = (
         barrier_dissemination,
         bcast_binomial,
-        bcast_nic_mcast,
         reduce_binomial,
-        reduce_app_bypass,
         allreduce_recursive_doubling,
         allreduce_reduce_bcast,
         gather_binomial,
@@ -437,10 +121,7 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
 
 register("barrier", "dissemination", barrier_dissemination)
 register("bcast", "binomial", bcast_binomial)
-register("bcast", "nic-mcast", bcast_nic_mcast)  # seed 001; needs the MPI layer's NIC
-register("bcast", "nicvm", bcast_nicvm)  # thesis ch. 4; needs the MPI layer's NIC
 register("reduce", "binomial", reduce_binomial)
-register("reduce", "app-bypass", reduce_app_bypass)  # thesis ch. 3; needs the MPI layer's NIC
 register("allreduce", "recursive-doubling", allreduce_recursive_doubling)
 register("allreduce", "reduce-bcast", allreduce_reduce_bcast)
 register("gather", "binomial", gather_binomial)

@@ -19,7 +19,7 @@ from emucluster.coll.payload import CONCAT, pack_blocks, received, unpack_blocks
 from emucluster.coll.tags import Tag
 
 if TYPE_CHECKING:
-    from emucluster.mpi.collctx import CollContext, CollGen
+    from emucluster.coll.context import CollContext, CollGen
 
 __all__ = ["allgather_recursive_doubling", "allgather_ring"]
 

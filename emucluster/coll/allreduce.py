@@ -23,7 +23,7 @@ from emucluster.coll.tags import Tag
 from emucluster.coll.trees import fold_partner, pof2_floor, rd_new_rank, rd_old_rank
 
 if TYPE_CHECKING:
-    from emucluster.mpi.collctx import CollContext, CollGen, Combine
+    from emucluster.coll.context import CollContext, CollGen, Combine
 
 __all__ = ["allreduce_recursive_doubling", "allreduce_reduce_bcast"]
 

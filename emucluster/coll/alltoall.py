@@ -18,7 +18,7 @@ from emucluster.coll.trees import pairwise_peers
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from emucluster.mpi.collctx import CollContext, CollGen, CollRequest
+    from emucluster.coll.context import CollContext, CollGen, CollRequest
 
 __all__ = ["alltoall_pairwise", "alltoall_scattered"]
 

@@ -14,7 +14,7 @@ from emucluster.coll.tags import Tag
 from emucluster.coll.trees import dissemination_peers
 
 if TYPE_CHECKING:
-    from emucluster.mpi.collctx import CollContext, CollGen
+    from emucluster.coll.context import CollContext, CollGen
 
 __all__ = ["barrier_dissemination"]
 

@@ -20,7 +20,7 @@ from emucluster.coll.tags import Tag
 from emucluster.coll.trees import binomial_children, binomial_parent
 
 if TYPE_CHECKING:
-    from emucluster.mpi.collctx import CollContext, CollGen, Combine
+    from emucluster.coll.context import CollContext, CollGen, Combine
 
 __all__ = ["bcast_binomial", "reduce_binomial"]
 

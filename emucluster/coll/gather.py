@@ -24,7 +24,7 @@ from emucluster.coll.trees import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from emucluster.mpi.collctx import CollContext, CollGen
+    from emucluster.coll.context import CollContext, CollGen
 
 __all__ = ["gather_binomial", "scatter_binomial"]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from emucluster.mpi.collctx import CollRequest
+    from emucluster.coll.context import CollRequest
 
 __all__ = ["CONCAT", "Concat", "pack_blocks", "received", "unpack_blocks"]
 

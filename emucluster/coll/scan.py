@@ -19,7 +19,7 @@ from emucluster.coll.payload import received
 from emucluster.coll.tags import Tag
 
 if TYPE_CHECKING:
-    from emucluster.mpi.collctx import CollContext, CollGen, Combine
+    from emucluster.coll.context import CollContext, CollGen, Combine
 
 __all__ = ["exscan_linear", "exscan_recursive_doubling", "scan_linear", "scan_recursive_doubling"]
 

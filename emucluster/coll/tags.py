@@ -2,7 +2,7 @@
 
 Each collective call runs on a `CollContext` of its own whose tags (``0 <= tag < TAG_LIMIT``)
 the MPI layer maps to a wire tag carrying the communicator's collective sequence number
-(``emucluster.mpi.collctx``), so calls never see each other's messages. Within one call these
+(``emucluster.coll.context``), so calls never see each other's messages. Within one call these
 tags keep the phases of an algorithm apart (an allreduce's fold, doubling and unfold), and
 composed algorithms (reduce then bcast) apart from each other. Messages between one pair of
 ranks on one tag match in send order, which the algorithms rely on for repeated steps.

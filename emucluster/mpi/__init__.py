@@ -1,6 +1,6 @@
 """emucluster's MPI implementation, split by job; ``emucluster.MPI`` is the public surface.
 
-Importing this package (or `emucluster.mpi.collctx`) does not start MPI: only importing
+Importing this package (or `emucluster.coll.context`) does not start MPI: only importing
 ``emucluster.MPI`` initialises the library, as importing ``mpi4py.MPI`` does.
 """
 

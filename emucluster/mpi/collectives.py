@@ -1,6 +1,6 @@
 """The collective calls of a communicator, dispatched to the algorithms of ``emucluster.coll``.
 
-Each call builds a `CallContext` (the `CollContext` of `emucluster.mpi.collctx`) on the
+Each call builds a `CallContext` (the `CollContext` of `emucluster.coll.context`) on the
 communicator's collective context id with a fresh call number, looks the algorithm up
 (``algorithm=`` keyword, else ``EMU_<OP>``, else the MPICH baseline), and drives the
 generator: to completion for a blocking call, or inside a Request for Ibarrier, Ibcast,
@@ -13,29 +13,26 @@ always use the baseline algorithms, whatever the environment selects for the pro
 
 from __future__ import annotations
 
-import os
 import pickle
 from typing import TYPE_CHECKING, Any
 
-from emucluster.coll.app_bypass import reduce_app_bypass
+from emucluster import coll
+from emucluster.coll.context import TAG_LIMIT, CollRequest, drive
 from emucluster.mpi import runtime
 from emucluster.mpi.buffers import Msg, message
-from emucluster.mpi.collctx import TAG_LIMIT, CollRequest, drive
 from emucluster.mpi.constants import IN_PLACE
 from emucluster.mpi.errors import ERR_ARG, ERR_COMM, ERR_OTHER, ERR_ROOT, ERR_TRUNCATE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.ops import BufferCombine, ObjectCombine, Op, predefined_ops
 from emucluster.mpi.request import CollDriver, Request, check_failed
 from emucluster.mpi.state import COLL_SEQ_MOD, CommState
+from emucluster.offload.shells import HostServices
 from emucluster.progress import DeadlockError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from emucluster.mpi.appbypass import Bypass
-    from emucluster.mpi.collctx import CollGen
-    from emucluster.mpi.mcast import McastShell
-    from emucluster.mpi.nicvmcoll import NicvmBcast
+    from emucluster.coll.context import CollGen
     from emucluster.p2p import RecvOp, SendOp
 
 __all__ = ["CallContext", "Collectives", "internal_allgather", "internal_allreduce", "lookup"]
@@ -49,13 +46,15 @@ _BASELINE_ALLGATHER = "recursive-doubling"
 class CallContext:
     """One collective call's channel (the `CollContext` the algorithms see)."""
 
-    __slots__ = ("_base", "_context", "nodes", "rank", "size")
+    __slots__ = ("_base", "_context", "nodes", "rank", "services", "size")
 
     def __init__(self, st: CommState) -> None:
         self.rank = st.rank
         self.size = st.size
         self.nodes = st.nodes
         """Node id of each rank (for offloads that talk to NICs)."""
+        self.services = HostServices(runtime.engine(), runtime.config())
+        """This rank's offload shells (``emucluster.offload.services``)."""
         self._context = st.context + 1
         self._base = (st.coll_seq % COLL_SEQ_MOD) * TAG_LIMIT
         st.coll_seq += 1
@@ -68,20 +67,6 @@ class CallContext:
         if actions:
             engine.run(actions)
         return op
-
-    @property
-    def bypass(self) -> Bypass | None:
-        """The application-bypass service of this rank (None without a NIC)."""
-        from emucluster.mpi import appbypass
-
-        return appbypass.active()
-
-    @property
-    def nicvm(self) -> NicvmBcast | None:
-        """The NICVM broadcast service of this rank (None without a NIC)."""
-        from emucluster.mpi import nicvmcoll
-
-        return nicvmcoll.service()
 
     def wire(self, tag: int) -> tuple[int, int]:
         """(context id, wire tag) this call's messages with algorithm tag ``tag`` carry."""
@@ -96,21 +81,16 @@ class CallContext:
             engine.run(actions)
         return op
 
-    @property
-    def mcast(self) -> McastShell | None:
-        """The NIC-multicast service of this rank (None without a NIC)."""
-        from emucluster.mpi import mcast
-
-        engine = runtime.engine()
-        return None if engine.singleton else mcast.install(engine)
-
 
 def lookup(operation: str, algorithm: str | None) -> Callable[..., CollGen[Any]]:
     """The algorithm for ``operation`` (per-call name, else ``EMU_<OP>``, else baseline)."""
-    from emucluster import coll
+    return lookup_entry(operation, algorithm).algorithm
 
+
+def lookup_entry(operation: str, algorithm: str | None) -> coll.Entry:
+    """The registry entry for ``operation`` (per-call name, else ``EMU_<OP>``, else baseline)."""
     try:
-        return coll.get(operation, algorithm, environ=os.environ)
+        return coll.entry(operation, algorithm, environ=runtime.config().algorithms)
     except coll.UnknownAlgorithmError as exc:
         raise MPIException(ERR_ARG, str(exc)) from None
 
@@ -133,12 +113,12 @@ def run(st: CommState, operation: str, algorithm: str | None, *args: object) -> 
 def start(st: CommState, operation: str, algorithm: str | None, args: tuple[object, ...],
           post: Callable[[Any], object]) -> Request:  # fmt: skip
     """Start one nonblocking collective call; its Request completes with ``post(result)``.
-    A nonblocking reduce never uses application bypass (its synchronous part would run
-    inside the progress engine); it takes the baseline instead."""
-    function = lookup(operation, algorithm)
-    if function is reduce_app_bypass:
-        function = lookup(operation, "binomial")
-    driver = CollDriver(function(CallContext(st), *args), post)
+    An algorithm registered ``blocking_only`` (application bypass: its synchronous part would
+    run inside the progress engine) gives way to the operation's baseline."""
+    found = lookup_entry(operation, algorithm)
+    if found.blocking_only:
+        found = lookup_entry(operation, coll.BASELINES[operation])
+    driver = CollDriver(found.algorithm(CallContext(st), *args), post)
     runtime.engine().add(driver)
     return Request._of(driver)
 

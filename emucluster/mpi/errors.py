@@ -8,6 +8,8 @@ type, as MPI does; `Exception.error_class` tells them apart.
 
 from __future__ import annotations
 
+from emucluster.errors import EmuclusterError
+
 __all__ = [
     "ERR_ARG",
     "ERR_BUFFER",
@@ -94,7 +96,7 @@ def Get_error_string(errorcode: int) -> str:
     return _STRINGS.get(errorcode, f"MPI error {errorcode}")
 
 
-class Exception(RuntimeError):
+class Exception(RuntimeError, EmuclusterError):
     """An MPI call failed. Raised by every call of the surface; ``error_class`` says why.
 
     The program may catch it (``except MPI.Exception as e: e.Get_error_class()``); an

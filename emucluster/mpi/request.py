@@ -24,7 +24,7 @@ Some = tuple[list[int] | None, list[Any] | None]
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from emucluster.mpi.collctx import CollGen, CollRequest
+    from emucluster.coll.context import CollGen, CollRequest
     from emucluster.mpi.status import Status
 
 __all__ = [

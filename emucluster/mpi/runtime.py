@@ -9,9 +9,10 @@ exit status 1 (no finalize, which could wait on peers forever), so emurun stops 
 Outside emurun (no ``EMU_NIC_SOCKET``) the library runs as a singleton: one rank, no NIC;
 sends to itself still work, and a wait that can never be satisfied raises instead of hanging.
 
-Environment: ``EMU_EAGER_LIMIT`` (bytes, default 16,287), ``EMU_MATCH_STORE`` (lhs,
-lhs-grouped, list), ``EMU_RNDV_RM`` (0: rendezvous data as port messages, not RM writes),
-``EMU_STATS_DIR``, and the Port's ``EMU_WAIT`` / ``EMU_SPIN_US``.
+Environment: read once by `init` into a `HostConfig` (``emucluster.config`` declares every
+variable: ``EMU_EAGER_LIMIT``, ``EMU_MATCH_STORE``, ``EMU_RNDV_RM``, ``EMU_STATS_DIR``, the
+Port's ``EMU_WAIT`` / ``EMU_SPIN_US``, the offloads' and the collectives' choices); `config`
+returns it.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from emucluster.mpi import appbypass
+from emucluster.config import HostConfig
 from emucluster.mpi.errors import ERR_OTHER
 from emucluster.mpi.errors import Exception as MPIException
-from emucluster.p2p import EAGER_LIMIT_BYTES, P2P
+from emucluster.offload.app_bypass import shell as appbypass
+from emucluster.p2p import P2P
 from emucluster.port import Port, PortError
 from emucluster.progress import MPI_PORT, Progress
 
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FINALIZE_TIMEOUT_S",
     "abort",
+    "config",
     "engine",
     "finalize",
     "init",
@@ -52,6 +55,7 @@ FINALIZE_TIMEOUT_S = 30.0  # longest Finalize waits for the NIC to complete outs
 MAX_CONTEXT_PAIRS = 4096  # communicators alive at once in one process (context id pairs)
 
 _engine: Progress | None = None
+_config = HostConfig()  # replaced by the environment's at init
 _state = "new"  # new -> initialized -> finalized
 _free_contexts = (1 << MAX_CONTEXT_PAIRS) - 1 - 0b11  # pairs 0 (WORLD) and 1 (SELF) taken
 _wtime_origin = time.perf_counter()
@@ -59,26 +63,25 @@ _wtime_origin = time.perf_counter()
 
 def init() -> Progress:
     """Open the MPI port and build the engine (idempotent while initialized)."""
-    global _engine, _state
+    global _config, _engine, _state
     if _engine is not None:
         return _engine
     if _state == "finalized":
         raise MPIException(ERR_OTHER, "MPI was finalized; it cannot be initialized again")
-    eager = int(os.environ.get("EMU_EAGER_LIMIT", EAGER_LIMIT_BYTES))
-    store = os.environ.get("EMU_MATCH_STORE", "lhs")
+    _config = config = HostConfig.from_env()
+    eager, store = config.eager_limit, config.match_store
     port: Port | None = None
-    if os.environ.get("EMU_NIC_SOCKET"):
+    if config.nic_socket:
         try:
-            port = Port.open(port=MPI_PORT, receive_buffers=128)
+            port = Port.open(config.nic_socket, port=MPI_PORT, receive_buffers=128)
         except PortError as exc:
             raise MPIException(ERR_OTHER, f"cannot open MPI port {MPI_PORT}: {exc}") from exc
         core = P2P(port.node_id, port.num_nodes, eager_limit=eager, store=store)
     else:
         core = P2P(0, 1, eager_limit=eager, store=store)
-    use_rm = os.environ.get("EMU_RNDV_RM", "1") != "0"
-    _engine = Progress(port, core, use_rm=use_rm)
+    _engine = Progress(port, core, use_rm=config.rndv_rm)
     if port is not None:
-        appbypass.install(_engine)
+        appbypass.install(_engine, config)
     _state = "initialized"
     atexit.register(_finalize_at_exit)
     sys.excepthook = _excepthook
@@ -90,6 +93,11 @@ def engine() -> Progress:
     if _engine is None:
         raise MPIException(ERR_OTHER, f"MPI is not initialized (state: {_state})")
     return _engine
+
+
+def config() -> HostConfig:
+    """The settings `init` read from the environment (the defaults before it ran)."""
+    return _config
 
 
 def is_initialized() -> bool:
@@ -110,7 +118,7 @@ def finalize() -> None:
         return
     try:
         appbypass.shutdown(FINALIZE_TIMEOUT_S)  # outstanding reductions complete first
-        nicvmcoll = sys.modules.get("emucluster.mpi.nicvmcoll")  # imported only if used
+        nicvmcoll = sys.modules.get("emucluster.offload.nicvm.shell")  # imported only if used
         if nicvmcoll is not None:
             nicvmcoll.shutdown(FINALIZE_TIMEOUT_S)  # and NICVM broadcasts this root delegated
         progress.finish(FINALIZE_TIMEOUT_S)
@@ -168,7 +176,7 @@ def _stats_of(progress: Progress) -> dict[str, object]:
     bypass = appbypass.active()
     if bypass is not None and bypass.engine is progress:
         out["app_bypass"] = bypass.stats()
-    from emucluster.mpi import mcast
+    from emucluster.offload.nic_mcast import shell as mcast
 
     shell = mcast.active()
     if shell is not None and shell.engine is progress:
@@ -199,7 +207,7 @@ def release_context(context: int) -> None:
 
 
 def _dump_stats(progress: Progress) -> None:
-    directory = os.environ.get("EMU_STATS_DIR")
+    directory = _config.stats_dir
     if not directory:
         return
     try:

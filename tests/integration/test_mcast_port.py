@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING
 import pytest
 
 from emubench.localcluster import NicCluster
-from emucluster.coll.mcast_trees import binomial_tree, postal_tree
+from emucluster.offload.nic_mcast.trees import binomial_tree, postal_tree
 from emucluster.port import McastChildDeadError, Port, PortError, SendFailedError
 from nicd.wire import MsgType
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from emucluster.coll.mcast_trees import Tree
+    from emucluster.offload.nic_mcast.trees import Tree
 
 pytestmark = pytest.mark.slow
 FAULTS = ["--loss", "0.1", "--dup", "0.05", "--reorder", "0.05", "--fault-seed", "3"]

@@ -30,7 +30,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from emucluster.mpi.collctx import TAG_LIMIT
+from emucluster.coll.context import TAG_LIMIT
 
 __all__ = ["FakeContext", "Sim", "SimFailure", "SimRequest", "run_collective"]
 

@@ -25,7 +25,7 @@ from tests.unit.netsim import Route, Transit, perfect
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from emucluster.coll.mcast_trees import Tree
+    from emucluster.offload.nic_mcast.trees import Tree
 
 __all__ = ["GROUP", "PORT", "McastNet", "fast_config", "specs"]
 

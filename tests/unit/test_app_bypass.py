@@ -10,7 +10,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from emucluster import coll
-from emucluster.coll.app_bypass import (
+from emucluster.coll.binomial import reduce_binomial
+from emucluster.coll.context import simulate
+from emucluster.offload.app_bypass import shell as appbypass
+from emucluster.offload.app_bypass.core import (
     AppBypass,
     Descriptor,
     InstanceKey,
@@ -18,9 +21,6 @@ from emucluster.coll.app_bypass import (
     SetSignals,
     reduce_app_bypass,
 )
-from emucluster.coll.binomial import reduce_binomial
-from emucluster.mpi import appbypass
-from emucluster.mpi.collctx import simulate
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emucluster.coll.mcast_trees import binomial_tree, flat_tree, postal_tree
+from emucluster.offload.nic_mcast.trees import binomial_tree, flat_tree, postal_tree
 from nicd.actions import Deliver, McastAction, McastChildDead, McastDone, SendPacket
 from nicd.errors import UsageError
 from nicd.mcast import GroupSpec, McastEngine

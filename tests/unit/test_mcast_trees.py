@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emucluster.coll.mcast_trees import (
+from emucluster.offload.nic_mcast.trees import (
     PostalCosts,
     Tree,
     binomial_tree,

@@ -1,5 +1,5 @@
-"""The nic-mcast bcast algorithm (emucluster.coll.nic_mcast) on simulated ranks: group plans,
-cost fits, calibration, the marker/fallback logic, with a fake NIC that multicasts by
+"""The nic-mcast bcast algorithm (emucluster.offload.nic_mcast.bcast) on simulated ranks: group
+plans, cost fits, calibration, the marker/fallback logic, with a fake NIC that multicasts by
 looping the message back to every other rank."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from emucluster.coll.mcast_trees import PostalCosts
-from emucluster.coll.nic_mcast import (
+from emucluster.coll.context import simulate
+from emucluster.coll.tags import Tag
+from emucluster.offload.nic_mcast.bcast import (
     GROUP_BASE,
     SIZE_CLASSES,
     GroupPlan,
@@ -18,11 +19,11 @@ from emucluster.coll.nic_mcast import (
     fit_costs,
     group_id,
 )
-from emucluster.coll.tags import Tag
-from emucluster.mpi.collctx import simulate
+from emucluster.offload.nic_mcast.trees import PostalCosts
+from emucluster.offload.services import StaticServices
 
 if TYPE_CHECKING:
-    from emucluster.mpi.collctx import CollContext, CollGen
+    from emucluster.coll.context import CollContext, CollGen
 
 EAGER = 100
 
@@ -75,7 +76,7 @@ class WithNic:
 
     def __init__(self, ctx: CollContext, nic: FakeNic) -> None:
         self._ctx = ctx
-        self.mcast = nic
+        self.services = StaticServices(mcast=nic)
         self.rank, self.size = ctx.rank, ctx.size
         self.nodes = tuple(range(ctx.size))
 

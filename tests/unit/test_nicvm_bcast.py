@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from emucluster.coll.nicvm_bcast import DATA, FALLBACK, bcast_nicvm
-from emucluster.mpi.collctx import simulate
+from emucluster.coll.context import simulate
+from emucluster.offload.nicvm.bcast import DATA, FALLBACK, bcast_nicvm
+from emucluster.offload.services import StaticServices
 
 if TYPE_CHECKING:
-    from emucluster.mpi.collctx import CollContext, CollGen
+    from emucluster.coll.context import CollContext, CollGen
 
 
 class _Arrival:
@@ -59,7 +60,7 @@ class FakeNics:
 
 class _WithNic:
     def __init__(self, ctx: CollContext, nic: FakeNics | None) -> None:
-        self._ctx, self.nicvm = ctx, nic
+        self._ctx, self.services = ctx, StaticServices(nicvm=nic)
         self.rank, self.size = ctx.rank, ctx.size
         self.isend, self.irecv = ctx.isend, ctx.irecv
 

@@ -7,8 +7,8 @@ import pickle
 import numpy as np
 import pytest
 
+from emucluster.coll.context import simulate
 from emucluster.mpi.buffers import message
-from emucluster.mpi.collctx import simulate
 from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG, UNDEFINED
 from emucluster.mpi.datatypes import predefined as dt
 from emucluster.mpi.errors import ERR_BUFFER, ERR_COUNT, ERR_TRUNCATE, ERR_TYPE

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from emucluster import MPI
-from emucluster.mpi import appbypass
+from emucluster.offload.app_bypass import shell as appbypass
 
 comm = MPI.COMM_WORLD
 rank, size = comm.rank, comm.size

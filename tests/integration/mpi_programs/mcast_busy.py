@@ -17,7 +17,7 @@ import sys
 import time
 
 from emucluster import MPI
-from emucluster.coll.mcast_trees import binomial_tree
+from emucluster.offload.nic_mcast.trees import binomial_tree
 
 comm = MPI.COMM_WORLD
 rank, size = comm.rank, comm.size

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from emucluster import MPI, nicvm
-from emucluster.coll.nicvm_bcast import MODULE_NAME
+from emucluster.offload.nicvm.bcast import MODULE_NAME
 
 if TYPE_CHECKING:
     from collections.abc import Callable

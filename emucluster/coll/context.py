@@ -47,6 +47,8 @@ from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from typing import Protocol, TypeVar
 
+from emucluster.errors import EmuclusterError
+
 __all__ = [
     "TAG_LIMIT",
     "CollContext",
@@ -137,7 +139,7 @@ def drive(gen: CollGen[T], wait_all: Callable[[list[CollRequest]], None]) -> T:
 # -- in-memory simulation (pure; for unit tests of algorithms) ----------------------------------
 
 
-class SimDeadlockError(RuntimeError):
+class SimDeadlockError(RuntimeError, EmuclusterError):
     """`simulate`: no rank can make progress but some have not returned (an algorithm bug)."""
 
 

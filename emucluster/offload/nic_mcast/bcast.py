@@ -7,7 +7,7 @@ the right communicator and root, in call order, beside any point-to-point traffi
 
 Groups are demand-driven (§6): the first bcast from a root on a communicator posts that
 root's groups to every member's NIC, one group per distinct tree (`GroupPlan`). Trees
-(§5.4-§5.5, :mod:`emucluster.coll.mcast_trees`) are postal-optimal for the message size,
+(§5.4-§5.5, :mod:`emucluster.offload.nic_mcast.trees`) are postal-optimal for the message size,
 from the end-to-end latency ``L`` and per-extra-destination cost ``g`` measured on the
 running cluster by the first nic-mcast bcast of a communicator (`calibrate`: ranks 0 and 1
 time ping-pongs of 0 B and 8 KiB messages for ``L``, rank 0 times handing a burst of such
@@ -35,14 +35,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from emucluster.coll.binomial import bcast_binomial
-from emucluster.coll.mcast_trees import PostalCosts, Tree, binomial_tree
 from emucluster.coll.payload import received
 from emucluster.coll.tags import Tag
+from emucluster.offload.nic_mcast.trees import PostalCosts, Tree, binomial_tree
+from emucluster.offload.services import services_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from emucluster.mpi.collctx import CollContext, CollGen
+    from emucluster.coll.context import CollContext, CollGen
 
 __all__ = [
     "CALIBRATION_SIZES",
@@ -70,7 +71,7 @@ _COSTS = struct.Struct(">4d")  # L0, L per byte, g0, g per byte (seconds)
 
 
 class McastService(Protocol):
-    """What the algorithm needs from the MPI layer (``CallContext.mcast``)."""
+    """What the algorithm needs from the MPI layer (``ctx.services.mcast``)."""
 
     @property
     def eager_limit(self) -> int:
@@ -232,7 +233,8 @@ def calibrate(ctx: CollContext, service: McastService) -> CollGen[PostalCosts]:
 def bcast_nic_mcast(ctx: CollContext, data: bytes | None, root: int) -> CollGen[bytes]:
     """Broadcast ``data`` from ``root`` by NIC multicast (eager sizes), else host binomial.
     Without the service (no NIC) or on one rank this is `bcast_binomial`."""
-    service: McastService | None = getattr(ctx, "mcast", None)
+    services = services_of(ctx)
+    service = None if services is None else services.mcast
     if service is None or ctx.size == 1:
         return (yield from bcast_binomial(ctx, data, root))
     service.check(ctx)

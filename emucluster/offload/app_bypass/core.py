@@ -5,7 +5,7 @@ queue, the combining logic, and the reduce algorithm the registry names ``app-by
 ``Reduce`` call (Fig 3.3: `start`, `consume` per child, `leave`) and an application-bypass
 packet handed over by the progress engine (Fig 3.5: `on_packet`); each returns
 ``list[Action]`` (`SendUp` a finished result to the parent, `SetSignals` on or off). The
-MPI layer (``emucluster.mpi.appbypass``) carries them out and is the `BypassService` the
+MPI layer (``emucluster.offload.app_bypass.shell``) carries them out and is the `BypassService` the
 algorithm `reduce_app_bypass` talks to.
 
 Invariants:
@@ -33,11 +33,12 @@ from emucluster.coll.binomial import reduce_binomial
 from emucluster.coll.payload import received
 from emucluster.coll.tags import Tag
 from emucluster.coll.trees import binomial_children, binomial_parent
+from emucluster.offload.services import services_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from emucluster.mpi.collctx import CollContext, CollGen, CollRequest, Combine
+    from emucluster.coll.context import CollContext, CollGen, CollRequest, Combine
 
 __all__ = [
     "COUNTERS",
@@ -217,7 +218,7 @@ class AppBypass:
 
 
 class BypassService(Protocol):
-    """What the algorithm needs from the MPI layer (``CallContext.bypass``)."""
+    """What the algorithm needs from the MPI layer (``ctx.services.bypass``)."""
 
     @property
     def core(self) -> AppBypass:
@@ -255,7 +256,8 @@ def reduce_app_bypass(
     asynchronous part. Root and leaves take the default path; a reduce of uniform size
     (buffers) above the eager limit, or a context without the service, falls back to
     `reduce_binomial`. Every message of an instance is an application-bypass packet."""
-    service: BypassService | None = getattr(ctx, "bypass", None)
+    services = services_of(ctx)
+    service = None if services is None else services.bypass
     uniform = bool(getattr(combine, "uniform", False))
     if service is None or (uniform and len(data) > service.eager_limit):
         return (yield from reduce_binomial(ctx, data, combine, root))

@@ -1,16 +1,16 @@
 """The NIC-multicast shell of one rank: posts groups, multicasts, hands arrivals to matching.
 
-The `McastService` of :mod:`emucluster.coll.nic_mcast` (bcast algorithm ``nic-mcast``,
+The `McastService` of :mod:`emucluster.offload.nic_mcast.bcast` (bcast algorithm ``nic-mcast``,
 chosen by ``EMU_BCAST=nic-mcast``, ``emurun --bcast nic-mcast`` or ``algorithm=``), installed
 on first use. It talks to the rank's NIC through the MPI Port (``Port.create_group`` and
 ``Port.multicast``) and installs a progress-engine hook that takes every MCAST_DATA message
 into the point-to-point matching as the eager message its envelope names (seed 001 §6: "the
 destinations invoke blocking receiving operations as MPI_Recv does").
 
-Environment: ``EMU_MCAST_TREE`` = ``postal`` (default: postal-optimal trees from the costs
-measured by the first nic-mcast bcast of each communicator) or ``binomial``;
-``EMU_MCAST_COSTS`` = ``L0,L_per_byte,g0,g_per_byte`` in microseconds fixes the postal costs
-instead of measuring them (benchmarks, tests).
+Environment (``HostConfig.mcast_tree``, ``.mcast_costs``): ``EMU_MCAST_TREE`` = ``postal``
+(default: postal-optimal trees from the costs measured by the first nic-mcast bcast of each
+communicator) or ``binomial``; ``EMU_MCAST_COSTS`` = ``L0,L_per_byte,g0,g_per_byte`` in
+microseconds fixes the postal costs instead of measuring them (benchmarks, tests).
 
 A multicast's completion at the root is lazy, like an eager send: its SENT is absorbed by the
 progress engine; an ERROR (a dead child) and a child-dead event at a forwarding node mark the
@@ -20,27 +20,25 @@ nic-mcast bcast on a communicator containing it, raises ``MPI.ERR_PROC_FAILED``.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import TYPE_CHECKING
 
-from emucluster.coll.mcast_trees import PostalCosts
-from emucluster.coll.nic_mcast import LARGE
 from emucluster.coll.tags import Tag
+from emucluster.config import ENV_MCAST_COSTS, ENV_MCAST_TREE, HostConfig
 from emucluster.mpi.errors import ERR_ARG, ERR_PROC_FAILED
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.offload.nic_mcast.bcast import LARGE
+from emucluster.offload.nic_mcast.trees import PostalCosts
 from nicd.wire import MsgType
 
 if TYPE_CHECKING:
-    from emucluster.coll.nic_mcast import GroupPlan, McastService
-    from emucluster.mpi.collctx import CollContext
+    from emucluster.coll.context import CollContext
+    from emucluster.offload.nic_mcast.bcast import GroupPlan, McastService
     from emucluster.port import RecvEvent
     from emucluster.progress import Progress
 
-__all__ = ["COSTS_ENV", "TREE_ENV", "McastShell", "active", "install", "parse_costs"]
+__all__ = ["McastShell", "active", "install", "parse_costs"]
 
-TREE_ENV = "EMU_MCAST_TREE"
-COSTS_ENV = "EMU_MCAST_COSTS"
 _TREES = ("postal", "binomial")
 
 _shell: McastShell | None = None
@@ -51,11 +49,11 @@ def active() -> McastShell | None:
     return _shell
 
 
-def install(engine: Progress) -> McastShell:
-    """The shell for ``engine`` (installed on first call)."""
+def install(engine: Progress, config: HostConfig | None = None) -> McastShell:
+    """The shell for ``engine`` (installed on first call; ``config``: the environment's)."""
     global _shell
     if _shell is None or _shell.engine is not engine:
-        _shell = McastShell(engine)
+        _shell = McastShell(engine, config)
     return _shell
 
 
@@ -64,24 +62,25 @@ def parse_costs(text: str) -> PostalCosts:
     try:
         l0, lb, g0, gb = (float(x) / 1e6 for x in text.split(","))
     except ValueError:
-        raise MPIException(ERR_ARG, f"{COSTS_ENV}={text!r}: expected four numbers") from None
+        raise MPIException(ERR_ARG, f"{ENV_MCAST_COSTS}={text!r}: expected four numbers") from None
     if not l0 > 0 or min(lb, g0, gb) < 0:
-        raise MPIException(ERR_ARG, f"{COSTS_ENV}={text!r}: need L0 > 0, the rest >= 0")
+        raise MPIException(ERR_ARG, f"{ENV_MCAST_COSTS}={text!r}: need L0 > 0, the rest >= 0")
     return PostalCosts(latency_s=l0, gap_s=g0, latency_per_byte_s=lb, gap_per_byte_s=gb)
 
 
 class McastShell:
     """NIC multicast for the MPI layer of one rank (one per process)."""
 
-    def __init__(self, engine: Progress) -> None:
+    def __init__(self, engine: Progress, config: HostConfig | None = None) -> None:
         self.engine = engine
         self.eager_limit = engine.core.eager_limit
         self.num_nodes = engine.port.num_nodes
-        kind = os.environ.get(TREE_ENV, "postal").strip().lower() or "postal"
+        config = config or HostConfig.from_env()
+        kind = config.mcast_tree
         if kind not in _TREES:
-            raise MPIException(ERR_ARG, f"{TREE_ENV}={kind!r}: expected postal or binomial")
+            raise MPIException(ERR_ARG, f"{ENV_MCAST_TREE}={kind!r}: expected postal or binomial")
         self.tree_kind = kind
-        fixed = os.environ.get(COSTS_ENV, "").strip()
+        fixed = config.mcast_costs
         self._fixed = parse_costs(fixed) if fixed else None
         self._costs: dict[int, PostalCosts] = {}
         self._plans: dict[tuple[int, int], GroupPlan] = {}

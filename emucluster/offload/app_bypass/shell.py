@@ -4,7 +4,7 @@ Installed at Init (only the packet hook: a child's packet may arrive before this
 first application-bypass Reduce); the signal handlers follow when signals are first enabled.
 Reduce uses it with algorithm ``app-bypass`` (``EMU_REDUCE=app-bypass``, ``emurun --reduce
 app-bypass`` or ``algorithm="app-bypass"``). It is the `BypassService` of
-``emucluster.coll.app_bypass`` and carries out that core's actions:
+``emucluster.offload.app_bypass.core`` and carries out that core's actions:
 
 * Fig 3.4: the progress engine hands every AB_COLL packet to `Bypass.on_packet`. A packet
   flagged for the root of its instance goes to the default point-to-point matching; any
@@ -19,18 +19,18 @@ app-bypass`` or ``algorithm="app-bypass"``). It is the `BypassService` of
   program is outside the library.
 * Finalize (and exit) first waits until every outstanding reduction completed.
 
-``EMU_AB_DELAY_US`` sets the optional delay before an internal node leaves Reduce with
-children outstanding (thesis 3.3.5; default 0: off).
+``EMU_AB_DELAY_US`` (``HostConfig.ab_delay_us``) sets the optional delay before an internal
+node leaves Reduce with children outstanding (thesis 3.3.5; default 0: off).
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 from typing import TYPE_CHECKING
 
-from emucluster.coll.app_bypass import AppBypass, InstanceKey, SendUp, SetSignals
+from emucluster.config import HostConfig
+from emucluster.offload.app_bypass.core import AppBypass, InstanceKey, SendUp, SetSignals
 from emucluster.p2p import Transmit
 from emucluster.progress import MPI_PORT
 from nicd.wire import MsgType
@@ -39,15 +39,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from types import FrameType
 
-    from emucluster.coll.app_bypass import Action
-    from emucluster.mpi.collctx import CollContext, CollRequest
+    from emucluster.coll.context import CollContext, CollRequest
+    from emucluster.offload.app_bypass.core import Action
     from emucluster.port import RecvEvent
     from emucluster.progress import Progress
 
-__all__ = ["AB_TO_ROOT", "DELAY_ENV", "RETRY_S", "Bypass", "active", "install", "shutdown"]
+__all__ = ["AB_TO_ROOT", "RETRY_S", "Bypass", "active", "install", "shutdown"]
 
 AB_TO_ROOT = 0x1  # AB_COLL flag (AM-handler field): for the root of its instance (Fig 3.4)
-DELAY_ENV = "EMU_AB_DELAY_US"
 RETRY_S = 0.001  # a deferred signal is retried after this long
 DRAIN_TIMEOUT_S = 30.0  # longest Finalize waits for outstanding reductions
 _U32 = 0xFFFFFFFF
@@ -61,11 +60,11 @@ def active() -> Bypass | None:
     return _bypass
 
 
-def install(engine: Progress) -> Bypass:
-    """The shell for ``engine`` (installed on first call)."""
+def install(engine: Progress, config: HostConfig | None = None) -> Bypass:
+    """The shell for ``engine`` (installed on first call; ``config``: the environment's)."""
     global _bypass
     if _bypass is None or _bypass.engine is not engine:
-        _bypass = Bypass(engine)
+        _bypass = Bypass(engine, config)
     return _bypass
 
 
@@ -89,11 +88,11 @@ def in_library(frame: FrameType | None) -> bool:
 class Bypass:
     """The application-bypass shell of one rank (one per process)."""
 
-    def __init__(self, engine: Progress) -> None:
+    def __init__(self, engine: Progress, config: HostConfig | None = None) -> None:
         self.engine = engine
         self.core = AppBypass()
         self.eager_limit = engine.core.eager_limit
-        self.delay_s = float(os.environ.get(DELAY_ENV, "0") or 0) / 1e6
+        self.delay_s = (config or HostConfig.from_env()).ab_delay_us / 1e6
         self.seen = 0
         """AB_COLL packets taken in (the NIC compares it with what it delivered)."""
         self.signals_on = False

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Protocol
 from emucluster.coll.barrier import barrier_dissemination
 from emucluster.coll.binomial import bcast_binomial
 from emucluster.coll.payload import received
+from emucluster.offload.services import services_of
 
 if TYPE_CHECKING:
-    from emucluster.mpi.collctx import CollContext, CollGen, CollRequest
+    from emucluster.coll.context import CollContext, CollGen, CollRequest
 
 __all__ = ["DATA", "FALLBACK", "MODULE_NAME", "NicvmService", "bcast_nicvm"]
 
@@ -57,7 +58,8 @@ class NicvmService(Protocol):
 
 def bcast_nicvm(ctx: CollContext, data: bytes | None, root: int) -> CollGen[bytes]:
     """Broadcast ``data`` from ``root`` with the NICs forwarding down Fig 4.3's binary tree."""
-    service: NicvmService | None = getattr(ctx, "nicvm", None)
+    services = services_of(ctx)
+    service = None if services is None else services.nicvm
     if service is None or ctx.size == 1:
         return (yield from bcast_binomial(ctx, data, root))
     if service.prepare(ctx):

@@ -1,6 +1,6 @@
 """The NICVM broadcast's shell in one rank: module upload, communicator maps, packet hook.
 
-The `NicvmService` of ``emucluster.coll.nicvm_bcast``, installed on the first ``nicvm``
+The `NicvmService` of ``emucluster.offload.nicvm.bcast``, installed on the first ``nicvm``
 broadcast. The progress engine hands it every ``NICVM_DATA`` message (its hook); a message is
 matched to its call by (communicator id, wire tag): the tag travels in user argument 0, the
 communicator id in the NIC's communicator field. One that arrives before its call waits here
@@ -14,18 +14,18 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from emucluster import nicvm
-from emucluster.coll.nicvm_bcast import MODULE_NAME
 from emucluster.coll.tags import Tag
+from emucluster.offload.nicvm.bcast import MODULE_NAME
 from nicd import hostlink as hl
 from nicd.nicvm.modules import BCAST_BINARY_TREE
 from nicd.wire import MsgType
 
 if TYPE_CHECKING:
-    from emucluster.mpi.collctx import CollContext
+    from emucluster.coll.context import CollContext
     from emucluster.port import RecvEvent
     from emucluster.progress import Progress
 
-__all__ = ["MAX_OUTSTANDING", "NicvmBcast", "service", "shutdown"]
+__all__ = ["MAX_OUTSTANDING", "NicvmBcast", "install", "shutdown"]
 
 MAX_OUTSTANDING = 64  # root delegations left unanswered before the root waits
 TIMEOUT_S = 30.0
@@ -40,14 +40,9 @@ def shutdown(timeout: float = TIMEOUT_S) -> None:
         _service.close(timeout)
 
 
-def service() -> NicvmBcast | None:
-    """The shell of this rank (None without a NIC)."""
+def install(engine: Progress) -> NicvmBcast:
+    """The shell for ``engine`` (installed on first call)."""
     global _service
-    from emucluster.mpi import runtime
-
-    engine = runtime.engine()
-    if engine.singleton:
-        return None
     if _service is None or _service.engine is not engine:
         _service = NicvmBcast(engine)
     return _service

@@ -1,0 +1,1 @@
+"""Application-bypass reduce (thesis ch. 3): the sans-IO core and the signal shell."""

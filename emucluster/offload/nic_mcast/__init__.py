@@ -1,0 +1,1 @@
+"""NIC-multicast broadcast (seed 001): the algorithm, its trees and the port shell."""

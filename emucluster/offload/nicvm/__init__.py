@@ -1,0 +1,1 @@
+"""NICVM broadcast (thesis ch. 4): the algorithm and the module-upload shell."""
