@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from emubench.localcluster import NicCluster
 from emucluster.port import Port
 from nicd import hostlink as hl
-from nicd.localcluster import NicCluster
 
 if TYPE_CHECKING:
     from pathlib import Path
