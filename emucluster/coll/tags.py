@@ -31,5 +31,5 @@ class Tag(IntEnum):
     ALLTOALL = 11
     SCAN = 12
     EXSCAN = 13
-    MCAST = 14  # NIC-multicast bcast: the root's multicast message (coll.nic_mcast)
+    MCAST = 14  # NIC-multicast bcast: the root's multicast message (offload.nic_mcast)
     MCAST_CALIBRATE = 15  # ... and the ping-pongs that measure the postal-model costs

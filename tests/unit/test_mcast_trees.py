@@ -1,4 +1,5 @@
-"""mcast_trees.py: spanning, one parent, the §5.4 id rule, postal optimality by brute force."""
+"""offload/nic_mcast/trees.py: spanning, one parent, the §5.4 id rule, postal optimality by
+brute force."""
 
 from __future__ import annotations
 
