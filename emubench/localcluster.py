@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from nicd import manage
+from nicd.ready import Ready, decode_ready_untrusted
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -57,8 +58,10 @@ class NicCluster:
             )
         for node, proc in enumerate(self.procs):
             ready = _read_ready(proc)
-            self.udp[node] = (ready["udp"][0], ready["udp"][1])
-            self.sockets[node] = ready["socket"]
+            if ready.node != node:
+                raise RuntimeError(f"nicd started as node {node} announced node {ready.node}")
+            self.udp[node] = ready.udp
+            self.sockets[node] = ready.socket
         routes = {**self.udp, **(extra_routes or {})}
         for path in self.sockets.values():
             manage.set_routes(path, routes, timeout=10)
@@ -89,7 +92,7 @@ class NicCluster:
         return codes
 
 
-def _read_ready(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
+def _read_ready(proc: subprocess.Popen[bytes]) -> Ready:
     assert proc.stdout is not None
     deadline = time.monotonic() + READY_TIMEOUT_S
     line = b""
@@ -103,10 +106,7 @@ def _read_ready(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
             if not chunk:
                 raise RuntimeError(f"nicd exited before it was ready (code {proc.wait()})")
             line += chunk
-    text = line.decode().strip()
-    assert text.startswith("NICD_READY "), text
-    announced: dict[str, Any] = json.loads(text.removeprefix("NICD_READY "))
-    return announced
+    return decode_ready_untrusted(line)
 
 
 def run_hosts(  # a test helper: each host program prints a JSON line
