@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from emucluster.port import Port
 from nicd import hostlink as hl
+from nicd.grim.xlate import AddressMap
 from nicd.grimlink import RmStatusEvent, RmXlateReply, RmXlateReq
-from nicd.xlate import AddressMap
 
 if TYPE_CHECKING:
     import socket

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from nicd.hostlink import HostRecord
-    from nicd.wire import ControlPacket, DataPacket, MsgType
+    from nicd.link.wire import ControlPacket, DataPacket, MsgType
 
 __all__ = [
     "Deliver",
@@ -143,4 +143,4 @@ class McastChildDead:
 
 
 McastAction = SendPacket | Deliver | McastDone | McastChildDead
-"""What the multicast core (:mod:`nicd.mcast`) returns."""
+"""What the multicast core (:mod:`nicd.mcast.engine`) returns."""

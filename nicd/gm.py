@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from nicd.channels import Admission
 from nicd.errors import UsageError
-from nicd.wire import DataPacket, MsgType
+from nicd.link.channels import Admission
+from nicd.link.wire import DataPacket, MsgType
 
 __all__ = ["PortState", "PortTable"]
 

@@ -30,17 +30,17 @@ from nicd.actions import (
     ToHost,
     Transmit,
 )
-from nicd.channels import Transport
 from nicd.errors import BadPacket, UsageError
-from nicd.faults import FaultPlan
 from nicd.gm import PortTable
-from nicd.grim import GrimNic, NicSend, ToPort
+from nicd.grim.service import GrimNic, NicSend, ToPort
 from nicd.grimlink import NIC_PORT, GrimRecord
-from nicd.mcast import McastConfig
-from nicd.mcast_nic import McastNic
-from nicd.nicvm_engine import NICVM_TYPES, NicvmEngine
+from nicd.link.channels import Transport
+from nicd.link.faults import FaultPlan
+from nicd.link.wire import SIGNAL_TYPES, ControlPacket, MsgType, decode_untrusted, encode
+from nicd.mcast.engine import McastConfig
+from nicd.mcast.service import McastNic
+from nicd.nicvm.engine import NICVM_TYPES, NicvmEngine
 from nicd.stats import LinkStats
-from nicd.wire import SIGNAL_TYPES, ControlPacket, MsgType, decode_untrusted, encode
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from nicd.actions import TransportAction
     from nicd.config import NicConfig
     from nicd.gm import PortState
-    from nicd.reliable import Admission
-    from nicd.wire import DataPacket
+    from nicd.link.reliable import Admission
+    from nicd.link.wire import DataPacket
 
 __all__ = ["Addr", "NicCore"]
 
@@ -420,7 +420,7 @@ class NicCore:
         link.bytes_out += sum(len(d) for _, d in datagrams)
         return [Transmit(addr, datagram, control) for addr, datagram in datagrams]
 
-    # -- GRIM interfaces (nicd.grim) --------------------------------------------------------
+    # -- GRIM interfaces (nicd.grim) ----------------------------------------------------------
 
     def _admit(self, first: DataPacket) -> Admission:
         verdict = self.grim.admit(first)

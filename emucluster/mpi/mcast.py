@@ -29,7 +29,7 @@ from emucluster.coll.nic_mcast import LARGE
 from emucluster.coll.tags import Tag
 from emucluster.mpi.errors import ERR_ARG, ERR_PROC_FAILED
 from emucluster.mpi.errors import Exception as MPIException
-from nicd.wire import MsgType
+from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
     from emucluster.coll.nic_mcast import GroupPlan, McastService

@@ -17,8 +17,8 @@ from emucluster import nicvm
 from emucluster.coll.nicvm_bcast import MODULE_NAME
 from emucluster.coll.tags import Tag
 from nicd import hostlink as hl
+from nicd.link.wire import MsgType
 from nicd.nicvm.modules import BCAST_BINARY_TREE
-from nicd.wire import MsgType
 
 if TYPE_CHECKING:
     from emucluster.mpi.collctx import CollContext

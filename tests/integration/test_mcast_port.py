@@ -10,8 +10,8 @@ import pytest
 
 from emucluster.coll.mcast_trees import binomial_tree, postal_tree
 from emucluster.port import McastChildDeadError, Port, PortError, SendFailedError
+from nicd.link.wire import MsgType
 from nicd.localcluster import NicCluster
-from nicd.wire import MsgType
 
 if TYPE_CHECKING:
     from pathlib import Path

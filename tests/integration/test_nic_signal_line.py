@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from emucluster.port import Port, RecvEvent
+from nicd.link.wire import MsgType
 from nicd.localcluster import NicCluster
-from nicd.wire import MsgType
 
 if TYPE_CHECKING:
     from pathlib import Path

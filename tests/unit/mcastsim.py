@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from nicd.actions import Deliver, McastAction, McastChildDead, McastDone, SendPacket
 from nicd.errors import BadPacket
-from nicd.mcast import GroupSpec, McastConfig, McastEngine
-from nicd.wire import ControlPacket, DataPacket, MsgType, decode_untrusted, encode
+from nicd.link.wire import ControlPacket, DataPacket, MsgType, decode_untrusted, encode
+from nicd.mcast.engine import GroupSpec, McastConfig, McastEngine
 from tests.unit.netsim import Route, Transit, perfect
 
 if TYPE_CHECKING:

@@ -30,10 +30,10 @@ from nicd.actions import (
     SendPacket,
     TransportAction,
 )
-from nicd.channels import Admission, Transport
 from nicd.config import TransportConfig
 from nicd.errors import BadPacket
-from nicd.wire import ControlPacket, DataPacket, MsgType, decode_untrusted, encode
+from nicd.link.channels import Admission, Transport
+from nicd.link.wire import ControlPacket, DataPacket, MsgType, decode_untrusted, encode
 
 __all__ = [
     "LINK_DELAY_S",

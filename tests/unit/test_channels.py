@@ -13,7 +13,9 @@ from hypothesis import HealthCheck, event, given, settings, target
 from hypothesis import strategies as st
 
 from nicd.actions import PeerDead, SendFailed, SendPacket
-from nicd.channels import (
+from nicd.config import TransportConfig
+from nicd.errors import UsageError
+from nicd.link.channels import (
     END_STATES,
     PEER_TRANSITIONS,
     Admission,
@@ -22,9 +24,7 @@ from nicd.channels import (
     StreamKey,
     Transport,
 )
-from nicd.config import TransportConfig
-from nicd.errors import UsageError
-from nicd.wire import ControlPacket, DataPacket, MsgType, NackReason
+from nicd.link.wire import ControlPacket, DataPacket, MsgType, NackReason
 from tests.unit.netsim import BadNetwork, Net, Transit, perfect, test_config
 
 MTU = 64

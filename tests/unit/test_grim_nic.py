@@ -1,4 +1,4 @@
-"""GRIM on the NIC (nicd.grim through NicCore): RM-V/RM-P/RM-RV, the translation cache with
+"""GRIM on the NIC (nicd.grim.service through NicCore): RM-V/RM-P/RM-RV, the translation cache with
 host upcalls, statuses for every refusal, and the AM registry; two cores on a fake clock."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import struct
 
 from nicd import hostlink as hl
 from nicd.actions import NicAction, ToHost, Transmit
-from nicd.amregistry import decode_reply, encode_request
 from nicd.config import NicConfig
+from nicd.grim.amregistry import decode_reply, encode_request
 from nicd.grimlink import (
     NIC_PORT,
     NOTIFY_P,
@@ -21,8 +21,8 @@ from nicd.grimlink import (
     RmXlateReply,
     RmXlateReq,
 )
+from nicd.link.wire import MsgType
 from nicd.nic import NicCore
-from nicd.wire import MsgType
 
 ADDRS = {0: ("127.0.0.1", 1001), 1: ("127.0.0.1", 1002)}
 PORT = 3

@@ -11,8 +11,8 @@ import pytest
 from nicd import hostlink as hl
 from nicd.actions import NicAction, ToHost, Transmit
 from nicd.config import NicConfig
+from nicd.link.wire import ControlPacket, DataPacket, MsgType, decode_untrusted
 from nicd.nic import NicCore
-from nicd.wire import ControlPacket, DataPacket, MsgType, decode_untrusted
 
 CONN = 1  # every core's host connection id
 PORT = 2

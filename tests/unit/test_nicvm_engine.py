@@ -13,11 +13,11 @@ from nicd import hostlink as hl
 from nicd.actions import RaiseSignal, ToHost, Transmit
 from nicd.config import NicConfig, NicvmConfig
 from nicd.errors import ProtocolViolation
+from nicd.link.wire import MsgType
 from nicd.nic import NicCore
 from nicd.nicvm.limits import DEFAULT_FUEL
 from nicd.nicvm.modules import BCAST_BINARY_TREE, NOOP
 from nicd.nicvm.packet import encode_preamble
-from nicd.wire import MsgType
 
 PORT = 2
 CONN = 1

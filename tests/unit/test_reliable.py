@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from nicd.actions import Deliver, SendComplete, SendFailed, SendPacket
-from nicd.channels import TransportStats
-from nicd.reliable import (
+from nicd.link.channels import TransportStats
+from nicd.link.reliable import (
     REFUSAL_HOLD,
     SEQ_MASK,
     Admission,
@@ -16,8 +16,8 @@ from nicd.reliable import (
     GbnSender,
     unwrap,
 )
-from nicd.rto import Rto, RttEstimator
-from nicd.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
+from nicd.link.rto import Rto, RttEstimator
+from nicd.link.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
 from tests.unit.factories import data_packet
 from tests.unit.netsim import test_config
 

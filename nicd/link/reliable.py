@@ -27,13 +27,13 @@ from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from nicd.actions import Deliver, SendComplete, SendFailed, SendPacket
-from nicd.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
+from nicd.link.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
 
 if TYPE_CHECKING:
     from nicd.actions import TransportAction
-    from nicd.channels import TransportStats
     from nicd.config import TransportConfig
-    from nicd.rto import Rto
+    from nicd.link.channels import TransportStats
+    from nicd.link.rto import Rto
 
 __all__ = [
     "REFUSAL_HOLD",

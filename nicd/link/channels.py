@@ -25,16 +25,16 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from nicd.actions import PeerDead, SendFailed
 from nicd.errors import UsageError
-from nicd.reliable import Admission, Admit, GbnReceiver, GbnSender
-from nicd.rto import Rto, RttEstimator
-from nicd.wire import MAX_NODE, MAX_PORT, MsgType
+from nicd.link.reliable import Admission, Admit, GbnReceiver, GbnSender
+from nicd.link.rto import Rto, RttEstimator
+from nicd.link.wire import MAX_NODE, MAX_PORT, MsgType
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from nicd.actions import TransportAction
     from nicd.config import TransportConfig
-    from nicd.wire import ControlPacket, DataPacket
+    from nicd.link.wire import ControlPacket, DataPacket
 
 __all__ = [
     "END_STATES",

@@ -26,8 +26,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from nicd.amregistry import Registry
 from nicd.errors import BadPacket
+from nicd.grim.amregistry import Registry
+from nicd.grim.xlate import Translation, TranslationCache
 from nicd.grimlink import (
     NIC_PORT,
     NOTIFY_P,
@@ -41,15 +42,14 @@ from nicd.grimlink import (
     RmXlateReply,
     RmXlateReq,
 )
-from nicd.reliable import Admission
-from nicd.wire import MsgType
-from nicd.xlate import Translation, TranslationCache
+from nicd.link.reliable import Admission
+from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
     from nicd.actions import Deliver
     from nicd.gm import PortTable
     from nicd.grimlink import GrimRecord
-    from nicd.wire import DataPacket
+    from nicd.link.wire import DataPacket
 
 __all__ = [
     "DYNAMIC_ENTRIES",

@@ -8,8 +8,8 @@ packet to each child by rewriting the destination (multisend, §3.1/§5.1). An i
 NIC forwards every in-order packet to its children as it arrives (pipelined, no host; §3.2,
 §5.2) and delivers each whole message to its host port, deliver-then-forward as the paper does
 or forward-first (``McastConfig.forward_first``). Reliability (§5.3) is per group: every hop
-keeps the root's sequence numbers; the receiving side lives in :mod:`nicd.mcast_recv`, the
-shared send records and per-child ACK state in :mod:`nicd.mcast_send`.
+keeps the root's sequence numbers; the receiving side lives in :mod:`nicd.mcast.recv`, the
+shared send records and per-child ACK state in :mod:`nicd.mcast.send`.
 
 Invariants: one group id names one group at a time; a node is either the root (no parent) or
 has exactly one parent; packets of a group carry its epoch and are accepted only under the
@@ -29,11 +29,9 @@ from typing import TYPE_CHECKING
 
 from nicd.actions import SendPacket
 from nicd.errors import BadPacket, UsageError
-from nicd.mcast_recv import McastReceiver, Verdict
-from nicd.mcast_send import McastSender, earliest, rewrite
-from nicd.reliable import SEQ_MASK, Admission
-from nicd.rto import RttEstimator
-from nicd.wire import (
+from nicd.link.reliable import SEQ_MASK, Admission
+from nicd.link.rto import RttEstimator
+from nicd.link.wire import (
     MAX_NODE,
     MAX_PORT,
     MCAST_EPOCH_MASK,
@@ -44,10 +42,12 @@ from nicd.wire import (
     fragment_flags,
     mcast_ack_packet,
 )
+from nicd.mcast.recv import McastReceiver, Verdict
+from nicd.mcast.send import McastSender, earliest, rewrite
 
 if TYPE_CHECKING:
     from nicd.actions import McastAction
-    from nicd.wire import ControlPacket
+    from nicd.link.wire import ControlPacket
 
 __all__ = ["GroupSpec", "GroupView", "McastAdmit", "McastConfig", "McastEngine", "McastStats"]
 

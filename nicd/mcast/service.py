@@ -37,13 +37,13 @@ from nicd.actions import (
     ToHost,
 )
 from nicd.errors import UsageError
-from nicd.mcast import GroupSpec, McastConfig, McastEngine
-from nicd.reliable import Admission
+from nicd.link.reliable import Admission
+from nicd.mcast.engine import GroupSpec, McastConfig, McastEngine
 
 if TYPE_CHECKING:
     from nicd.actions import McastAction, TransportAction
     from nicd.gm import PortState, PortTable
-    from nicd.wire import ControlPacket, DataPacket
+    from nicd.link.wire import ControlPacket, DataPacket
 
 __all__ = ["McastNic", "Outcome"]
 

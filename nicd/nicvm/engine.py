@@ -32,17 +32,17 @@ import msgpack
 from nicd import hostlink as hl
 from nicd.actions import SendFailed, ToHost, TransportAction
 from nicd.errors import BadPacket, UsageError
+from nicd.link.wire import MsgType
 from nicd.nicvm import NicvmError, Outcome, Packet, Result, compile_module, run
 from nicd.nicvm.packet import check_name, decode_preamble_untrusted, encode_preamble
-from nicd.wire import MsgType
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from nicd.actions import Deliver
-    from nicd.channels import Transport
     from nicd.config import NicvmConfig
     from nicd.gm import PortTable
+    from nicd.link.channels import Transport
     from nicd.nicvm import Module, SendDescriptor
 
 __all__ = ["NICVM_TYPES", "EngineAction", "Loaded", "NicvmEngine"]
