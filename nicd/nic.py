@@ -37,7 +37,7 @@ from nicd.grimlink import NIC_PORT, GrimRecord
 from nicd.link.channels import Transport
 from nicd.link.faults import FaultPlan
 from nicd.link.wire import SIGNAL_TYPES, ControlPacket, MsgType, decode_untrusted, encode
-from nicd.mcast.engine import McastConfig
+from nicd.mcast.config import McastConfig
 from nicd.mcast.service import McastNic
 from nicd.nicvm.engine import NICVM_TYPES, NicvmEngine
 from nicd.stats import LinkStats

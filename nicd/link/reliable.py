@@ -32,8 +32,8 @@ from nicd.link.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackRe
 if TYPE_CHECKING:
     from nicd.actions import TransportAction
     from nicd.config import TransportConfig
-    from nicd.link.channels import TransportStats
     from nicd.link.rto import Rto
+    from nicd.stats import TransportStats
 
 __all__ = [
     "REFUSAL_HOLD",

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from nicd.link.wire import DataPacket
-    from nicd.mcast.engine import McastConfig, McastStats
+    from nicd.mcast.config import McastConfig, McastStats
 
 __all__ = ["McastReceiver", "Verdict"]
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from nicd.actions import McastAction
     from nicd.link.rto import RttEstimator
-    from nicd.mcast.engine import McastConfig, McastStats
+    from nicd.mcast.config import McastConfig, McastStats
 
 __all__ = ["McastSender", "earliest", "rewrite"]
 

@@ -38,12 +38,13 @@ from nicd.actions import (
 )
 from nicd.errors import UsageError
 from nicd.link.reliable import Admission
-from nicd.mcast.engine import GroupSpec, McastConfig, McastEngine
+from nicd.mcast.engine import GroupSpec, McastEngine
 
 if TYPE_CHECKING:
     from nicd.actions import McastAction, TransportAction
     from nicd.gm import PortState, PortTable
     from nicd.link.wire import ControlPacket, DataPacket
+    from nicd.mcast.config import McastConfig
 
 __all__ = ["McastNic", "Outcome"]
 

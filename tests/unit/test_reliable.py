@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 from nicd.actions import Deliver, SendComplete, SendFailed, SendPacket
-from nicd.link.channels import TransportStats
 from nicd.link.reliable import (
     REFUSAL_HOLD,
     SEQ_MASK,
@@ -18,6 +17,7 @@ from nicd.link.reliable import (
 )
 from nicd.link.rto import Rto, RttEstimator
 from nicd.link.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
+from nicd.stats import TransportStats
 from tests.unit.factories import data_packet
 from tests.unit.netsim import test_config
 
