@@ -159,6 +159,19 @@ class PortTable:
         state.receive_tokens -= 1
         return Admission.OK
 
+    def admit_group(self, port: int) -> Admission:
+        """A new multicast message for ``port`` (its group's host port) needs a receive token,
+        as a unicast message does; a closed port refuses with NO_PORT."""
+        state = self._ports.get(port)
+        if state is None:
+            self.refused_no_port += 1
+            return Admission.NO_PORT
+        if state.receive_tokens <= 0:
+            self.refused_no_buffer += 1
+            return Admission.NO_BUFFER
+        state.receive_tokens -= 1
+        return Admission.OK
+
     def stats(self) -> dict[str, object]:
         """Per-port token counts and refusals."""
         return {

@@ -21,6 +21,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from nicd.actions import (
     Deliver,
@@ -34,6 +35,9 @@ from nicd.config import TransportConfig
 from nicd.errors import BadPacket
 from nicd.link.channels import Admission, Transport
 from nicd.link.wire import ControlPacket, DataPacket, MsgType, decode_untrusted, encode
+
+if TYPE_CHECKING:
+    from nicd.link.reliable import Verdict
 
 __all__ = [
     "LINK_DELAY_S",
@@ -166,6 +170,10 @@ class Ports:
     def close(self, port: int) -> None:
         self.tokens.pop(port, None)
 
+    def verdict(self, first: DataPacket) -> Verdict:
+        """The transport's admission hook: :meth:`admit`, raising nothing."""
+        return self.admit(first), []
+
     def admit(self, first: DataPacket) -> Admission:
         dst_port, src_node, src_port, msg_len = (
             first.dst_port, first.src_node, first.src_port, first.msg_len
@@ -213,7 +221,7 @@ class Net:
             ports = Ports()
             for port in open_ports:
                 ports.open(port)
-            self.nodes.append(Node(Transport(node_id, self.config, ports.admit), ports))
+            self.nodes.append(Node(Transport(node_id, self.config, ports.verdict), ports))
         self._wire: list[tuple[float, int, int, bytes]] = []  # (arrival, order, dst, datagram)
         self._order = itertools.count()
         self._handles = itertools.count(1)

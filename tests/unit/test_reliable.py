@@ -13,6 +13,7 @@ from nicd.link.reliable import (
     Admission,
     GbnReceiver,
     GbnSender,
+    Verdict,
     unwrap,
 )
 from nicd.link.rto import Rto, RttEstimator
@@ -79,9 +80,9 @@ class OkAdmit:
         self.answers = list(answers)
         self.calls: list[tuple[int, int, int, int]] = []
 
-    def __call__(self, first: DataPacket) -> Admission:
+    def __call__(self, first: DataPacket) -> Verdict:
         self.calls.append((first.dst_port, first.src_node, first.src_port, first.msg_len))
-        return self.answers.pop(0) if self.answers else Admission.OK
+        return (self.answers.pop(0) if self.answers else Admission.OK), []
 
 
 # -- sequence numbers ---------------------------------------------------------------------
