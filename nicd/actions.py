@@ -29,6 +29,7 @@ __all__ = [
     "NicAction",
     "NicSend",
     "PeerDead",
+    "PortSend",
     "RaiseSignal",
     "ResumePort",
     "SendComplete",
@@ -144,6 +145,21 @@ class NicSend:
 
 
 @dataclass(slots=True)
+class PortSend:
+    """A host's send from local port ``src_port``, checked (token taken, route, size): hand
+    it to the reliable transport."""
+
+    src_port: int
+    dst_node: int
+    dst_port: int
+    msg_type: MsgType
+    payload: bytes
+    handle: int
+    am_handler: int = 0
+    args: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+
+@dataclass(slots=True)
 class ResumePort:
     """Local port ``port`` can take messages again: NACK-RESUME the streams it refused."""
 
@@ -167,7 +183,7 @@ class AckNow:
     port: int
 
 
-CoreAction = TransportAction | NicAction | NicSend | ResumePort | GiveBack | AckNow
+CoreAction = TransportAction | NicAction | NicSend | PortSend | ResumePort | GiveBack | AckNow
 """What a service returns to NicCore, which runs it in one flat loop."""
 
 

@@ -34,6 +34,7 @@ from nicd.actions import (
     NicAction,
     NicSend,
     PeerDead,
+    PortSend,
     RaiseSignal,
     ResumePort,
     SendComplete,
@@ -45,11 +46,12 @@ from nicd.actions import (
 )
 from nicd.errors import BadPacket, UsageError
 from nicd.gm import PortTable
+from nicd.gmservice import HOST_MSG_TYPES, GmService
 from nicd.grim.service import GrimNic
 from nicd.grimlink import NIC_PORT
 from nicd.link.channels import Transport
 from nicd.link.faults import FaultPlan
-from nicd.link.wire import SIGNAL_TYPES, ControlPacket, MsgType, decode_untrusted, encode
+from nicd.link.wire import ControlPacket, MsgType, decode_untrusted, encode
 from nicd.mcast.config import McastConfig
 from nicd.mcast.service import McastNic
 from nicd.nicvm.engine import NicvmEngine, NicvmOff
@@ -58,9 +60,8 @@ from nicd.stats import LinkStats
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
-    from nicd.actions import CoreAction
+    from nicd.actions import CoreAction, TransportAction
     from nicd.config import NicConfig
-    from nicd.gm import PortState
     from nicd.link.reliable import Verdict
     from nicd.link.wire import DataPacket
     from nicd.service import NicService
@@ -68,8 +69,6 @@ if TYPE_CHECKING:
 __all__ = ["Addr", "NicCore"]
 
 Addr = tuple[str, int]
-# Message types a host may put on the wire; control and management types are the NIC's own.
-_HOST_MSG_TYPES = {int(t): t for t in MsgType if not t.is_control()}
 _FINAL = frozenset({Transmit, ToHost, RaiseSignal})  # NicActions: they go to the shell as they are
 
 
@@ -88,9 +87,8 @@ class NicCore:
         self._fault_free = not config.faults.active
         self.control_queue: deque[Transmit] = deque()
         """ACK/NACKs the link refused, sent before anything else once it is writable."""
-        self._sent: dict[int, list[int]] = {}  # port -> completed handles not yet told
-        self._sent_due: dict[int, float] = {}  # port -> when they must be told
-        self._sent_flush_at = max(1, config.send_tokens // 2)
+        self.gm = GmService(config, self.ports, self.link)
+        """The port path: opening, tokens, host sends, plain delivery, completions."""
         self.grim = GrimNic(config.node_id, self.ports, max_message=config.max_message)
         """GRIM remote memory, translation and the AM registry (seed 002)."""
         self.mcast = McastNic(config.node_id, _mcast_config(config), self.ports)
@@ -102,19 +100,21 @@ class NicCore:
                                      lambda: len(self._routes))  # fmt: skip
         services: list[NicService] = [self.grim, self.mcast, self.nicvm or NicvmOff()]
         self._services = services
+        """The features; the port path (``gm``) takes whatever none of them claims."""
         self._by_packet = {t: s for s in services for t in s.packet_types}
         self._by_msg = {t: s for s in services for t in s.msg_types}
         self._by_port: dict[int, NicService] = {NIC_PORT: self.grim}
+        gm = self.gm
         self._records: dict[type, Callable[[int, Any, float], list[NicAction]]] = {
-            hl.SendReq: self._host_send,
+            hl.SendReq: lambda conn, r, now: self._run(gm.send(conn, r), now),
+            hl.OpenReq: lambda conn, r, now: self._run(gm.open(conn, r), now),
+            hl.ProvideReq: lambda conn, r, now: self._run(gm.provide(conn, r), now),
+            hl.SignalCtl: lambda conn, r, now: self._run(gm.signal_ctl(conn, r), now),
             hl.MultiSendReq: self._multisend,
             hl.McastSendReq: self._mcast_send,
-            hl.ProvideReq: self._provide,
-            hl.OpenReq: self._open,
             hl.CloseReq: lambda conn, _r, now: self.on_disconnect(conn, now=now),
-            hl.SetRoutesReq: self._set_routes,
+            hl.SetRoutesReq: self._set_routes_record,
             hl.StatsReq: lambda conn, _r, _now: [ToHost(conn, hl.StatsReply(self.stats()))],
-            hl.SignalCtl: self._signal_ctl,
         }
         for service in services:
             for record_type in service.record_types:
@@ -127,6 +127,7 @@ class NicCore:
             PeerDead: self._step_peer_dead,
             ToPort: self._step_to_port,
             NicSend: self._step_nic_send,
+            PortSend: self._step_port_send,
             ResumePort: lambda a, now: self.transport.resume_port(a.port, now=now),
             GiveBack: self._step_give_back,
             AckNow: lambda a, now: self.transport.ack_now(a.src_node, a.src_port, a.port, now=now),
@@ -138,6 +139,7 @@ class NicCore:
         """Install the routing table (node id -> resolved UDP address)."""
         self._routes = dict(routes)
         self._nodes_by_addr = {addr: node for node, addr in routes.items()}
+        self.gm.nodes = frozenset(routes)
 
     @property
     def routes(self) -> dict[int, Addr]:
@@ -209,8 +211,7 @@ class NicCore:
         state = self.ports.close_conn(conn)
         if state is None:
             return []
-        self._sent.pop(state.port, None)
-        self._sent_due.pop(state.port, None)
+        self.gm.on_port_closed(state.port)
         for service in self._services:
             service.on_port_closed(state.port)
         return self._run(self.transport.close_port(state.port, now=now), now)
@@ -218,9 +219,7 @@ class NicCore:
     def on_timer(self, *, now: float) -> list[NicAction]:
         """Fire every timer whose deadline has passed."""
         actions = self._run(self.transport.on_timer(now=now), now)
-        for port, due in list(self._sent_due.items()):
-            if due <= now:
-                actions += self._tell_sent(port)
+        actions += self._run(self.gm.on_timer(now=now), now)
         if not self._fault_free:
             actions += self._transmit_all(self.faults.on_timer(now=now))
         for service in self._services:
@@ -277,10 +276,8 @@ class NicCore:
 
     def next_deadline(self) -> float | None:
         """The earliest moment ``on_timer`` wants to run."""
-        deadlines = [self.transport.next_deadline()]
+        deadlines = [self.transport.next_deadline(), self.gm.next_deadline()]
         deadlines += [service.next_deadline() for service in self._services]
-        if self._sent_due:
-            deadlines.append(min(self._sent_due.values()))
         if not self._fault_free:
             deadlines.append(self.faults.next_deadline())
         present = [d for d in deadlines if d is not None]
@@ -329,39 +326,21 @@ class NicCore:
             return list(self._transmit_all([(addr, datagram)], control))
         return list(self._transmit_all(self.faults.on_send(addr, datagram, now=now), control))
 
-    def _step_deliver(self, d: Deliver, now: float) -> list[CoreAction]:
+    def _step_deliver(self, d: Deliver, now: float) -> Sequence[CoreAction]:
         state = self.ports.get(d.port)
         service = self._by_port.get(d.port) or self._by_msg.get(d.msg_type)
         if service is not None:
             done = service.on_deliver(d, state, now=now)
             if done is not None:
                 return done
-        if state is None:
-            self.link.drop("port_closed")
-            return []
-        if d.msg_type is MsgType.RM_WRITE_P:
-            return self._place(state, d)
-        event = hl.RecvEvent(
-            d.src_node, d.src_port, d.payload, int(d.msg_type), d.am_handler, d.args,
-            d.mcast_group,
-        )  # fmt: skip
-        out: list[CoreAction] = []
-        if d.port in self._sent:
-            out += self._tell_sent(d.port)  # rides along: same wake-up
-        out.append(ToHost(state.conn, event))
-        if d.msg_type in SIGNAL_TYPES and self.ports.on_ab_delivered(state):
-            out.append(self._signal(state))  # after the record: the handler finds it
-        return out
+        return self.gm.on_deliver(d, state, now=now) or []
 
-    def _step_done(self, done: SendComplete | SendFailed, now: float) -> list[CoreAction]:
+    def _step_done(self, done: SendComplete | SendFailed, now: float) -> Sequence[CoreAction]:
         for service in self._services:
             taken = service.on_done(done, now=now)
             if taken is not None:
                 return taken
-        if isinstance(done, SendComplete):
-            return list(self._complete(done.port, done.handle, now))
-        error = hl.ErrorEvent(done.handle, done.dst_node, done.reason)
-        return [*self._tell_sent(done.port), *self._finish_send(done.port, error)]
+        return self.gm.on_done(done, now=now) or []
 
     def _step_peer_dead(self, action: PeerDead, now: float) -> list[CoreAction]:
         self.link.peers_dead.append(action.node)
@@ -385,6 +364,13 @@ class NicCore:
             self.link.drop("grim_reply_unsendable")
             return []
 
+    def _step_port_send(self, o: PortSend, now: float) -> list[TransportAction]:
+        return self.transport.send(
+            now=now, src_port=o.src_port, dst_node=o.dst_node, dst_port=o.dst_port,
+            msg_type=o.msg_type, payload=o.payload, handle=o.handle, am_handler=o.am_handler,
+            args=o.args,
+        )  # fmt: skip
+
     def _step_give_back(self, action: GiveBack, now: float) -> list[CoreAction]:
         state = self.ports.get(action.port)
         if state is None:
@@ -396,113 +382,44 @@ class NicCore:
         verdict = self.grim.admit(first)
         return (self.ports.admit(first), []) if verdict is None else verdict
 
-    # -- the GM port path: host records -------------------------------------------------------
-
-    def _refuse(self, conn: int, reason: str) -> list[NicAction]:
-        self.link.drop("host_misuse")
-        return [ToHost(conn, hl.Refused(reason))]
-
-    def _open(self, conn: int, record: hl.OpenReq, now: float) -> list[NicAction]:
-        requested = None if record.port == hl.ANY_PORT else record.port
-        try:
-            state = self.ports.open(conn, requested)
-        except UsageError as exc:
-            return self._refuse(conn, str(exc))
-        opened = hl.Opened(state.port, self.node_id, len(self._routes), state.send_tokens)
-        return [
-            ToHost(conn, opened),
-            *self._run(self.transport.resume_port(state.port, now=now), now),
-        ]
-
-    def _provide(self, conn: int, record: hl.ProvideReq, now: float) -> list[NicAction]:
-        state = self.ports.port_of(conn)
-        if state is None:
-            return self._refuse(conn, "PROVIDE before OPEN")
-        self.ports.provide(state, record.count)
-        return self._run(self.transport.resume_port(state.port, now=now), now)
-
-    def _set_routes(self, conn: int, record: hl.SetRoutesReq, now: float) -> list[NicAction]:
-        self.set_routes(record.routes)
+    def _set_routes_record(self, conn: int, req: hl.SetRoutesReq, now: float) -> list[NicAction]:
+        self.set_routes(req.routes)
         return [ToHost(conn, hl.RoutesOk())]
 
-    def _signal_ctl(self, conn: int, record: hl.SignalCtl, now: float) -> list[NicAction]:
-        state = self.ports.port_of(conn)
-        if state is None:
-            return self._refuse(conn, "SIGNALS before OPEN")
-        if self.ports.set_signals(state, record.enable, record.pid, record.seen):
-            return [self._signal(state)]
-        return []
+    # -- host records that take two services ----------------------------------------------
 
-    def _start_send(
-        self, conn: int, state: PortState, handle: int, dests: Sequence[int], size: int,
-        error_node: int,
-    ) -> list[NicAction] | None:  # fmt: skip
-        """The checks every host send passes (a send token, a route to each destination, the
-        size): None when it may start, its token taken; else what to tell the host."""
-        try:
-            self.ports.take_send_token(state)
-        except UsageError as exc:
-            return self._refuse(conn, str(exc))
-        failure = None
-        if any(d not in self._routes for d in dests):
-            failure = "no_route"
-        elif size > self.config.max_message:
-            failure = "too_large"
-        if failure is None:
-            return None
-        self.ports.return_send_token(state.port)
-        return [ToHost(conn, hl.ErrorEvent(handle, error_node, failure))]
-
-    def _host_send(self, conn: int, req: hl.SendReq, now: float) -> list[NicAction]:
-        state = self.ports.port_of(conn)
-        if state is None:
-            return self._refuse(conn, "SEND before OPEN")
-        msg_type = _HOST_MSG_TYPES.get(req.msg_type)
-        if msg_type is None:
-            return self._refuse(conn, f"message type {req.msg_type} is not for hosts to send")
-        refused = self._start_send(conn, state, req.handle, (req.dst_node,), len(req.payload),
-                                   req.dst_node)  # fmt: skip
-        if refused is not None:
-            return refused
-        actions = self.transport.send(
-            now=now, src_port=state.port, dst_node=req.dst_node, dst_port=req.dst_port,
-            msg_type=msg_type, payload=req.payload, handle=req.handle,
-            am_handler=req.am_handler, args=req.args,
-        )  # fmt: skip
-        return self._run(actions, now)
+    def _refuse(self, conn: int, reason: str) -> list[NicAction]:
+        return self._run(self.gm.refuse(conn, reason), 0.0)
 
     def _multisend(self, conn: int, req: hl.MultiSendReq, now: float) -> list[NicAction]:
-        """One host request, one copy per destination over the reliable transport."""
+        """One host request, one copy per destination over the reliable transport; the
+        multicast service folds their completions into one."""
         state = self.ports.port_of(conn)
         if state is None:
             return self._refuse(conn, f"{type(req).__name__} before OPEN")
-        msg_type = _HOST_MSG_TYPES.get(req.msg_type)
+        msg_type = HOST_MSG_TYPES.get(req.msg_type)
         if msg_type is None or msg_type is MsgType.MCAST_DATA:
             return self._refuse(conn, f"message type {req.msg_type} is not for hosts to send")
         if not req.dests or len(set(req.dests)) != len(req.dests):
             return self._refuse(conn, "a multisend needs distinct destinations")
-        refused = self._start_send(conn, state, req.handle, req.dests, len(req.payload),
-                                   req.dests[0])  # fmt: skip
+        size = len(req.payload)
+        refused = self.gm.start_send(conn, state, req.handle, req.dests, size, req.dests[0])
         if refused is not None:
-            return refused
+            return self._run(refused, now)
         self.mcast.start_multisend(state.port, req)
-        actions: list[CoreAction] = []
-        for dst in req.dests:
-            actions += self.transport.send(
-                now=now, src_port=state.port, dst_node=dst, dst_port=req.dst_port,
-                msg_type=msg_type, payload=req.payload, handle=req.handle,
-                am_handler=req.am_handler, args=req.args,
-            )  # fmt: skip
-        return self._run(actions, now)
+        copies = [PortSend(state.port, dst, req.dst_port, msg_type, req.payload, req.handle,
+                           req.am_handler, req.args) for dst in req.dests]  # fmt: skip
+        return self._run(copies, now)
 
     def _mcast_send(self, conn: int, req: hl.McastSendReq, now: float) -> list[NicAction]:
-        """The root's host hands a multicast message over once."""
+        """The root's host hands a multicast message over once (a send token, as any send)."""
         state = self.ports.port_of(conn)
         if state is None:
             return self._refuse(conn, f"{type(req).__name__} before OPEN")
-        refused = self._start_send(conn, state, req.handle, (), len(req.payload), self.node_id)
+        size = len(req.payload)
+        refused = self.gm.start_send(conn, state, req.handle, (), size, self.node_id)
         if refused is not None:
-            return refused
+            return self._run(refused, now)
         result = self.mcast.on_send(state, req, now=now)
         if isinstance(result, str):
             self.ports.return_send_token(state.port)
@@ -519,53 +436,6 @@ class NicCore:
         if isinstance(result, str):
             return self._refuse(conn, result)
         return self._run(result, now)
-
-    # -- the GM port path: delivery and completion -------------------------------------------
-
-    def _signal(self, state: PortState) -> RaiseSignal:
-        state.signal_pending = True
-        state.signals_raised += 1
-        return RaiseSignal(state.conn, state.host_pid)
-
-    def _place(self, state: PortState, d: Deliver) -> list[CoreAction]:
-        """RM-P write (GRIM 4.5): copy into registered memory, tell the host where."""
-        region, offset = d.args[0], d.args[1]
-        memory = state.regions.get(region)
-        end = offset + len(d.payload)
-        if memory is None or end > len(memory):
-            self.link.drop("rm_bounds")
-            return []
-        memory[offset:end] = d.payload
-        event = hl.RmWriteEvent(d.src_node, d.src_port, region, offset, len(d.payload), d.args)
-        return [ToHost(state.conn, event)]
-
-    def _complete(self, port: int, handle: int, now: float) -> list[NicAction]:
-        """A send completed: its token is back at once; the host hears of it lazily."""
-        if self.ports.get(port) is None:
-            return []
-        self.ports.return_send_token(port)
-        pending = self._sent.setdefault(port, [])
-        pending.append(handle)
-        if len(pending) >= self._sent_flush_at:
-            return self._tell_sent(port)
-        self._sent_due.setdefault(port, now + self.config.sent_delay_s)
-        return []
-
-    def _tell_sent(self, port: int) -> list[NicAction]:
-        handles = self._sent.pop(port, None)
-        self._sent_due.pop(port, None)
-        state = self.ports.get(port)
-        if not handles or state is None:
-            return []
-        event = hl.SentEvent(handles[0]) if len(handles) == 1 else hl.SentBatch(tuple(handles))
-        return [ToHost(state.conn, event)]
-
-    def _finish_send(self, port: int, event: hl.ErrorEvent) -> list[NicAction]:
-        state = self.ports.get(port)
-        if state is None:
-            return []
-        self.ports.return_send_token(port)
-        return [ToHost(state.conn, event)]
 
     def _transmit_all(
         self, datagrams: list[tuple[Addr, bytes]], control: bool = False
