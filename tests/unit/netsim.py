@@ -404,7 +404,7 @@ class NicNet:
         self.signals: list[list[RaiseSignal]] = [[] for _ in self.cores]
         self.dead: set[int] = set()
         """Nodes that stopped: they take no datagrams and fire no timers."""
-        self.events = 0
+        self.event_count = 0
         self._wire: list[tuple[float, int, int, int, bytes]] = []  # (arrival, order, src, dst, dg)
         self._order = itertools.count()
         for core in self.cores:
@@ -452,7 +452,7 @@ class NicNet:
         when = self.next_time()
         if when is None:
             return False
-        self.events += 1
+        self.event_count += 1
         self.now = max(self.now, when)
         touched: set[int] = set()
         while self._wire and self._wire[0][0] <= self.now:
@@ -479,6 +479,11 @@ class NicNet:
                 assert until is None or until(), "network idle but the condition never held"
                 return
         raise AssertionError(f"not settled after {max_events} events (now={self.now:.3f} s)")
+
+    def pop_datagram(self) -> tuple[int, int, bytes]:
+        """Take the next datagram off the link undelivered: (source, destination, datagram)."""
+        _, _, src, dst, data = heapq.heappop(self._wire)
+        return src, dst, data
 
     # -- queries ----------------------------------------------------------------------------
 
