@@ -5,25 +5,29 @@ a timer firing, the end of a burst (``flush``); each takes ``now`` and returns
 :data:`~nicd.actions.NicAction` s. Packets are decoded here (the packet boundary) and encoded
 here, after which the seeded fault plan decides their fate.
 
-Composition: GRIM, multicast and NICVM are :class:`~nicd.service.NicService` s; NicCore builds
-its dispatch dicts once (link packet type, delivered message type and host record type to the
-service or handler that owns it) and keeps the GM port path itself: opening ports, tokens,
-host sends, plain delivery, completions. Whatever a service or the transport returns runs in
-one flat loop (:meth:`NicCore._run`): an action that expands (a packet to encode, a delivery
-to route, a completion to account) is replaced in place by what it expands to, so the output
-keeps the order the recursive version had, without recursion.
+Composition: GRIM, multicast and NICVM are :class:`~nicd.service.NicService` s and the GM
+port path (:mod:`nicd.gmservice`: opening ports, tokens, host sends, plain delivery,
+completions) takes whatever none of them claims. NicCore builds its dispatch dicts once (link
+packet type, delivered message type and host record type to the service or handler that owns
+it; an unknown record is a counted refusal). Whatever a service or the transport returns runs
+in one flat loop (:meth:`NicCore._run`): an action that expands (a packet to encode, a
+delivery to route, a completion to account, a NIC send) is replaced in place by what it
+expands to, so the output keeps the order the recursive version had, without recursion; besides
+this loop only NICVM module sends reach the transport (through the one ``send`` it is handed).
+The two host records that need two services (multisend and multicast sends: a GM send token,
+then multicast) are composed here.
 
 Invariants: nothing a peer or a host sends raises out of this class: a bad datagram is a
 counted drop, host misuse is a ``Refused`` record to that host; only datagrams from
 addresses in the routing table and addressed to this node reach the transport; every send a
-host starts ends in exactly one SENT or ERROR event to it while its port is open; a
-``RaiseSignal`` follows only the RECV record of an application-bypass message (or a host's
-re-enabling while such messages are unseen), on a port with signals enabled and none pending.
+host starts ends in exactly one SENT or ERROR event to it while its port is open (see
+:mod:`nicd.gmservice` for this and the signal rule).
 """
 
 from __future__ import annotations
 
 from collections import deque
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from nicd import hostlink as hl
@@ -91,7 +95,7 @@ class NicCore:
         """The port path: opening, tokens, host sends, plain delivery, completions."""
         self.grim = GrimNic(config.node_id, self.ports, max_message=config.max_message)
         """GRIM remote memory, translation and the AM registry (seed 002)."""
-        self.mcast = McastNic(config.node_id, _mcast_config(config), self.ports)
+        self.mcast = McastNic(config.node_id, McastConfig.for_nic(config), self.ports)
         """Multicast groups, multisend and NIC forwarding (seed 001)."""
         self.nicvm: NicvmEngine | None = None
         """The NICVM framework (thesis ch. 4); None when disabled."""
@@ -118,7 +122,7 @@ class NicCore:
         }
         for service in services:
             for record_type in service.record_types:
-                self._records[record_type] = _ServiceRecords(self, service)
+                self._records[record_type] = partial(self._service_record, service)
         self._steps: dict[type, Callable[[Any, float], Sequence[CoreAction]]] = {
             SendPacket: self._step_packet,
             Deliver: self._step_deliver,
@@ -310,7 +314,11 @@ class NicCore:
             if type(action) in _FINAL:
                 out.append(action)  # type: ignore[arg-type]  # _FINAL holds NicAction types
                 continue
-            more = steps[type(action)](action, now)
+            step = steps.get(type(action))
+            if step is None:
+                self.link.drop("unknown_action")
+                continue
+            more = step(action, now)
             if more:
                 work.extendleft(reversed(more))
         return out
@@ -444,26 +452,3 @@ class NicCore:
         link.datagrams_out += len(datagrams)
         link.bytes_out += sum(len(d) for _, d in datagrams)
         return [Transmit(addr, datagram, control) for addr, datagram in datagrams]
-
-
-class _ServiceRecords:
-    """The record handler NicCore registers for each record type a service owns."""
-
-    __slots__ = ("core", "service")
-
-    def __init__(self, core: NicCore, service: NicService) -> None:
-        self.core = core
-        self.service = service
-
-    def __call__(self, conn: int, record: hl.HostRecord, now: float) -> list[NicAction]:
-        return self.core._service_record(self.service, conn, record, now)
-
-
-def _mcast_config(config: NicConfig) -> McastConfig:
-    """The multicast engine's tunables, from the transport's (one MTU, window, RTO)."""
-    t = config.transport
-    return McastConfig(
-        mtu=t.mtu, window=t.window, ack_every=t.ack_every, ack_delay_s=t.ack_delay_s,
-        rto_initial_s=t.rto_initial_s, rto_min_s=t.rto_min_s, rto_max_s=t.rto_max_s,
-        max_message=config.max_message, forward_first=config.mcast_forward_first,
-    )  # fmt: skip

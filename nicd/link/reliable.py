@@ -16,6 +16,9 @@ Receiver invariants: ``expected`` only grows; a message is delivered only when i
 fragment arrives at ``expected`` after every earlier fragment was taken in order; ``admit`` is
 called only for a FIRST fragment at ``expected``; a bad peer is a counted drop, never raised.
 Sequence numbers are unbounded here and 32-bit on the wire (:func:`unwrap` maps back).
+
+Longer than 500 lines on purpose: the two halves of one protocol share the sequence arithmetic,
+the refusal rules and the control-packet shape, and are read side by side.
 """
 
 from __future__ import annotations

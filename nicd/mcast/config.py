@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nicd.config import NicConfig
 
 __all__ = ["McastConfig", "McastStats"]
 
@@ -35,6 +39,16 @@ class McastConfig:
     """Upper bound of the RTO and of its backoff (idem)."""
     max_message: int = 1 << 24
     """Largest multicast message in bytes."""
+
+    @classmethod
+    def for_nic(cls, config: NicConfig) -> McastConfig:
+        """The multicast engine's tunables, from the transport's (one MTU, window, RTO)."""
+        t = config.transport
+        return cls(
+            mtu=t.mtu, window=t.window, ack_every=t.ack_every, ack_delay_s=t.ack_delay_s,
+            rto_initial_s=t.rto_initial_s, rto_min_s=t.rto_min_s, rto_max_s=t.rto_max_s,
+            max_message=config.max_message, forward_first=config.mcast_forward_first,
+        )  # fmt: skip
 
 
 @dataclass(slots=True)
