@@ -41,9 +41,10 @@ from emucluster.amcore import HandlerTable, Outbox, OutMsg
 from emucluster.grimport import WAIT_S, Block, GrimPort, Handle, RMError, RmRequest
 from emucluster.port import ErrorEvent, PortError, RecvEvent, SentEvent
 from emucluster.rmalloc import Allocator
-from nicd import amregistry
 from nicd import hostlink as hl
-from nicd.grim import REGISTRY_NODE
+from nicd.grim import amregistry
+from nicd.grim.service import REGISTRY_NODE
+from nicd.grim.xlate import Translation
 from nicd.hostlink.grim import (
     NIC_PORT,
     NOTIFY_P,
@@ -53,8 +54,7 @@ from nicd.hostlink.grim import (
     RmStatus,
     RmUnmapReq,
 )
-from nicd.wire import MsgType
-from nicd.xlate import Translation
+from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
     from collections.abc import Callable

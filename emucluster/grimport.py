@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from emucluster.errors import EmuclusterError
 from emucluster.port import Port
 from nicd import hostlink as hl
+from nicd.grim.xlate import AddressMap
 from nicd.hostlink.grim import RmStatusEvent, RmXlateReply, RmXlateReq
-from nicd.xlate import AddressMap
 
 if TYPE_CHECKING:
     import socket

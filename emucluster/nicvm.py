@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 from emucluster.errors import EmuclusterError
 from nicd import hostlink as hl
+from nicd.link.wire import MsgType
 from nicd.nicvm import NicvmError, compile_module
 from nicd.nicvm.packet import encode_preamble
-from nicd.wire import MsgType
 
 if TYPE_CHECKING:
     from emucluster.port import Port

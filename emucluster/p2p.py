@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 from emucluster.envelope import ANY_SOURCE, Envelope
 from emucluster.errors import EmuclusterError
 from emucluster.matching import Matcher
-from nicd.wire import MsgType
+from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
     from collections.abc import Callable

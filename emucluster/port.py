@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 from emucluster.errors import EmuclusterError
 from nicd import hostlink as hl
 from nicd.hostlink import ErrorEvent, McastErrorEvent, RecvEvent, RmWriteEvent, SentEvent
-from nicd.wire import MsgType
+from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

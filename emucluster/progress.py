@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from emucluster.errors import EmuclusterError
 from emucluster.p2p import P2P, Grant, Release, SendData, Transmit, cts_args
 from emucluster.port import ErrorEvent, McastErrorEvent, Port, RecvEvent, RmWriteEvent
-from nicd.wire import MsgType
+from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
     from collections.abc import Callable

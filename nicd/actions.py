@@ -1,7 +1,9 @@
 """What the nicd cores return: frozen records the shell (or the composing core) carries out.
 
-The transport core returns :data:`TransportAction`; the NIC core turns those into
-:data:`NicAction` (datagrams for the link, records for host connections) for the shell.
+The transport core returns :data:`TransportAction`; the services NicCore composes return
+:data:`CoreAction` (transport work plus requests only NicCore can carry out: a NIC-originated
+send, a receive token given back, an ACK now); NicCore runs those in one flat loop and hands
+the shell :data:`NicAction` (datagrams for the link, records for host connections, signals).
 
 Records are slotted dataclasses treated as immutable but not ``frozen``: on CPython 3.11 a
 frozen one with 15 fields takes 1.7 us to build against 0.3 us, and every packet builds several.
@@ -14,20 +16,27 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from nicd.hostlink import HostRecord
-    from nicd.wire import ControlPacket, DataPacket, MsgType
+    from nicd.link.wire import ControlPacket, DataPacket, MsgType
 
 __all__ = [
+    "AckNow",
+    "CoreAction",
     "Deliver",
+    "GiveBack",
     "McastAction",
     "McastChildDead",
     "McastDone",
     "NicAction",
+    "NicSend",
     "PeerDead",
+    "PortSend",
     "RaiseSignal",
+    "ResumePort",
     "SendComplete",
     "SendFailed",
     "SendPacket",
     "ToHost",
+    "ToPort",
     "Transmit",
     "TransportAction",
 ]
@@ -81,7 +90,16 @@ class PeerDead:
     node: int
 
 
-TransportAction = SendPacket | Deliver | SendComplete | SendFailed | PeerDead
+@dataclass(slots=True)
+class ToPort:
+    """A record for the host that owns local port ``port`` (dropped if it closed)."""
+
+    port: int
+    record: HostRecord
+
+
+TransportAction = SendPacket | Deliver | SendComplete | SendFailed | PeerDead | ToPort
+"""What the transport returns; ``ToPort`` only ever comes from an admission verdict."""
 
 
 @dataclass(slots=True)
@@ -115,6 +133,61 @@ NicAction = Transmit | ToHost | RaiseSignal
 
 
 @dataclass(slots=True)
+class NicSend:
+    """A message the NIC sends itself, from ``NIC_PORT`` (GRIM replies and reads)."""
+
+    dst_node: int
+    dst_port: int
+    msg_type: MsgType
+    payload: bytes
+    am_handler: int = 0
+    args: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+
+@dataclass(slots=True)
+class PortSend:
+    """A host's send from local port ``src_port``, checked (token taken, route, size): hand
+    it to the reliable transport."""
+
+    src_port: int
+    dst_node: int
+    dst_port: int
+    msg_type: MsgType
+    payload: bytes
+    handle: int
+    am_handler: int = 0
+    args: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+
+@dataclass(slots=True)
+class ResumePort:
+    """Local port ``port`` can take messages again: NACK-RESUME the streams it refused."""
+
+    port: int
+
+
+@dataclass(slots=True)
+class GiveBack:
+    """A delivered message went nowhere: its receive token returns to ``port``, which then
+    resumes (NICVM consumed it, or it was garbage)."""
+
+    port: int
+
+
+@dataclass(slots=True)
+class AckNow:
+    """Acknowledge the stream (``src_node``, ``src_port``) -> ``port`` at once."""
+
+    src_node: int
+    src_port: int
+    port: int
+
+
+CoreAction = TransportAction | NicAction | NicSend | PortSend | ResumePort | GiveBack | AckNow
+"""What a service returns to NicCore, which runs it in one flat loop."""
+
+
+@dataclass(slots=True)
 class McastDone:
     """At a multicast root: message ``handle`` that ``port`` multicast on ``group`` is over,
     its send records released (seed 001 §5.1). Every child acknowledged every packet except
@@ -143,4 +216,4 @@ class McastChildDead:
 
 
 McastAction = SendPacket | Deliver | McastDone | McastChildDead
-"""What the multicast core (:mod:`nicd.mcast`) returns."""
+"""What the multicast core (:mod:`nicd.mcast.engine`) returns."""

@@ -144,7 +144,7 @@ class _Shell(asyncio.DatagramProtocol):
             self.loop.call_soon(self._flush)
 
     def error_received(self, exc: Exception) -> None:
-        self.core.link.drop("socket_error")  # e.g. ICMP port unreachable from a dead peer
+        self.core.on_link_error("socket_error")  # e.g. ICMP port unreachable from a dead peer
 
     def _flush(self) -> None:
         self._flush_scheduled = False
@@ -203,7 +203,7 @@ class _Shell(asyncio.DatagramProtocol):
                 whole = conn.assembler.feed(record)
             except ProtocolViolation as exc:
                 log.warning("host connection %d: %s; closing it", conn.conn_id, exc)
-                self.core.link.drop("host_record")
+                self.core.on_link_error("host_record")
                 self._disconnect(conn)
                 break
             if whole is None:
@@ -231,7 +231,7 @@ class _Shell(asyncio.DatagramProtocol):
         self._execute(self.core.on_disconnect(conn.conn_id, now=time.monotonic()))
 
     def _write_host(self, conn: _HostConn, records: list[bytes]) -> None:
-        self.core.link.host_records_out += 1
+        self.core.on_host_written()
         if conn.outq:
             conn.outq.extend(records)
             return
@@ -267,8 +267,7 @@ class _Shell(asyncio.DatagramProtocol):
         core = self.core
         for action in actions:
             if isinstance(action, Transmit):
-                if core.control_queue and action.control:
-                    core.on_link_busy(action)  # keep the control queue in order
+                if core.queue_behind(action):  # keeps the control queue in order
                     continue
                 try:
                     sock.sendto(action.datagram, action.addr)
@@ -276,7 +275,7 @@ class _Shell(asyncio.DatagramProtocol):
                     core.on_link_busy(action)
                     self._watch_link()
                 except OSError:
-                    core.link.drop("socket_error")  # e.g. unreachable network
+                    core.on_link_error("socket_error")  # e.g. unreachable network
             elif isinstance(action, ToHost):
                 conn = self.conns.get(action.conn)
                 if conn is not None:
@@ -289,16 +288,16 @@ class _Shell(asyncio.DatagramProtocol):
         # host cannot aim the NIC's signals at someone else.
         conn = self.conns.get(action.conn)
         if conn is None or (conn.pid is not None and conn.pid != action.pid):
-            self.core.link.drop("signal_refused")
+            self.core.on_link_error("signal_refused")
             return
         try:
             os.kill(action.pid, signal.SIGUSR1)
         except OSError:
-            self.core.link.drop("signal_failed")  # the host just exited
+            self.core.on_link_error("signal_failed")  # the host just exited
 
     def _watch_link(self) -> None:
         # uvloop refuses add_writer on a transport's fd, so retry after a moment instead.
-        if not self._link_watched and self.core.control_queue:
+        if not self._link_watched and self.core.control_waiting:
             self._link_watched = True
             self.loop.call_later(LINK_RETRY_S, self._link_writable)
 

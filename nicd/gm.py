@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from nicd.channels import Admission
 from nicd.errors import UsageError
-from nicd.wire import DataPacket, MsgType
+from nicd.link.channels import Admission
+from nicd.link.wire import DataPacket, MsgType
 
 __all__ = ["PortState", "PortTable"]
 
@@ -153,6 +153,19 @@ class PortTable:
                 self.refused_no_port += 1  # no such memory: fails like a closed port
                 return Admission.NO_PORT
             return Admission.OK
+        if state.receive_tokens <= 0:
+            self.refused_no_buffer += 1
+            return Admission.NO_BUFFER
+        state.receive_tokens -= 1
+        return Admission.OK
+
+    def admit_group(self, port: int) -> Admission:
+        """A new multicast message for ``port`` (its group's host port) needs a receive token,
+        as a unicast message does; a closed port refuses with NO_PORT."""
+        state = self._ports.get(port)
+        if state is None:
+            self.refused_no_port += 1
+            return Admission.NO_PORT
         if state.receive_tokens <= 0:
             self.refused_no_buffer += 1
             return Admission.NO_BUFFER

@@ -5,57 +5,75 @@ a timer firing, the end of a burst (``flush``); each takes ``now`` and returns
 :data:`~nicd.actions.NicAction` s. Packets are decoded here (the packet boundary) and encoded
 here, after which the seeded fault plan decides their fate.
 
+Composition: GRIM, multicast and NICVM are :class:`~nicd.service.NicService` s and the GM
+port path (:mod:`nicd.gmservice`: opening ports, tokens, host sends, plain delivery,
+completions) takes whatever none of them claims. NicCore builds its dispatch dicts once (link
+packet type, delivered message type and host record type to the service or handler that owns
+it; an unknown record is a counted refusal). Whatever a service or the transport returns runs
+in one flat loop (:meth:`NicCore._run`): an action that expands (a packet to encode, a
+delivery to route, a completion to account, a NIC send) is replaced in place by what it
+expands to, so the output keeps the order the recursive version had, without recursion; besides
+this loop only NICVM module sends reach the transport (through the one ``send`` it is handed).
+The two host records that need two services (multisend and multicast sends: a GM send token,
+then multicast) are composed here.
+
 Invariants: nothing a peer or a host sends raises out of this class: a bad datagram is a
 counted drop, host misuse is a ``Refused`` record to that host; only datagrams from
 addresses in the routing table and addressed to this node reach the transport; every send a
-host starts ends in exactly one SENT or ERROR event to it while its port is open; a
-``RaiseSignal`` follows only the RECV record of an application-bypass message (or a host's
-re-enabling while such messages are unseen), on a port with signals enabled and none pending.
+host starts ends in exactly one SENT or ERROR event to it while its port is open (see
+:mod:`nicd.gmservice` for this and the signal rule).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from nicd import hostlink as hl
 from nicd.actions import (
+    AckNow,
     Deliver,
+    GiveBack,
     NicAction,
+    NicSend,
     PeerDead,
+    PortSend,
     RaiseSignal,
+    ResumePort,
     SendComplete,
     SendFailed,
     SendPacket,
     ToHost,
+    ToPort,
     Transmit,
 )
-from nicd.channels import Transport
 from nicd.errors import BadPacket, UsageError
-from nicd.faults import FaultPlan
 from nicd.gm import PortTable
-from nicd.grim import GrimNic, NicSend, ToPort
-from nicd.hostlink.grim import NIC_PORT, GrimRecord
-from nicd.mcast import McastConfig
-from nicd.mcast_nic import McastNic
-from nicd.nicvm_engine import NICVM_TYPES, NicvmEngine
+from nicd.gmservice import HOST_MSG_TYPES, GmService
+from nicd.grim.service import GrimNic
+from nicd.hostlink.grim import NIC_PORT
+from nicd.link.channels import Transport
+from nicd.link.faults import FaultPlan
+from nicd.link.wire import ControlPacket, MsgType, decode_untrusted, encode
+from nicd.mcast.config import McastConfig
+from nicd.mcast.service import McastNic
+from nicd.nicvm.engine import NicvmEngine, NicvmOff
 from nicd.stats import LinkStats
-from nicd.wire import SIGNAL_TYPES, ControlPacket, MsgType, decode_untrusted, encode
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
-    from nicd.actions import TransportAction
+    from nicd.actions import CoreAction, TransportAction
     from nicd.config import NicConfig
-    from nicd.gm import PortState
-    from nicd.reliable import Admission
-    from nicd.wire import DataPacket
+    from nicd.link.reliable import Verdict
+    from nicd.link.wire import DataPacket
+    from nicd.service import NicService
 
 __all__ = ["Addr", "NicCore"]
 
 Addr = tuple[str, int]
-# Message types a host may put on the wire; control and management types are the NIC's own.
-_HOST_MSG_TYPES = {int(t): t for t in MsgType if not t.is_control()}
+_FINAL = frozenset({Transmit, ToHost, RaiseSignal})  # NicActions: they go to the shell as they are
 
 
 class NicCore:
@@ -65,7 +83,6 @@ class NicCore:
         self.config = config
         self.node_id = config.node_id
         self.ports = PortTable(max_ports=config.max_ports, send_tokens=config.send_tokens)
-        self.grim = GrimNic(config.node_id, self.ports, max_message=config.max_message)
         self.transport = Transport(config.node_id, config.transport, self._admit)
         self.faults: FaultPlan[Addr] = FaultPlan(config.faults)
         self.link = LinkStats()
@@ -74,16 +91,51 @@ class NicCore:
         self._fault_free = not config.faults.active
         self.control_queue: deque[Transmit] = deque()
         """ACK/NACKs the link refused, sent before anything else once it is writable."""
-        self._sent: dict[int, list[int]] = {}  # port -> completed handles not yet told
-        self._sent_due: dict[int, float] = {}  # port -> when they must be told
-        self._sent_flush_at = max(1, config.send_tokens // 2)
-        self.mcast = McastNic(config.node_id, _mcast_config(config), self.ports)
+        self.gm = GmService(config, self.ports, self.link)
+        """The port path: opening, tokens, host sends, plain delivery, completions."""
+        self.grim = GrimNic(config.node_id, self.ports, max_message=config.max_message)
+        """GRIM remote memory, translation and the AM registry (seed 002)."""
+        self.mcast = McastNic(config.node_id, McastConfig.for_nic(config), self.ports)
         """Multicast groups, multisend and NIC forwarding (seed 001)."""
         self.nicvm: NicvmEngine | None = None
         """The NICVM framework (thesis ch. 4); None when disabled."""
         if config.nicvm.enabled:
-            self.nicvm = NicvmEngine(config.node_id, config.nicvm, self.transport, self.ports,
+            self.nicvm = NicvmEngine(config.node_id, config.nicvm, self.transport.send,
                                      lambda: len(self._routes))  # fmt: skip
+        services: list[NicService] = [self.grim, self.mcast, self.nicvm or NicvmOff()]
+        self._services = services
+        """The features; the port path (``gm``) takes whatever none of them claims."""
+        self._by_packet = {t: s for s in services for t in s.packet_types}
+        self._by_msg = {t: s for s in services for t in s.msg_types}
+        self._by_port: dict[int, NicService] = {NIC_PORT: self.grim}
+        gm = self.gm
+        self._records: dict[type, Callable[[int, Any, float], list[NicAction]]] = {
+            hl.SendReq: lambda conn, r, now: self._run(gm.send(conn, r), now),
+            hl.OpenReq: lambda conn, r, now: self._run(gm.open(conn, r), now),
+            hl.ProvideReq: lambda conn, r, now: self._run(gm.provide(conn, r), now),
+            hl.SignalCtl: lambda conn, r, now: self._run(gm.signal_ctl(conn, r), now),
+            hl.MultiSendReq: self._multisend,
+            hl.McastSendReq: self._mcast_send,
+            hl.CloseReq: lambda conn, _r, now: self.on_disconnect(conn, now=now),
+            hl.SetRoutesReq: self._set_routes_record,
+            hl.StatsReq: lambda conn, _r, _now: [ToHost(conn, hl.StatsReply(self.stats()))],
+        }
+        for service in services:
+            for record_type in service.record_types:
+                self._records[record_type] = partial(self._service_record, service)
+        self._steps: dict[type, Callable[[Any, float], Sequence[CoreAction]]] = {
+            SendPacket: self._step_packet,
+            Deliver: self._step_deliver,
+            SendComplete: self._step_done,
+            SendFailed: self._step_done,
+            PeerDead: self._step_peer_dead,
+            ToPort: self._step_to_port,
+            NicSend: self._step_nic_send,
+            PortSend: self._step_port_send,
+            ResumePort: lambda a, now: self.transport.resume_port(a.port, now=now),
+            GiveBack: self._step_give_back,
+            AckNow: lambda a, now: self.transport.ack_now(a.src_node, a.src_port, a.port, now=now),
+        }
 
     # -- inputs -----------------------------------------------------------------------------
 
@@ -91,6 +143,7 @@ class NicCore:
         """Install the routing table (node id -> resolved UDP address)."""
         self._routes = dict(routes)
         self._nodes_by_addr = {addr: node for node, addr in routes.items()}
+        self.gm.nodes = frozenset(routes)
 
     @property
     def routes(self) -> dict[int, Addr]:
@@ -112,62 +165,26 @@ class NicCore:
             link.drop(exc.reason)
             return []
         if isinstance(packet, ControlPacket):
-            if packet.to_node != self.node_id or packet.from_node != node:
-                link.drop("misrouted")
-                return []
-            if packet.msg_type is MsgType.MCAST_ACK:
-                return self._convert(self.mcast.on_ack(packet, now=now), now)
-            return self._convert(self.transport.on_control(packet, now=now), now)
-        if packet.dst_node != self.node_id or packet.src_node != node:
+            mine = packet.to_node == self.node_id and packet.from_node == node
+        else:
+            mine = packet.dst_node == self.node_id and packet.src_node == node
+        if not mine:
             link.drop("misrouted")
             return []
-        if packet.msg_type is MsgType.MCAST_DATA:
-            return self._convert(self.mcast.on_data(packet, now=now), now)
-        actions = self._convert(self.transport.on_data(packet, now=now), now)
-        return actions + self._grim_out(self.grim.take_upcalls(), now)
+        service = self._by_packet.get(packet.msg_type)
+        if service is not None:
+            return self._run(service.on_packet(packet, now=now), now)
+        if isinstance(packet, ControlPacket):
+            return self._run(self.transport.on_control(packet, now=now), now)
+        return self._run(self.transport.on_data(packet, now=now), now)
 
     def on_host(self, conn: int, record: hl.HostRecord, *, now: float) -> list[NicAction]:
         """A whole record arrived from host connection ``conn``."""
         self.link.host_records_in += 1
-        if isinstance(record, hl.SendReq):
-            return self._host_send(conn, record, now)
-        if isinstance(record, hl.ProvideReq):
-            state = self.ports.port_of(conn)
-            if state is None:
-                return self._refuse(conn, "PROVIDE before OPEN")
-            self.ports.provide(state, record.count)
-            return self._convert(self.transport.resume_port(state.port, now=now), now)
-        if isinstance(record, hl.OpenReq):
-            requested = None if record.port == hl.ANY_PORT else record.port
-            try:
-                state = self.ports.open(conn, requested)
-            except UsageError as exc:
-                return self._refuse(conn, str(exc))
-            opened = hl.Opened(state.port, self.node_id, len(self._routes), state.send_tokens)
-            actions: list[NicAction] = [ToHost(conn, opened)]
-            actions += self._convert(self.transport.resume_port(state.port, now=now), now)
-            return actions
-        if isinstance(record, hl.CloseReq):
-            return self.on_disconnect(conn, now=now)
-        if isinstance(record, hl.SetRoutesReq):
-            self.set_routes(record.routes)
-            return [ToHost(conn, hl.RoutesOk())]
-        if isinstance(record, hl.StatsReq):
-            return [ToHost(conn, hl.StatsReply(self.stats()))]
-        if isinstance(record, GrimRecord):
-            return self._grim_host(conn, record, now)
-        if isinstance(record, hl.SignalCtl):
-            state = self.ports.port_of(conn)
-            if state is None:
-                return self._refuse(conn, "SIGNALS before OPEN")
-            if self.ports.set_signals(state, record.enable, record.pid, record.seen):
-                return [self._signal(state)]
-            return []
-        if isinstance(record, _MCAST_REQUESTS):
-            return self._mcast_host(conn, record, now)
-        if isinstance(record, hl.NICVM_REQUESTS):
-            return self._nicvm_request(conn, record, now)
-        return self._refuse(conn, f"{type(record).__name__} is not a host request")
+        handler = self._records.get(type(record))
+        if handler is None:
+            return self._refuse(conn, f"{type(record).__name__} is not a host request")
+        return handler(conn, record, now)
 
     def on_register(
         self, conn: int, req: hl.RegisterReq, memory: memoryview | None, *, now: float
@@ -198,29 +215,36 @@ class NicCore:
         state = self.ports.close_conn(conn)
         if state is None:
             return []
-        self._sent.pop(state.port, None)
-        self._sent_due.pop(state.port, None)
-        self.grim.on_port_closed(state.port)
-        if self.nicvm is not None:
-            self.nicvm.on_port_closed(state.port)
-        return self._convert(self.transport.close_port(state.port, now=now), now)
+        self.gm.on_port_closed(state.port)
+        for service in self._services:
+            service.on_port_closed(state.port)
+        return self._run(self.transport.close_port(state.port, now=now), now)
 
     def on_timer(self, *, now: float) -> list[NicAction]:
         """Fire every timer whose deadline has passed."""
-        actions = self._convert(self.transport.on_timer(now=now), now)
-        for port, due in list(self._sent_due.items()):
-            if due <= now:
-                actions += self._tell_sent(port)
+        actions = self._run(self.transport.on_timer(now=now), now)
+        actions += self._run(self.gm.on_timer(now=now), now)
         if not self._fault_free:
             actions += self._transmit_all(self.faults.on_timer(now=now))
-        deadline = self.mcast.next_deadline()
-        if deadline is not None and deadline <= now:
-            actions += self._convert(self.mcast.on_timer(now=now), now)
+        for service in self._services:
+            deadline = service.next_deadline()
+            if deadline is not None and deadline <= now:
+                actions += self._run(service.on_timer(now=now), now)
         return actions
 
     def flush(self, *, now: float) -> list[NicAction]:
         """End of a burst of input: send the acknowledgements held back for batching."""
-        return self._convert(self.transport.flush(now=now), now)
+        return self._run(self.transport.flush(now=now), now)
+
+    # -- the link, for the shell --------------------------------------------------------------
+
+    def queue_behind(self, action: Transmit) -> bool:
+        """Call before putting ``action`` on the link: True when it must wait instead (a
+        control message while others wait, so the control queue stays in order)."""
+        if self.control_queue and action.control:
+            self.on_link_busy(action)
+            return True
+        return False
 
     def on_link_busy(self, action: Transmit) -> None:
         """The link refused ``action`` (EAGAIN). Control messages wait in the control queue
@@ -232,19 +256,32 @@ class NicCore:
         else:
             self.link.drop("link_busy")
 
+    @property
+    def control_waiting(self) -> bool:
+        """Control messages wait for the link to take datagrams again."""
+        return bool(self.control_queue)
+
     def on_link_writable(self) -> list[NicAction]:
         """The link takes datagrams again: the control queue goes first."""
         queued: list[NicAction] = list(self.control_queue)
         self.control_queue.clear()
         return queued
 
+    def on_link_error(self, reason: str) -> None:
+        """The shell could not carry something out (a socket error, a refused signal, a bad
+        host record): a counted drop."""
+        self.link.drop(reason)
+
+    def on_host_written(self) -> None:
+        """The shell wrote one record to a host."""
+        self.link.host_records_out += 1
+
     # -- queries ----------------------------------------------------------------------------
 
     def next_deadline(self) -> float | None:
         """The earliest moment ``on_timer`` wants to run."""
-        deadlines = [self.transport.next_deadline(), self.mcast.next_deadline()]
-        if self._sent_due:
-            deadlines.append(min(self._sent_due.values()))
+        deadlines = [self.transport.next_deadline(), self.gm.next_deadline()]
+        deadlines += [service.next_deadline() for service in self._services]
         if not self._fault_free:
             deadlines.append(self.faults.next_deadline())
         present = [d for d in deadlines if d is not None]
@@ -263,154 +300,150 @@ class NicCore:
             "nicvm": None if self.nicvm is None else self.nicvm.stats(),
         }
 
-    # -- helpers ----------------------------------------------------------------------------
+    # -- the action loop --------------------------------------------------------------------
 
-    def _refuse(self, conn: int, reason: str) -> list[NicAction]:
-        self.link.drop("host_misuse")
-        return [ToHost(conn, hl.Refused(reason))]
-
-    def _host_send(self, conn: int, req: hl.SendReq, now: float) -> list[NicAction]:
-        state = self.ports.port_of(conn)
-        if state is None:
-            return self._refuse(conn, "SEND before OPEN")
-        msg_type = _HOST_MSG_TYPES.get(req.msg_type)
-        if msg_type is None:
-            return self._refuse(conn, f"message type {req.msg_type} is not for hosts to send")
-        try:
-            self.ports.take_send_token(state)
-        except UsageError as exc:
-            return self._refuse(conn, str(exc))
-        failure = None
-        if req.dst_node not in self._routes:
-            failure = "no_route"
-        elif len(req.payload) > self.config.max_message:
-            failure = "too_large"
-        if failure is not None:
-            self.ports.return_send_token(state.port)
-            return [ToHost(conn, hl.ErrorEvent(req.handle, req.dst_node, failure))]
-        actions = self.transport.send(
-            now=now,
-            src_port=state.port,
-            dst_node=req.dst_node,
-            dst_port=req.dst_port,
-            msg_type=msg_type,
-            payload=req.payload,
-            handle=req.handle,
-            am_handler=req.am_handler,
-            args=req.args,
-        )
-        return self._convert(actions, now)
-
-    def _convert(self, actions: Sequence[TransportAction | ToHost], now: float) -> list[NicAction]:
+    def _run(self, actions: Iterable[CoreAction], now: float) -> list[NicAction]:
+        """Carry out ``actions`` in order. An action that expands is replaced, where it
+        stood, by its expansion (depth first, in the order it was returned); NicActions go
+        to the shell. Without recursion: a service never re-enters this loop."""
         out: list[NicAction] = []
-        nicvm = self.nicvm
-        for action in actions:
-            if isinstance(action, SendComplete | SendFailed):
-                folded = self.mcast.fold(action)  # copies of a multisend end as one
-                if folded is None:
-                    continue
-                action = folded
-            if isinstance(action, SendPacket):
-                addr = self._routes.get(action.node)
-                if addr is None:
-                    self.link.drop("no_route_out")
-                    continue
-                datagram = encode(action.packet)
-                control = isinstance(action.packet, ControlPacket)
-                if self._fault_free:
-                    out += self._transmit_all([(addr, datagram)], control)
-                else:
-                    faulty = self.faults.on_send(addr, datagram, now=now)
-                    out += self._transmit_all(faulty, control)
-            elif isinstance(action, Deliver):
-                grim = self.grim.on_deliver(action)
-                if grim is not None:
-                    out += self._grim_out(grim, now)
-                    continue
-                state = self.ports.get(action.port)
-                if state is None:
-                    self.link.drop("port_closed")
-                    continue
-                if action.msg_type is MsgType.RM_WRITE_P:
-                    out += self._place(state, action)
-                    continue
-                if action.msg_type in NICVM_TYPES and nicvm is not None:
-                    out += self._convert(nicvm.on_deliver(action, state.conn, now=now), now)
-                    continue
-                event = hl.RecvEvent(
-                    action.src_node, action.src_port, action.payload, int(action.msg_type),
-                    action.am_handler, action.args, action.mcast_group,
-                )  # fmt: skip
-                if action.port in self._sent:
-                    out += self._tell_sent(action.port)  # rides along: same wake-up
-                out.append(ToHost(state.conn, event))
-                if action.msg_type in SIGNAL_TYPES and self.ports.on_ab_delivered(state):
-                    out.append(self._signal(state))  # after the record: the handler finds it
-            elif isinstance(action, SendComplete):
-                if nicvm is not None and nicvm.owns(action.port, action.handle):
-                    done = nicvm.on_send_done(action.port, action.handle, None, now=now)
-                    out += self._convert(done, now)
-                    continue
-                out += self._complete(action.port, action.handle, now)
-            elif isinstance(action, SendFailed):
-                if nicvm is not None and nicvm.owns(action.port, action.handle):
-                    done = nicvm.on_send_done(action.port, action.handle, action, now=now)
-                    out += self._convert(done, now)
-                    continue
-                error = hl.ErrorEvent(action.handle, action.dst_node, action.reason)
-                out += self._tell_sent(action.port)
-                out += self._finish_send(action.port, error)
-            elif isinstance(action, PeerDead):
-                self.link.peers_dead.append(action.node)
-                out += self._convert(self.mcast.on_peer_dead(action.node, now=now), now)
-            elif isinstance(action, ToHost):
-                out.append(action)
+        work: deque[CoreAction] = deque(actions)
+        steps = self._steps
+        while work:
+            action = work.popleft()
+            if type(action) in _FINAL:
+                out.append(action)  # type: ignore[arg-type]  # _FINAL holds NicAction types
+                continue
+            step = steps.get(type(action))
+            if step is None:
+                self.link.drop("unknown_action")
+                continue
+            more = step(action, now)
+            if more:
+                work.extendleft(reversed(more))
         return out
 
-    def _signal(self, state: PortState) -> RaiseSignal:
-        state.signal_pending = True
-        state.signals_raised += 1
-        return RaiseSignal(state.conn, state.host_pid)
-
-    def _place(self, state: PortState, d: Deliver) -> list[NicAction]:
-        """RM-P write (GRIM 4.5): copy into registered memory, tell the host where."""
-        region, offset = d.args[0], d.args[1]
-        memory = state.regions.get(region)
-        end = offset + len(d.payload)
-        if memory is None or end > len(memory):
-            self.link.drop("rm_bounds")
+    def _step_packet(self, action: SendPacket, now: float) -> list[CoreAction]:
+        addr = self._routes.get(action.node)
+        if addr is None:
+            self.link.drop("no_route_out")
             return []
-        memory[offset:end] = d.payload
-        event = hl.RmWriteEvent(d.src_node, d.src_port, region, offset, len(d.payload), d.args)
-        return [ToHost(state.conn, event)]
+        datagram = encode(action.packet)
+        control = isinstance(action.packet, ControlPacket)
+        if self._fault_free:
+            return list(self._transmit_all([(addr, datagram)], control))
+        return list(self._transmit_all(self.faults.on_send(addr, datagram, now=now), control))
 
-    def _complete(self, port: int, handle: int, now: float) -> list[NicAction]:
-        """A send completed: its token is back at once; the host hears of it lazily."""
-        if self.ports.get(port) is None:
+    def _step_deliver(self, d: Deliver, now: float) -> Sequence[CoreAction]:
+        state = self.ports.get(d.port)
+        service = self._by_port.get(d.port) or self._by_msg.get(d.msg_type)
+        if service is not None:
+            done = service.on_deliver(d, state, now=now)
+            if done is not None:
+                return done
+        return self.gm.on_deliver(d, state, now=now) or []
+
+    def _step_done(self, done: SendComplete | SendFailed, now: float) -> Sequence[CoreAction]:
+        for service in self._services:
+            taken = service.on_done(done, now=now)
+            if taken is not None:
+                return taken
+        return self.gm.on_done(done, now=now) or []
+
+    def _step_peer_dead(self, action: PeerDead, now: float) -> list[CoreAction]:
+        self.link.peers_dead.append(action.node)
+        out: list[CoreAction] = []
+        for service in self._services:
+            out += service.on_peer_dead(action.node, now=now)
+        return out
+
+    def _step_to_port(self, action: ToPort, now: float) -> list[CoreAction]:
+        state = self.ports.get(action.port)
+        return [] if state is None else [ToHost(state.conn, action.record)]
+
+    def _step_nic_send(self, o: NicSend, now: float) -> list[CoreAction]:
+        try:
+            return list(self.transport.send(
+                now=now, src_port=NIC_PORT, dst_node=o.dst_node, dst_port=o.dst_port,
+                msg_type=o.msg_type, payload=o.payload, handle=0, am_handler=o.am_handler,
+                args=o.args,
+            ))  # fmt: skip
+        except UsageError:
+            self.link.drop("grim_reply_unsendable")
             return []
-        self.ports.return_send_token(port)
-        pending = self._sent.setdefault(port, [])
-        pending.append(handle)
-        if len(pending) >= self._sent_flush_at:
-            return self._tell_sent(port)
-        self._sent_due.setdefault(port, now + self.config.sent_delay_s)
-        return []
 
-    def _tell_sent(self, port: int) -> list[NicAction]:
-        handles = self._sent.pop(port, None)
-        self._sent_due.pop(port, None)
-        state = self.ports.get(port)
-        if not handles or state is None:
-            return []
-        event = hl.SentEvent(handles[0]) if len(handles) == 1 else hl.SentBatch(tuple(handles))
-        return [ToHost(state.conn, event)]
+    def _step_port_send(self, o: PortSend, now: float) -> list[TransportAction]:
+        return self.transport.send(
+            now=now, src_port=o.src_port, dst_node=o.dst_node, dst_port=o.dst_port,
+            msg_type=o.msg_type, payload=o.payload, handle=o.handle, am_handler=o.am_handler,
+            args=o.args,
+        )  # fmt: skip
 
-    def _finish_send(self, port: int, event: hl.ErrorEvent) -> list[NicAction]:
-        state = self.ports.get(port)
+    def _step_give_back(self, action: GiveBack, now: float) -> list[CoreAction]:
+        state = self.ports.get(action.port)
         if state is None:
             return []
-        self.ports.return_send_token(port)
-        return [ToHost(state.conn, event)]
+        self.ports.provide(state, 1)
+        return list(self.transport.resume_port(action.port, now=now))
+
+    def _admit(self, first: DataPacket) -> Verdict:
+        verdict = self.grim.admit(first)
+        return (self.ports.admit(first), []) if verdict is None else verdict
+
+    def _set_routes_record(self, conn: int, req: hl.SetRoutesReq, now: float) -> list[NicAction]:
+        self.set_routes(req.routes)
+        return [ToHost(conn, hl.RoutesOk())]
+
+    # -- host records that take two services ----------------------------------------------
+
+    def _refuse(self, conn: int, reason: str) -> list[NicAction]:
+        return self._run(self.gm.refuse(conn, reason), 0.0)
+
+    def _multisend(self, conn: int, req: hl.MultiSendReq, now: float) -> list[NicAction]:
+        """One host request, one copy per destination over the reliable transport; the
+        multicast service folds their completions into one."""
+        state = self.ports.port_of(conn)
+        if state is None:
+            return self._refuse(conn, f"{type(req).__name__} before OPEN")
+        msg_type = HOST_MSG_TYPES.get(req.msg_type)
+        if msg_type is None or msg_type is MsgType.MCAST_DATA:
+            return self._refuse(conn, f"message type {req.msg_type} is not for hosts to send")
+        if not req.dests or len(set(req.dests)) != len(req.dests):
+            return self._refuse(conn, "a multisend needs distinct destinations")
+        size = len(req.payload)
+        refused = self.gm.start_send(conn, state, req.handle, req.dests, size, req.dests[0])
+        if refused is not None:
+            return self._run(refused, now)
+        self.mcast.start_multisend(state.port, req)
+        copies = [PortSend(state.port, dst, req.dst_port, msg_type, req.payload, req.handle,
+                           req.am_handler, req.args) for dst in req.dests]  # fmt: skip
+        return self._run(copies, now)
+
+    def _mcast_send(self, conn: int, req: hl.McastSendReq, now: float) -> list[NicAction]:
+        """The root's host hands a multicast message over once (a send token, as any send)."""
+        state = self.ports.port_of(conn)
+        if state is None:
+            return self._refuse(conn, f"{type(req).__name__} before OPEN")
+        size = len(req.payload)
+        refused = self.gm.start_send(conn, state, req.handle, (), size, self.node_id)
+        if refused is not None:
+            return self._run(refused, now)
+        result = self.mcast.on_send(state, req, now=now)
+        if isinstance(result, str):
+            self.ports.return_send_token(state.port)
+            return self._refuse(conn, result)
+        return self._run(result, now)
+
+    def _service_record(
+        self, service: NicService, conn: int, record: hl.HostRecord, now: float
+    ) -> list[NicAction]:
+        state = self.ports.port_of(conn)
+        if state is None:
+            return self._refuse(conn, f"{service.family or type(record).__name__} before OPEN")
+        result = service.on_host(state, record, now=now)
+        if isinstance(result, str):
+            return self._refuse(conn, result)
+        return self._run(result, now)
 
     def _transmit_all(
         self, datagrams: list[tuple[Addr, bytes]], control: bool = False
@@ -419,124 +452,3 @@ class NicCore:
         link.datagrams_out += len(datagrams)
         link.bytes_out += sum(len(d) for _, d in datagrams)
         return [Transmit(addr, datagram, control) for addr, datagram in datagrams]
-
-    # -- GRIM interfaces (nicd.grim) --------------------------------------------------------
-
-    def _admit(self, first: DataPacket) -> Admission:
-        verdict = self.grim.admit(first)
-        return self.ports.admit(first) if verdict is None else verdict
-
-    def _grim_host(self, conn: int, record: GrimRecord, now: float) -> list[NicAction]:
-        state = self.ports.port_of(conn)
-        if state is None:
-            return self._refuse(conn, f"{type(record).__name__} before OPEN")
-        if self.grim.on_host(state.port, record):
-            return self._convert(self.transport.resume_port(state.port, now=now), now)
-        return []
-
-    def _grim_out(self, outs: list[NicSend | ToPort], now: float) -> list[NicAction]:
-        actions: list[NicAction] = []
-        for o in outs:
-            if isinstance(o, NicSend):
-                try:
-                    sent = self.transport.send(
-                        now=now, src_port=NIC_PORT, dst_node=o.dst_node, dst_port=o.dst_port,
-                        msg_type=o.msg_type, payload=o.payload, handle=0,
-                        am_handler=o.am_handler, args=o.args,
-                    )  # fmt: skip
-                except UsageError:
-                    self.link.drop("grim_reply_unsendable")
-                    continue
-                actions += self._convert(sent, now)
-            else:
-                state = self.ports.get(o.port)
-                if state is not None:
-                    actions.append(ToHost(state.conn, o.record))
-        return actions
-
-    # -- multicast (seed 001) ----------------------------------------------------------------
-
-    def _mcast_host(self, conn: int, record: _McastRequest, now: float) -> list[NicAction]:
-        """Host records of HostOp 60-69: groups, multicast and multisend."""
-        state = self.ports.port_of(conn)
-        if state is None:
-            return self._refuse(conn, f"{type(record).__name__} before OPEN")
-        if isinstance(record, hl.MultiSendReq):
-            return self._multisend(conn, state, record, now)
-        mcast = self.mcast
-        if isinstance(record, hl.McastSendReq):
-            try:
-                self.ports.take_send_token(state)
-            except UsageError as exc:
-                return self._refuse(conn, str(exc))
-            if len(record.payload) > self.config.max_message:
-                self.ports.return_send_token(state.port)
-                return [ToHost(conn, hl.ErrorEvent(record.handle, self.node_id, "too_large"))]
-            result = mcast.on_send(state, record, now=now)
-            if isinstance(result, str):
-                self.ports.return_send_token(state.port)
-        elif isinstance(record, hl.McastGroupReq):
-            result = mcast.on_group(state, record, now=now)
-        else:
-            result = mcast.on_free(state, record, now=now)
-        if isinstance(result, str):
-            return self._refuse(conn, result)
-        return self._convert(result, now)
-
-    def _multisend(
-        self, conn: int, state: PortState, req: hl.MultiSendReq, now: float
-    ) -> list[NicAction]:
-        """One host request, one copy per destination over the reliable transport."""
-        msg_type = _HOST_MSG_TYPES.get(req.msg_type)
-        if msg_type is None or msg_type is MsgType.MCAST_DATA:
-            return self._refuse(conn, f"message type {req.msg_type} is not for hosts to send")
-        if not req.dests or len(set(req.dests)) != len(req.dests):
-            return self._refuse(conn, "a multisend needs distinct destinations")
-        try:
-            self.ports.take_send_token(state)
-        except UsageError as exc:
-            return self._refuse(conn, str(exc))
-        failure = None
-        if any(d not in self._routes for d in req.dests):
-            failure = "no_route"
-        elif len(req.payload) > self.config.max_message:
-            failure = "too_large"
-        if failure is not None:
-            self.ports.return_send_token(state.port)
-            return [ToHost(conn, hl.ErrorEvent(req.handle, req.dests[0], failure))]
-        self.mcast.start_multisend(state.port, req)
-        actions: list[TransportAction] = []
-        for dst in req.dests:
-            actions += self.transport.send(
-                now=now, src_port=state.port, dst_node=dst, dst_port=req.dst_port,
-                msg_type=msg_type, payload=req.payload, handle=req.handle,
-                am_handler=req.am_handler, args=req.args,
-            )  # fmt: skip
-        return self._convert(actions, now)
-
-    def _nicvm_request(self, conn: int, record: hl.HostRecord, now: float) -> list[NicAction]:
-        """A NICVM record (load, purge, list, communicator map, delegate) from a host."""
-        state = self.ports.port_of(conn)
-        if state is None:
-            return self._refuse(conn, "NICVM request before OPEN")
-        if self.nicvm is None:
-            if isinstance(record, hl.NicvmDelegateReq):
-                return [ToHost(conn, hl.NicvmDone(record.handle, "disabled", 2, "NICVM is off"))]
-            if isinstance(record, hl.NicvmCommReq):
-                return []
-            return [ToHost(conn, hl.NicvmReply(False, "NICVM is disabled on this NIC"))]
-        return self._convert(self.nicvm.on_host(conn, state.port, record, now=now), now)
-
-
-_McastRequest = hl.McastGroupReq | hl.McastFreeReq | hl.McastSendReq | hl.MultiSendReq
-_MCAST_REQUESTS = (hl.McastGroupReq, hl.McastFreeReq, hl.McastSendReq, hl.MultiSendReq)
-
-
-def _mcast_config(config: NicConfig) -> McastConfig:
-    """The multicast engine's tunables, from the transport's (one MTU, window, RTO)."""
-    t = config.transport
-    return McastConfig(
-        mtu=t.mtu, window=t.window, ack_every=t.ack_every, ack_delay_s=t.ack_delay_s,
-        rto_initial_s=t.rto_initial_s, rto_min_s=t.rto_min_s, rto_max_s=t.rto_max_s,
-        max_message=config.max_message, forward_first=config.mcast_forward_first,
-    )  # fmt: skip

@@ -1,11 +1,12 @@
-"""Counters of one nicd: traffic on the link and the host bus, drops by reason."""
+"""Counters of one nicd: traffic on the link and the host bus, drops by reason, and the
+reliable transport's counters (:class:`TransportStats`, shared by every stream)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
 
-__all__ = ["LinkStats"]
+__all__ = ["LinkStats", "TransportStats"]
 
 
 @dataclass(slots=True)
@@ -39,3 +40,26 @@ class LinkStats:
             "drops_total": sum(self.drops.values()),
             "peers_dead": list(self.peers_dead),
         }
+
+
+@dataclass(slots=True)
+class TransportStats:
+    """Counters shared by every stream of one transport."""
+
+    data_sent: int = 0
+    """Data packets put on the link for the first time."""
+    retransmissions: int = 0
+    """Data packets put on the link again (go-back-N, retries, timeouts)."""
+    acks_sent: int = 0
+    acks_received: int = 0
+    nacks_sent: Counter[str] = field(default_factory=Counter)
+    nacks_received: Counter[str] = field(default_factory=Counter)
+    drops: Counter[str] = field(default_factory=Counter)
+    """Data and control packets dropped, by reason."""
+    delivered: int = 0
+    completed: int = 0
+    failed: Counter[str] = field(default_factory=Counter)
+    timeouts: int = 0
+    loss_events: int = 0
+    """Window cuts (GAP NACKs and timeouts, at most one per RTT per stream)."""
+    refusal_retries: int = 0

@@ -12,16 +12,9 @@ from nicd.nicvm.builtins import SEND_TYPE, Result
 from nicd.nicvm.compiler import compile_module
 from nicd.nicvm.dis import disassemble
 from nicd.nicvm.errors import NicvmError, NicvmLimitError, NicvmSemanticError, NicvmSyntaxError
+from nicd.nicvm.machine import Fault, PacketContext, SendDescriptor
 from nicd.nicvm.program import Module
-from nicd.nicvm.vm import (
-    Fault,
-    Outcome,
-    Packet,
-    PacketContext,
-    RunResult,
-    SendDescriptor,
-    run,
-)
+from nicd.nicvm.vm import Outcome, Packet, RunResult, run
 
 __all__ = [
     "SEND_TYPE",

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
+from nicd.link.wire import MsgType
 from nicd.nicvm.ast import Type
 from nicd.nicvm.opcodes import Op
-from nicd.wire import MsgType
 
 __all__ = ["BUILTINS", "CONSTANTS", "SEND_TYPE", "Builtin", "Result"]
 

@@ -10,7 +10,7 @@ each construct costs; nothing is optimised away, so fuel is predictable from the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from nicd.nicvm import ast
 from nicd.nicvm.ast import Type
@@ -25,8 +25,11 @@ from nicd.nicvm.limits import (
 )
 from nicd.nicvm.opcodes import OPS, Op
 from nicd.nicvm.parse import parse
-from nicd.nicvm.program import Function, Instruction, Module, Value
+from nicd.nicvm.program import Function, Instruction, Module
 from nicd.nicvm.vm import thread
+
+if TYPE_CHECKING:
+    from nicd.nicvm.machine import Value
 
 __all__ = ["compile_module"]
 

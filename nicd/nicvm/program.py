@@ -7,20 +7,15 @@ for ``code[pc]`` (direct threading: no decoding and no dispatch table at run tim
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from nicd.nicvm.ast import Type
+    from nicd.nicvm.machine import Handler, Value
     from nicd.nicvm.opcodes import Op
-    from nicd.nicvm.vm import Machine
 
-__all__ = ["Function", "Handler", "Instruction", "Module", "Value"]
-
-Value = int | float
-Handler = Callable[["Machine"], int]
-"""Executes one instruction against the machine and returns the next pc."""
+__all__ = ["Function", "Instruction", "Module"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import pytest
 from emubench.localcluster import NicCluster
 from emucluster.offload.nic_mcast.trees import binomial_tree, postal_tree
 from emucluster.port import McastChildDeadError, Port, PortError, SendFailedError
-from nicd.wire import MsgType
+from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
     from pathlib import Path

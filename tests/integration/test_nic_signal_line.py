@@ -11,7 +11,7 @@ import pytest
 
 from emubench.localcluster import NicCluster
 from emucluster.port import Port, RecvEvent
-from nicd.wire import MsgType
+from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
     from pathlib import Path

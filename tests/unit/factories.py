@@ -6,7 +6,7 @@ import dataclasses
 import zlib
 from typing import Any
 
-from nicd.wire import CRC, ControlPacket, DataPacket, FragFlags, MsgType, NackReason
+from nicd.link.wire import CRC, ControlPacket, DataPacket, FragFlags, MsgType, NackReason
 
 __all__ = ["ack", "data_packet", "nack", "with_crc"]
 

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 
 from nicd.actions import Deliver, McastAction, McastChildDead, McastDone, SendPacket
 from nicd.errors import BadPacket
-from nicd.mcast import GroupSpec, McastConfig, McastEngine
-from nicd.wire import ControlPacket, DataPacket, MsgType, decode_untrusted, encode
+from nicd.link.wire import ControlPacket, DataPacket, MsgType, decode_untrusted, encode
+from nicd.mcast.config import McastConfig
+from nicd.mcast.engine import GroupSpec, McastEngine
 from tests.unit.netsim import Route, Transit, perfect
 
 if TYPE_CHECKING:

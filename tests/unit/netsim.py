@@ -1,4 +1,5 @@
-"""A virtual network for transport tests: N Transports, a virtual clock, a seeded bad link.
+"""A virtual network for transport and NIC tests: N Transports (:class:`Net`) or N NicCores
+(:class:`NicNet`), a virtual clock, a seeded bad link.
 
 Every SendPacket a transport returns is encoded with :func:`nicd.wire.encode` and handed to a
 ``route`` hook, which decides its fate: a list of copies, each ``(delay_s, datagram)``; an
@@ -10,6 +11,11 @@ any callable instead to script a loss exactly. Datagrams are decoded at arrival 
 Time only moves in :meth:`Net.step`: to the next arrival or the earliest transport deadline,
 whichever is first; after a burst of arrivals each receiving node is flushed, as the shell
 does. :meth:`Net.run` fails after ``max_events`` steps instead of looping forever.
+
+:class:`NicNet` runs whole NICs the same way: every ``Transmit`` goes through the same ``route``
+hook, every ``ToHost`` record lands in that node's ``hosts`` list (and may be answered by an
+``answer`` hook, as a host answers GRIM's translation upcalls), ``RaiseSignal`` s are kept in
+``signals``; its :meth:`NicNet.run` fails too when the network does not settle.
 """
 
 from __future__ import annotations
@@ -21,24 +27,37 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from nicd.actions import (
     Deliver,
+    NicAction,
     PeerDead,
+    RaiseSignal,
     SendComplete,
     SendFailed,
     SendPacket,
+    ToHost,
+    Transmit,
     TransportAction,
 )
-from nicd.channels import Admission, Transport
-from nicd.config import TransportConfig
+from nicd.config import NicConfig, TransportConfig
 from nicd.errors import BadPacket
-from nicd.wire import ControlPacket, DataPacket, MsgType, decode_untrusted, encode
+from nicd.link.channels import Admission, Transport
+from nicd.link.wire import ControlPacket, DataPacket, MsgType, decode_untrusted, encode
+from nicd.nic import NicCore
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from nicd import hostlink as hl
+    from nicd.link.reliable import Verdict
 
 __all__ = [
     "LINK_DELAY_S",
     "BadNetwork",
     "Net",
+    "NicNet",
     "Node",
     "Ports",
     "Transit",
@@ -166,6 +185,10 @@ class Ports:
     def close(self, port: int) -> None:
         self.tokens.pop(port, None)
 
+    def verdict(self, first: DataPacket) -> Verdict:
+        """The transport's admission hook: :meth:`admit`, raising nothing."""
+        return self.admit(first), []
+
     def admit(self, first: DataPacket) -> Admission:
         dst_port, src_node, src_port, msg_len = (
             first.dst_port, first.src_node, first.src_port, first.msg_len
@@ -213,7 +236,7 @@ class Net:
             ports = Ports()
             for port in open_ports:
                 ports.open(port)
-            self.nodes.append(Node(Transport(node_id, self.config, ports.admit), ports))
+            self.nodes.append(Node(Transport(node_id, self.config, ports.verdict), ports))
         self._wire: list[tuple[float, int, int, bytes]] = []  # (arrival, order, dst, datagram)
         self._order = itertools.count()
         self._handles = itertools.count(1)
@@ -350,3 +373,120 @@ class Net:
         return [
             p for _, s, p in self.log if isinstance(p, ControlPacket) and (src is None or s == src)
         ]
+
+
+Answer = Callable[[int, "hl.HostRecord"], "hl.HostRecord | None"]
+"""``answer(node, record)``: what host ``node`` sends its NIC back on seeing ``record``."""
+
+
+class NicNet:
+    """N NicCores on one virtual link, one host connection ``conn`` each."""
+
+    def __init__(
+        self,
+        configs: Sequence[NicConfig] | int,
+        route: Route = perfect,
+        *,
+        answer: Answer | None = None,
+        conn: int = 1,
+    ) -> None:
+        if isinstance(configs, int):
+            configs = [NicConfig(i, "/tmp") for i in range(configs)]
+        self.cores = [NicCore(config) for config in configs]
+        self.addrs = {i: ("127.0.0.1", 2000 + i) for i in range(len(self.cores))}
+        self.by_addr = {addr: i for i, addr in self.addrs.items()}
+        self.route = route
+        self.answer = answer
+        self.conn = conn
+        self.now = 0.0
+        self.hosts: list[list[hl.HostRecord]] = [[] for _ in self.cores]
+        """Every record each NIC wrote to its host, in order."""
+        self.signals: list[list[RaiseSignal]] = [[] for _ in self.cores]
+        self.dead: set[int] = set()
+        """Nodes that stopped: they take no datagrams and fire no timers."""
+        self.event_count = 0
+        self._wire: list[tuple[float, int, int, int, bytes]] = []  # (arrival, order, src, dst, dg)
+        self._order = itertools.count()
+        for core in self.cores:
+            core.set_routes(self.addrs)
+
+    # -- driving ----------------------------------------------------------------------------
+
+    def request(self, node: int, record: hl.HostRecord) -> None:
+        """Host ``node`` writes ``record`` to its NIC (nothing runs until :meth:`run`)."""
+        self.apply(node, self.cores[node].on_host(self.conn, record, now=self.now))
+
+    def apply(self, node: int, actions: Iterable[NicAction]) -> None:
+        """Carry out a NIC's actions: datagrams onto the link, records to its host."""
+        for action in actions:
+            if isinstance(action, Transmit):
+                dst = self.by_addr[action.addr]
+                packet = decode_untrusted(action.datagram)
+                transit = Transit(node, dst, packet, action.datagram, self.now)
+                for delay, data in self.route(transit):
+                    item = (self.now + delay, next(self._order), node, dst, data)
+                    heapq.heappush(self._wire, item)
+            elif isinstance(action, ToHost):
+                assert action.conn == self.conn
+                self.hosts[node].append(action.record)
+                reply = None if self.answer is None else self.answer(node, action.record)
+                if reply is not None:
+                    self.request(node, reply)
+            elif isinstance(action, RaiseSignal):
+                self.signals[node].append(action)
+            else:  # pragma: no cover - a new action type the harness does not know
+                raise AssertionError(f"unknown action {action!r}")
+
+    def next_time(self) -> float | None:
+        """When something next happens: an arrival or a live NIC's deadline."""
+        times = [
+            d for i, c in enumerate(self.cores)
+            if i not in self.dead and (d := c.next_deadline()) is not None
+        ]  # fmt: skip
+        if self._wire:
+            times.append(self._wire[0][0])
+        return min(times) if times else None
+
+    def step(self) -> bool:
+        """Advance to the next event and process everything due then; False when idle."""
+        when = self.next_time()
+        if when is None:
+            return False
+        self.event_count += 1
+        self.now = max(self.now, when)
+        touched: set[int] = set()
+        while self._wire and self._wire[0][0] <= self.now:
+            _, _, src, dst, data = heapq.heappop(self._wire)
+            if dst in self.dead:
+                continue
+            self.apply(dst, self.cores[dst].on_datagram(data, self.addrs[src], now=self.now))
+            touched.add(dst)
+        for node in sorted(touched):
+            self.apply(node, self.cores[node].flush(now=self.now))
+        for node, core in enumerate(self.cores):
+            deadline = core.next_deadline()
+            if node not in self.dead and deadline is not None and deadline <= self.now:
+                self.apply(node, core.on_timer(now=self.now))
+        return True
+
+    def run(self, until: Callable[[], bool] | None = None, *, max_events: int = 100_000) -> None:
+        """Step until ``until()`` holds (or, without it, until idle); fail after
+        ``max_events`` steps."""
+        for _ in range(max_events):
+            if until is not None and until():
+                return
+            if not self.step():
+                assert until is None or until(), "network idle but the condition never held"
+                return
+        raise AssertionError(f"not settled after {max_events} events (now={self.now:.3f} s)")
+
+    def pop_datagram(self) -> tuple[int, int, bytes]:
+        """Take the next datagram off the link undelivered: (source, destination, datagram)."""
+        _, _, src, dst, data = heapq.heappop(self._wire)
+        return src, dst, data
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def records(self, node: int, kind: type[object]) -> list[object]:
+        """The records of type ``kind`` host ``node`` got."""
+        return [r for r in self.hosts[node] if isinstance(r, kind)]

@@ -5,8 +5,14 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from nicd.amregistry import MAX_HANDLER_ID, Registry, decode_reply, decode_request, encode_request
 from nicd.errors import BadPacket
+from nicd.grim.amregistry import (
+    MAX_HANDLER_ID,
+    Registry,
+    decode_reply,
+    decode_request,
+    encode_request,
+)
 
 
 def test_ids_are_stable_and_assigned_in_publication_order() -> None:

@@ -13,7 +13,9 @@ from hypothesis import HealthCheck, event, given, settings, target
 from hypothesis import strategies as st
 
 from nicd.actions import PeerDead, SendFailed, SendPacket
-from nicd.channels import (
+from nicd.config import TransportConfig
+from nicd.errors import UsageError
+from nicd.link.channels import (
     END_STATES,
     PEER_TRANSITIONS,
     Admission,
@@ -22,9 +24,7 @@ from nicd.channels import (
     StreamKey,
     Transport,
 )
-from nicd.config import TransportConfig
-from nicd.errors import UsageError
-from nicd.wire import ControlPacket, DataPacket, MsgType, NackReason
+from nicd.link.wire import ControlPacket, DataPacket, MsgType, NackReason
 from tests.unit.netsim import BadNetwork, Net, Transit, perfect, test_config
 
 MTU = 64
@@ -482,7 +482,7 @@ def test_receiver_close_port_drops_the_partial_message_and_the_stream_goes_on() 
 
 
 def test_unexpected_unknown_and_dead_peer_controls_are_counted_drops() -> None:
-    t = Transport(0, test_config(), lambda *_: Admission.OK)
+    t = Transport(0, test_config(), lambda *_: (Admission.OK, []))
     mcast = ControlPacket(MsgType.MCAST_ACK, 0, 1, 0, 0, 0)
     unknown = ControlPacket(MsgType.ACK, 0, 1, 0, 0, 0)
     elsewhere = ControlPacket(MsgType.ACK, 0, 1, 7, 0, 0)
@@ -528,7 +528,7 @@ def test_empty_message_and_stats_shape() -> None:
     ],
 )
 def test_send_misuse_raises_usage_error(bad: dict[str, object]) -> None:
-    t = Transport(0, test_config(), lambda *_: Admission.OK)
+    t = Transport(0, test_config(), lambda *_: (Admission.OK, []))
     fields: dict[str, object] = {
         "now": 0.0, "src_port": 0, "dst_node": 1, "dst_port": 0,
         "msg_type": MsgType.GM_DATA, "payload": b"", "handle": 1,
@@ -546,7 +546,7 @@ def test_send_misuse_raises_usage_error(bad: dict[str, object]) -> None:
 def test_bad_config_raises_usage_error(bad: dict[str, object]) -> None:
     config = dataclasses.replace(TransportConfig(), **bad)  # type: ignore[arg-type]
     with pytest.raises(UsageError):
-        Transport(0, config, lambda *_: Admission.OK)
+        Transport(0, config, lambda *_: (Admission.OK, []))
 
 
 def test_stream_key_names_its_fields() -> None:

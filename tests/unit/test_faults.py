@@ -9,8 +9,8 @@ import pytest
 
 from nicd.config import FaultConfig
 from nicd.errors import BadPacket, UsageError
-from nicd.faults import REORDER_MAX_HOLD_S, FaultPlan
-from nicd.wire import NackReason, decode_untrusted, encode
+from nicd.link.faults import REORDER_MAX_HOLD_S, FaultPlan
+from nicd.link.wire import NackReason, decode_untrusted, encode
 from tests.unit.factories import ack, data_packet, nack
 
 Addr = tuple[str, int]

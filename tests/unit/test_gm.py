@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from nicd.channels import Admission
 from nicd.errors import UsageError
 from nicd.gm import PortTable
-from nicd.wire import DataPacket, MsgType
+from nicd.link.channels import Admission
+from nicd.link.wire import DataPacket, MsgType
 from tests.unit.factories import data_packet
 
 

@@ -1,14 +1,14 @@
-"""GRIM on the NIC (nicd.grim through NicCore): RM-V/RM-P/RM-RV, the translation cache with
-host upcalls, statuses for every refusal, and the AM registry; two cores on a fake clock."""
+"""GRIM on the NIC (nicd.grim.service through NicCore): RM-V/RM-P/RM-RV, the translation cache with
+host upcalls, statuses for every refusal, and the AM registry; two cores on netsim's virtual
+network (which fails when it does not settle)."""
 
 from __future__ import annotations
 
 import struct
 
 from nicd import hostlink as hl
-from nicd.actions import NicAction, ToHost, Transmit
-from nicd.amregistry import decode_reply, encode_request
-from nicd.config import NicConfig
+from nicd.actions import ToHost
+from nicd.grim.amregistry import decode_reply, encode_request
 from nicd.hostlink.grim import (
     NIC_PORT,
     NOTIFY_P,
@@ -21,8 +21,8 @@ from nicd.hostlink.grim import (
     RmXlateReply,
     RmXlateReq,
 )
-from nicd.nic import NicCore
-from nicd.wire import MsgType
+from nicd.link.wire import MsgType
+from tests.unit.netsim import NicNet
 
 ADDRS = {0: ("127.0.0.1", 1001), 1: ("127.0.0.1", 1002)}
 PORT = 3
@@ -30,20 +30,19 @@ TICK = 0.001
 VBASE = 0x1000_0000
 
 
-class Pair:
-    """Two NICs, one host connection (conn 1, port 3) each, a fake clock, no loss."""
+class Pair(NicNet):
+    """Two NICs, one host connection (conn 1, port 3) each, on the shared virtual network;
+    each host answers translation upcalls from its ``kernel`` map."""
 
     def __init__(self) -> None:
-        self.cores = [NicCore(NicConfig(n, "/tmp")) for n in (0, 1)]
-        self.now = 0.0
+        super().__init__(2, answer=self._upcall)
         self.memory = [bytearray(4096), bytearray(4096)]
-        self.host: list[list[hl.HostRecord]] = [[], []]
+        self.host = self.hosts
         self.kernel: list[dict[int, tuple[int, int, int]]] = [
             {},
             {},
         ]  # vaddr -> (size, region, off)
         for n, core in enumerate(self.cores):
-            core.set_routes(ADDRS)
             core.on_host(1, hl.OpenReq(PORT), now=0.0)
             core.on_host(1, hl.ProvideReq(16), now=0.0)
             req = hl.RegisterReq(1, 4096, "seg")
@@ -54,9 +53,8 @@ class Pair:
     def block(self, node: int, vaddr: int, size: int, offset: int, *, static: bool) -> None:
         self.kernel[node][vaddr] = (size, 1, offset)
         if static:
-            self.run(
-                node, self.cores[node].on_host(1, RmMapReq(vaddr, size, 1, offset), now=self.now)
-            )
+            self.request(node, RmMapReq(vaddr, size, 1, offset))
+            self.run()
 
     def host_send(
         self,
@@ -69,44 +67,11 @@ class Pair:
         dst: int | None = None,
     ) -> None:
         dst_node = 1 - node if dst is None else dst
-        req = hl.SendReq(1, dst_node, dst_port, payload, int(msg_type), handler, args)
-        self.run(node, self.cores[node].on_host(1, req, now=self.now))
+        self.request(node, hl.SendReq(1, dst_node, dst_port, payload, int(msg_type), handler, args))
+        self.run()
 
-    def run(self, node: int, actions: list[NicAction], rounds: int = 200) -> None:
-        """Deliver everything until quiet, answering translation upcalls like a host."""
-        pending = [(node, a) for a in actions]
-        for _ in range(rounds):
-            while pending:
-                at, action = pending.pop(0)
-                if isinstance(action, Transmit):
-                    dst = 0 if action.addr == ADDRS[0] else 1
-                    pending += [
-                        (dst, a)
-                        for a in self.cores[dst].on_datagram(
-                            action.datagram, ADDRS[at], now=self.now
-                        )
-                    ]
-                elif isinstance(action, ToHost):
-                    rec = action.record
-                    self.host[at].append(rec)
-                    if isinstance(rec, RmXlateReq):
-                        pending += [
-                            (at, a)
-                            for a in self.cores[at].on_host(1, self._answer(at, rec), now=self.now)
-                        ]
-            self.now += TICK
-            for n, core in enumerate(self.cores):
-                pending += [(n, a) for a in core.flush(now=self.now)]
-            if not pending:  # autojump to the earliest timer
-                deadlines = [d for c in self.cores if (d := c.next_deadline()) is not None]
-                if deadlines:
-                    self.now = max(self.now, min(deadlines))
-            for n, core in enumerate(self.cores):
-                deadline = core.next_deadline()
-                if deadline is not None and deadline <= self.now:
-                    pending += [(n, a) for a in core.on_timer(now=self.now)]
-            if not pending and all(c.next_deadline() is None for c in self.cores):
-                return
+    def _upcall(self, node: int, record: hl.HostRecord) -> hl.HostRecord | None:
+        return self._answer(node, record) if isinstance(record, RmXlateReq) else None
 
     def _answer(self, node: int, rec: RmXlateReq) -> RmXlateReply:
         for vaddr, (size, region, off) in self.kernel[node].items():
@@ -155,7 +120,8 @@ def test_unmap_makes_later_writes_fail_with_no_translation() -> None:
     p = Pair()
     p.block(1, VBASE, 64, 0, static=True)
     del p.kernel[1][VBASE]
-    p.run(1, p.cores[1].on_host(1, RmUnmapReq(VBASE), now=p.now))
+    p.request(1, RmUnmapReq(VBASE))
+    p.run()
     p.host_send(0, PORT, MsgType.RM_WRITE_V, b"no", 0, (VBASE, 0, 0, 3))
     assert p.statuses(0) == [(3, RmStatus.NO_TRANSLATION)]
     assert p.memory[1] == bytearray(4096)
@@ -276,7 +242,8 @@ def test_registry_on_node_zero_assigns_ids_and_drops_garbage() -> None:
 def test_registry_requests_to_another_node_fail_no_port() -> None:
     p = Pair()
     req = hl.SendReq(4, 1, NIC_PORT, b"x", int(MsgType.AM_DATA))
-    p.run(0, p.cores[0].on_host(1, req, now=p.now), rounds=2000)
+    p.request(0, req)
+    p.run()
     errors = [r for r in p.host[0] if isinstance(r, hl.ErrorEvent)]
     assert [e.reason for e in errors] == ["no_port"]
 

@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 from emucluster.offload.nic_mcast.trees import binomial_tree, flat_tree, postal_tree
 from nicd.actions import Deliver, McastAction, McastChildDead, McastDone, SendPacket
 from nicd.errors import UsageError
-from nicd.mcast import GroupSpec, McastEngine
-from nicd.reliable import Admission
-from nicd.wire import (
+from nicd.link.reliable import Admission
+from nicd.link.wire import (
     ControlPacket,
     DataPacket,
     FragFlags,
@@ -26,6 +25,7 @@ from nicd.wire import (
     decode_mcast_ack_untrusted,
     mcast_ack_packet,
 )
+from nicd.mcast.engine import GroupSpec, McastEngine
 from tests.unit.mcastsim import GROUP, PORT, McastNet, fast_config
 from tests.unit.netsim import BadNetwork
 

@@ -59,6 +59,25 @@ def test_host_misuse_is_refused_not_raised() -> None:
     assert error == ToHost(5, hl.ErrorEvent(2, 9, "no_route"))
 
 
+def test_a_record_no_service_owns_is_a_counted_refusal() -> None:
+    core = NicCore(NicConfig(0, "/tmp"))
+    core.on_host(5, hl.OpenReq(0), now=0.0)
+    assert core.on_host(5, hl.RoutesOk(), now=0.0) == [
+        ToHost(5, hl.Refused("RoutesOk is not a host request"))
+    ]
+    assert core.link.drops["host_misuse"] == 1
+
+
+def test_every_service_record_before_open_is_refused_by_name() -> None:
+    core = NicCore(NicConfig(0, "/tmp"))
+    assert core.on_host(5, hl.McastFreeReq(3), now=0.0) == [
+        ToHost(5, hl.Refused("McastFreeReq before OPEN"))
+    ]
+    assert core.on_host(5, hl.NicvmListReq(), now=0.0) == [
+        ToHost(5, hl.Refused("NICVM request before OPEN"))
+    ]
+
+
 def test_control_queue_holds_acks_the_link_refused_and_sends_them_first() -> None:
     a, b = pair()
     [tx] = a.on_host(1, hl.SendReq(1, 1, 0, b"x"), now=0.0)

@@ -1,6 +1,6 @@
-"""NicCore's multicast wiring (seed 001) on a fake clock: host records in, datagrams between
-cores, host events out. No sockets: a tiny in-memory link delivers Transmit actions, drops
-what a test's ``drop`` hook says, and time only moves to the cores' next deadline."""
+"""NicCore's multicast wiring (seed 001) on netsim's virtual network: host records in,
+datagrams between cores, host events out. No sockets: the link delivers Transmit actions,
+drops what a test's ``drop`` hook says, and time only moves to the next arrival or deadline."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from collections.abc import Callable
 import pytest
 
 from nicd import hostlink as hl
-from nicd.actions import NicAction, ToHost, Transmit
 from nicd.config import NicConfig
-from nicd.nic import NicCore
-from nicd.wire import ControlPacket, DataPacket, MsgType, decode_untrusted
+from nicd.link.wire import ControlPacket, DataPacket, MsgType
+from tests.unit.netsim import NicNet, Transit, perfect
 
 CONN = 1  # every core's host connection id
 PORT = 2
@@ -21,54 +20,25 @@ GROUP = 0x8001
 Drop = Callable[[int, int, DataPacket | ControlPacket], bool]
 
 
-class Cluster:
-    """N NicCores, one host port each, a lossless (unless told) link and a fake clock."""
+class Cluster(NicNet):
+    """N NicCores, one host port each, on netsim's virtual link (lossless unless the ``drop``
+    hook says otherwise)."""
 
     def __init__(self, n: int, *, forward_first: bool = False, tokens: int = 16) -> None:
-        self.now = 0.0
-        self.addrs = {i: ("10.0.0.1", 5000 + i) for i in range(n)}
-        self.cores = [
-            NicCore(NicConfig(i, "/tmp", mcast_forward_first=forward_first)) for i in range(n)
-        ]
-        self.host: dict[int, list[hl.HostRecord]] = {i: [] for i in range(n)}
-        self.wire: list[tuple[int, int, bytes]] = []  # (from, to, datagram)
+        configs = [NicConfig(i, "/tmp", mcast_forward_first=forward_first) for i in range(n)]
+        super().__init__(configs, self._route, conn=CONN)
+        self.host = self.hosts
         self.drop: Drop = lambda src, dst, packet: False
-        self.dead: set[int] = set()
-        for i, core in enumerate(self.cores):
-            core.set_routes(self.addrs)
+        for i in range(n):
             self.request(i, hl.OpenReq(PORT))
             self.request(i, hl.ProvideReq(tokens))
 
-    def request(self, node: int, record: hl.HostRecord) -> None:
-        self._take(node, self.cores[node].on_host(CONN, record, now=self.now))
+    def _route(self, t: Transit) -> list[tuple[float, bytes]]:
+        return [] if self.drop(t.src, t.dst, t.packet) else perfect(t)
 
     def post(self, node: int, parent: int | None, kids: tuple[int, ...], root: int = 0) -> None:
         self.request(node, hl.McastGroupReq(GROUP, root, parent, kids))
         assert self.host[node].pop() == hl.McastGroupOk(GROUP)
-
-    def run(self, until: Callable[[], bool], max_steps: int = 10_000) -> None:
-        """Deliver datagrams, then fire timers, until ``until()`` (fail after max_steps)."""
-        for _ in range(max_steps):
-            if until():
-                return
-            if self.wire:
-                src, dst, datagram = self.wire.pop(0)
-                if dst in self.dead or self.drop(src, dst, decode_untrusted(datagram)):
-                    continue
-                core = self.cores[dst]
-                self._take(dst, core.on_datagram(datagram, self.addrs[src], now=self.now))
-                self._take(dst, core.flush(now=self.now))
-                continue
-            deadlines = [
-                (d, i)
-                for i, c in enumerate(self.cores)
-                if i not in self.dead and (d := c.next_deadline()) is not None
-            ]
-            assert deadlines, "nothing left to happen"
-            deadline, node = min(deadlines)
-            self.now = max(self.now, deadline)
-            self._take(node, self.cores[node].on_timer(now=self.now))
-        raise AssertionError(f"not done after {max_steps} steps")
 
     def events(self, node: int, kind: type[hl.HostRecord]) -> list[hl.HostRecord]:
         return [r for r in self.host[node] if isinstance(r, kind)]
@@ -86,15 +56,6 @@ class Cluster:
         stats = self.cores[node].stats()["mcast"]
         assert isinstance(stats, dict)
         return stats
-
-    def _take(self, node: int, actions: list[NicAction]) -> None:
-        by_addr = {a: i for i, a in self.addrs.items()}
-        for action in actions:
-            if isinstance(action, Transmit):
-                self.wire.append((node, by_addr[action.addr], action.datagram))
-            elif isinstance(action, ToHost):
-                assert action.conn == CONN
-                self.host[node].append(action.record)
 
 
 def chain(c: Cluster) -> None:
@@ -206,7 +167,7 @@ def test_forwarding_order_at_an_internal_nic(forward_first: bool) -> None:
     c = Cluster(3, forward_first=forward_first)
     chain(c)
     c.request(0, hl.McastSendReq(1, GROUP, b"m", 0, (0, 0, 0, 0)))
-    _src, _dst, datagram = c.wire.pop(0)
+    _src, _dst, datagram = c.pop_datagram()
     actions = c.cores[1].on_datagram(datagram, c.addrs[0], now=0.0)
     kinds = [type(a).__name__ for a in actions]
     first_to_host, first_forward = kinds.index("ToHost"), kinds.index("Transmit")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from nicd import hostlink as hl
 from nicd.actions import RaiseSignal, ToHost, Transmit
 from nicd.config import NicConfig
+from nicd.link.wire import MsgType
 from nicd.nic import NicCore
-from nicd.wire import MsgType
 
 A = ("127.0.0.1", 1001)
 B = ("127.0.0.1", 1002)

@@ -1,5 +1,6 @@
-"""The NICVM engine inside NicCore, on a fake clock: module lifecycle, the receive-path hook,
-Fig 4.8 sends, deferred and consumed delivery, failures, garbage and remote uploads."""
+"""The NICVM engine inside NicCore, on netsim's virtual network: module lifecycle, the
+receive-path hook, Fig 4.8 sends, deferred and consumed delivery, failures, garbage and remote
+uploads."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nicd import hostlink as hl
-from nicd.actions import RaiseSignal, ToHost, Transmit
+from nicd.actions import NicAction, ToHost, Transmit
 from nicd.config import NicConfig, NicvmConfig
 from nicd.errors import ProtocolViolation
-from nicd.nic import NicCore
+from nicd.link.wire import MsgType
 from nicd.nicvm.limits import DEFAULT_FUEL
 from nicd.nicvm.modules import BCAST_BINARY_TREE, NOOP
 from nicd.nicvm.packet import encode_preamble
-from nicd.wire import MsgType
+from tests.unit.netsim import NicNet
 
 PORT = 2
 CONN = 1
@@ -26,18 +27,13 @@ CONSUME = "func main()\n    return NICVM_RESULT_PACKET_CONSUMED;\nend func;\n"
 DATA = int(MsgType.NICVM_DATA)
 
 
-class Net:
-    """N NicCores joined by a perfect in-memory link, a fake clock and recording hosts."""
+class Net(NicNet):
+    """N NicCores with NICVM on netsim's virtual network, recording hosts."""
 
     def __init__(self, n: int, nicvm: NicvmConfig | None = None) -> None:
-        self.addrs = {i: ("127.0.0.1", 2000 + i) for i in range(n)}
-        self.by_addr = {a: i for i, a in self.addrs.items()}
         config = NicConfig(0, "/tmp", nicvm=nicvm or NicvmConfig())
-        self.cores = [NicCore(replace(config, node_id=i)) for i in range(n)]
-        self.hosts: list[list[hl.HostRecord]] = [[] for _ in range(n)]
-        self.now = 0.0
+        super().__init__([replace(config, node_id=i) for i in range(n)], conn=CONN)
         for core in self.cores:
-            core.set_routes(self.addrs)
             self.host(core.node_id, hl.OpenReq(PORT))
             self.host(core.node_id, hl.ProvideReq(8))
         for host in self.hosts:
@@ -45,39 +41,18 @@ class Net:
 
     def host(self, node: int, record: hl.HostRecord) -> None:
         """Host ``node`` sends ``record`` to its NIC; everything it causes runs to the end."""
-        self.pump([(node, a) for a in self.cores[node].on_host(CONN, record, now=self.now)])
+        self.request(node, record)
+        self.run()
 
-    def step(self, node: int, record: hl.HostRecord) -> list[tuple[int, object]]:
+    def direct(self, node: int, record: hl.HostRecord) -> list[tuple[int, NicAction]]:
         """Like `host`, but return the NIC's direct outputs unprocessed."""
         return [(node, a) for a in self.cores[node].on_host(CONN, record, now=self.now)]
 
-    def pump(self, work: list[tuple[int, object]], rounds: int = 200) -> None:
-        for _ in range(rounds):
-            while work:
-                node, action = work.pop(0)
-                if isinstance(action, Transmit):
-                    dst = self.by_addr[action.addr]
-                    out = self.cores[dst].on_datagram(action.datagram, self.addrs[node],
-                                                      now=self.now)  # fmt: skip
-                    work += [(dst, a) for a in out]
-                elif isinstance(action, ToHost):
-                    self.hosts[node].append(action.record)
-                else:
-                    assert isinstance(action, RaiseSignal)
-            for core in self.cores:
-                work += [(core.node_id, a) for a in core.flush(now=self.now)]
-            if work:
-                continue
-            deadlines = [d for c in self.cores if (d := c.next_deadline()) is not None]
-            if not deadlines:
-                return
-            self.now = max(self.now, min(deadlines))
-            for core in self.cores:
-                work += [(core.node_id, a) for a in core.on_timer(now=self.now)]
-        raise AssertionError("the network did not settle")
-
-    def records(self, node: int, kind: type[object]) -> list[object]:
-        return [r for r in self.hosts[node] if isinstance(r, kind)]
+    def pump(self, work: list[tuple[int, NicAction]]) -> None:
+        """Carry out ``work`` in order, then run the network until it settles."""
+        for node, action in work:
+            self.apply(node, [action])
+        self.run()
 
     def reply(self, node: int) -> hl.NicvmReply:
         [reply] = self.records(node, hl.NicvmReply)
@@ -150,7 +125,7 @@ def test_fig_4_3_broadcast_reaches_every_host_once_and_the_root_consumes() -> No
 def test_sends_one_at_a_time_or_pipelined() -> None:
     for pipelined, expected in ((False, 1), (True, 2)):
         net = _bcast(4, pipelined)
-        out = net.step(0, hl.NicvmDelegateReq(1, "bc", 0, 5, b"x"))
+        out = net.direct(0, hl.NicvmDelegateReq(1, "bc", 0, 5, b"x"))
         data = [a for _, a in out if isinstance(a, Transmit) and not a.control]
         assert len(data) == expected
 
@@ -158,7 +133,7 @@ def test_sends_one_at_a_time_or_pipelined() -> None:
 def test_host_delivery_waits_for_the_module_sends() -> None:
     """Node 1 (children 3 and 4 of 5) forwards before its host sees the message."""
     net = _bcast(5, pipelined=False)
-    out = net.step(0, hl.NicvmDelegateReq(1, "bc", 0, 5, b"x"))
+    out = net.direct(0, hl.NicvmDelegateReq(1, "bc", 0, 5, b"x"))
     [first] = [a for _, a in out if isinstance(a, Transmit) and not a.control]
     at_node1 = net.cores[1].on_datagram(first.datagram, net.addrs[0], now=net.now)
     assert not [a for a in at_node1 if isinstance(a, ToHost)]  # deferred
@@ -296,7 +271,7 @@ def test_nicvm_host_records_round_trip_and_malformed_ones_are_violations() -> No
 
 def test_port_closing_with_module_sends_in_flight_drops_them_cleanly() -> None:
     net = _bcast(4, pipelined=False)
-    out = net.step(0, hl.NicvmDelegateReq(1, "bc", 0, 5, b"x"))
+    out = net.direct(0, hl.NicvmDelegateReq(1, "bc", 0, 5, b"x"))
     closed = net.cores[0].on_disconnect(CONN, now=net.now)
     net.pump(out + [(0, a) for a in closed])
     assert net.records(0, hl.NicvmDone) == []  # nobody left to tell

@@ -27,7 +27,7 @@ from emucluster.p2p import (
     Transmit,
     cts_args,
 )
-from nicd.wire import MsgType
+from nicd.link.wire import MsgType
 
 CTX = 0
 LIMIT = 64  # small eager limit so rendezvous is cheap to exercise

@@ -7,17 +7,18 @@ from typing import TYPE_CHECKING
 import pytest
 
 from nicd.actions import Deliver, SendComplete, SendFailed, SendPacket
-from nicd.channels import TransportStats
-from nicd.reliable import (
+from nicd.link.reliable import (
     REFUSAL_HOLD,
     SEQ_MASK,
     Admission,
     GbnReceiver,
     GbnSender,
+    Verdict,
     unwrap,
 )
-from nicd.rto import Rto, RttEstimator
-from nicd.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
+from nicd.link.rto import Rto, RttEstimator
+from nicd.link.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
+from nicd.stats import TransportStats
 from tests.unit.factories import data_packet
 from tests.unit.netsim import test_config
 
@@ -79,9 +80,9 @@ class OkAdmit:
         self.answers = list(answers)
         self.calls: list[tuple[int, int, int, int]] = []
 
-    def __call__(self, first: DataPacket) -> Admission:
+    def __call__(self, first: DataPacket) -> Verdict:
         self.calls.append((first.dst_port, first.src_node, first.src_port, first.msg_len))
-        return self.answers.pop(0) if self.answers else Admission.OK
+        return (self.answers.pop(0) if self.answers else Admission.OK), []
 
 
 # -- sequence numbers ---------------------------------------------------------------------

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nicd.errors import UsageError
-from nicd.rto import ALPHA, BETA, GRANULARITY_S, K, Rto, RttEstimator
+from nicd.link.rto import ALPHA, BETA, GRANULARITY_S, K, Rto, RttEstimator
 
 INITIAL = 0.05
 MIN = 0.01

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nicd.errors import BadPacket
-from nicd.wire import (
+from nicd.link.wire import (
     CONTROL_HEADER,
     CONTROL_TYPES,
     CRC,

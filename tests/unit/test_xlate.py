@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nicd.xlate import AddressMap, Translation, TranslationCache
+from nicd.grim.xlate import AddressMap, Translation, TranslationCache
 
 
 def t(vaddr: int, size: int, region: int = 1, offset: int = 0) -> Translation:

@@ -33,7 +33,7 @@ from emucluster.config import HostConfig
 from emucluster.offload.app_bypass.core import AppBypass, InstanceKey, SendUp, SetSignals
 from emucluster.p2p import Transmit
 from emucluster.progress import MPI_PORT
-from nicd.wire import MsgType
+from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
     from collections.abc import Callable

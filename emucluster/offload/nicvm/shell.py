@@ -17,8 +17,8 @@ from emucluster import nicvm
 from emucluster.coll.tags import Tag
 from emucluster.offload.nicvm.bcast import MODULE_NAME
 from nicd import hostlink as hl
+from nicd.link.wire import MsgType
 from nicd.nicvm.modules import BCAST_BINARY_TREE
-from nicd.wire import MsgType
 
 if TYPE_CHECKING:
     from emucluster.coll.context import CollContext

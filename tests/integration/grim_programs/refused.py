@@ -9,7 +9,7 @@ from emucluster import am, rm
 from emucluster.amcore import OutMsg
 from emucluster.rmalloc import SEGMENT_BYTES
 from nicd.hostlink.grim import READ_META
-from nicd.wire import MsgType
+from nicd.link.wire import MsgType
 
 ep = am.endpoint()
 rank = ep.rank

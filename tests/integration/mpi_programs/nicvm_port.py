@@ -8,8 +8,8 @@ import os
 from emubench.nicvm import ECHO
 from emucluster.nicvm import Nicvm
 from emucluster.port import Port
+from nicd.link.wire import MsgType
 from nicd.nicvm.modules import NOOP
-from nicd.wire import MsgType
 
 PORT = 5
 

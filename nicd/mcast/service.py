@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from nicd import hostlink as hl
 from nicd.actions import (
@@ -35,19 +35,23 @@ from nicd.actions import (
     SendFailed,
     SendPacket,
     ToHost,
+    ToPort,
 )
 from nicd.errors import UsageError
-from nicd.mcast import GroupSpec, McastConfig, McastEngine
-from nicd.reliable import Admission
+from nicd.link.wire import ControlPacket, MsgType
+from nicd.mcast.engine import GroupSpec, McastEngine
+from nicd.service import NicService
 
 if TYPE_CHECKING:
-    from nicd.actions import McastAction, TransportAction
+    from nicd.actions import CoreAction, McastAction
     from nicd.gm import PortState, PortTable
-    from nicd.wire import ControlPacket, DataPacket
+    from nicd.link.reliable import Admission
+    from nicd.link.wire import DataPacket
+    from nicd.mcast.config import McastConfig
 
 __all__ = ["McastNic", "Outcome"]
 
-Outcome = list["TransportAction | ToHost"]
+Outcome = list["CoreAction"]
 """What the service returns: transport actions for the NIC to convert, and host records."""
 
 
@@ -59,8 +63,12 @@ class _Multi:
     failed: SendFailed | None = None
 
 
-class McastNic:
-    """Every multicast group of one NIC, and its host records."""
+class McastNic(NicService):
+    """Every multicast group of one NIC, and its host records (a multicast or multisend
+    send itself starts on NicCore's host send path, which checks its token first)."""
+
+    packet_types: ClassVar[frozenset[MsgType]] = frozenset({MsgType.MCAST_DATA, MsgType.MCAST_ACK})
+    record_types: ClassVar[tuple[type, ...]] = (hl.McastGroupReq, hl.McastFreeReq)
 
     def __init__(self, node_id: int, config: McastConfig, ports: PortTable) -> None:
         self.node_id = node_id
@@ -69,6 +77,31 @@ class McastNic:
         self._multi: dict[tuple[int, int], _Multi] = {}
         self.counters: Counter[str] = Counter()
         """Host requests by kind, multisend copies, errors reported to hosts."""
+
+    # -- NicService -------------------------------------------------------------------------
+
+    def on_host(
+        self, state: PortState, record: hl.HostRecord, *, now: float
+    ) -> list[CoreAction] | str:
+        """A group request (post, update, free) from the host of ``state``."""
+        if isinstance(record, hl.McastGroupReq):
+            return self.on_group(state, record, now=now)
+        assert isinstance(record, hl.McastFreeReq)  # record_types
+        return self.on_free(state, record, now=now)
+
+    def on_packet(self, packet: DataPacket | ControlPacket, *, now: float) -> list[CoreAction]:
+        """An MCAST_DATA or MCAST_ACK packet from the link."""
+        if isinstance(packet, ControlPacket):
+            return self.on_ack(packet, now=now)
+        return self.on_data(packet, now=now)
+
+    def on_done(self, done: SendComplete | SendFailed, *, now: float) -> list[CoreAction] | None:
+        """A copy of a multisend ended: the multisend's end once every copy ended (and
+        nothing before); None for any other send."""
+        if (done.port, done.handle) not in self._multi:
+            return None
+        folded = self.fold(done)
+        return [] if folded is None else [folded]
 
     # -- host requests ----------------------------------------------------------------------
 
@@ -159,7 +192,7 @@ class McastNic:
 
     # -- queries ----------------------------------------------------------------------------
 
-    def stats(self) -> dict[str, object]:
+    def stats(self) -> dict[str, object] | None:
         """Engine and service counters, JSON-able (the ``mcast`` part of nicd's stats)."""
         s = self.engine.stats
         return {
@@ -186,15 +219,7 @@ class McastNic:
 
     def _admit(self, spec: GroupSpec, first: DataPacket) -> Admission:
         """A new message of ``spec`` needs a receive token of the group's port."""
-        state = self.ports.get(spec.port)
-        if state is None:
-            self.ports.refused_no_port += 1
-            return Admission.NO_PORT
-        if state.receive_tokens <= 0:
-            self.ports.refused_no_buffer += 1
-            return Admission.NO_BUFFER
-        state.receive_tokens -= 1
-        return Admission.OK
+        return self.ports.admit_group(spec.port)
 
     def _outcome(self, actions: list[McastAction]) -> Outcome:
         out: Outcome = []
@@ -209,8 +234,6 @@ class McastNic:
                     out.append(SendComplete(action.port, action.handle))
             elif isinstance(action, McastChildDead):
                 self.counters["child_dead_events"] += 1
-                state = self.ports.get(action.port)
-                if state is not None:
-                    event = hl.McastErrorEvent(action.group, action.child, action.reason)
-                    out.append(ToHost(state.conn, event))
+                event = hl.McastErrorEvent(action.group, action.child, action.reason)
+                out.append(ToPort(action.port, event))
         return out

@@ -23,14 +23,14 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from nicd.actions import Deliver, SendPacket
-from nicd.reliable import Admission, unwrap
-from nicd.wire import MCAST_EPOCH_MASK, FragFlags, McastAckKind, mcast_ack_packet
+from nicd.link.reliable import Admission, unwrap
+from nicd.link.wire import MCAST_EPOCH_MASK, FragFlags, McastAckKind, mcast_ack_packet
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from nicd.mcast import McastConfig, McastStats
-    from nicd.wire import DataPacket
+    from nicd.link.wire import DataPacket
+    from nicd.mcast.config import McastConfig, McastStats
 
 __all__ = ["McastReceiver", "Verdict"]
 

@@ -19,41 +19,51 @@ message took comes back to the port when nothing is delivered. Every delegation 
 exactly one ``NicvmDone`` to its connection while it is open. Sends of modules never use the
 host's send tokens (the thesis gives them a dedicated token); their handles are this engine's.
 Remote uploads (``NICVM_SOURCE`` packets) are refused and counted unless ``allow_remote_upload``.
+
+A :class:`~nicd.service.NicService`: the engine's only handle on the rest of the NIC is the
+``send`` callable NicCore gives it (module sends must learn at once whether the transport took
+them); everything else it asks for (an ACK now, a receive token back, a report to a port) is
+a returned action. :class:`NicvmOff` answers the same records when NICVM is disabled.
 """
 
 from __future__ import annotations
 
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import msgpack
 
 from nicd import hostlink as hl
-from nicd.actions import SendFailed, ToHost, TransportAction
+from nicd.actions import AckNow, CoreAction, GiveBack, SendFailed, ToHost, ToPort, TransportAction
 from nicd.errors import BadPacket, UsageError
+from nicd.link.wire import MsgType
 from nicd.nicvm import NicvmError, Outcome, Packet, Result, compile_module, run
 from nicd.nicvm.packet import check_name, decode_preamble_untrusted, encode_preamble
-from nicd.wire import MsgType
+from nicd.service import NicService
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from nicd.actions import Deliver
-    from nicd.channels import Transport
+    from nicd.actions import Deliver, SendComplete
     from nicd.config import NicvmConfig
-    from nicd.gm import PortTable
+    from nicd.gm import PortState
     from nicd.nicvm import Module, SendDescriptor
 
-__all__ = ["NICVM_TYPES", "EngineAction", "Loaded", "NicvmEngine"]
+__all__ = ["NICVM_RECORDS", "NICVM_TYPES", "EngineAction", "Loaded", "NicvmEngine", "NicvmOff"]
 
 NICVM_TYPES = frozenset({MsgType.NICVM_DATA, MsgType.NICVM_SOURCE})
 """The message types the engine takes from the receive path; nothing else is touched."""
+NICVM_RECORDS: tuple[type, ...] = (
+    hl.NicvmLoadReq, hl.NicvmPurgeReq, hl.NicvmListReq, hl.NicvmCommReq, hl.NicvmDelegateReq,
+)  # fmt: skip
+"""The host records of the NICVM family."""
+SendFn = Callable[..., list[TransportAction]]
+"""``Transport.send``'s signature (keyword arguments); raises UsageError when it cannot."""
 HANDLE_BASE = 0x8000_0000  # module sends are named from here (hosts count up from 1)
 MAX_MODULES = 32
 MAX_COMMS_PER_PORT = 64
 
-EngineAction = TransportAction | ToHost
+EngineAction = CoreAction
 """What the engine returns: transport work for the NIC core, records for hosts."""
 
 
@@ -88,21 +98,23 @@ class _SendContext:
     result: int = 0
 
 
-class NicvmEngine:
+class NicvmEngine(NicService):
     """Modules, communicator maps and the send contexts of one NIC (sans-IO)."""
+
+    msg_types: ClassVar[frozenset[MsgType]] = NICVM_TYPES
+    record_types: ClassVar[tuple[type, ...]] = NICVM_RECORDS
+    family: ClassVar[str] = "NICVM request"
 
     def __init__(
         self,
         node_id: int,
         config: NicvmConfig,
-        transport: Transport,
-        ports: PortTable,
+        send: SendFn,
         world_size: Callable[[], int],
     ) -> None:
         self.node_id = node_id
         self.config = config
-        self._transport = transport
-        self._ports = ports
+        self._send = send
         self._world_size = world_size
         self.modules: dict[str, Loaded] = {}
         self._comms: dict[tuple[int, int], tuple[int, ...]] = {}
@@ -113,9 +125,10 @@ class NicvmEngine:
     # -- host records -----------------------------------------------------------------------
 
     def on_host(
-        self, conn: int, port: int, record: hl.HostRecord, *, now: float
-    ) -> list[EngineAction]:
-        """A NICVM record from the host owning ``port`` over connection ``conn``."""
+        self, state: PortState, record: hl.HostRecord, *, now: float
+    ) -> list[EngineAction] | str:
+        """A NICVM record from the host owning ``state``."""
+        conn, port = state.conn, state.port
         if isinstance(record, hl.NicvmDelegateReq):
             return self._delegate(conn, port, record, now)
         if isinstance(record, hl.NicvmCommReq):
@@ -177,12 +190,15 @@ class NicvmEngine:
 
     # -- the receive path -------------------------------------------------------------------
 
-    def on_deliver(self, d: Deliver, conn: int, *, now: float) -> list[EngineAction]:
-        """A whole NICVM message arrived for port ``d.port`` (owned by ``conn``); it took
-        one receive token."""
-        out: list[EngineAction] = list(
-            self._transport.ack_now(d.src_node, d.src_port, d.port, now=now)
-        )
+    def on_deliver(
+        self, d: Deliver, state: PortState | None, *, now: float
+    ) -> list[EngineAction] | None:
+        """A whole NICVM message arrived for port ``d.port``; it took one receive token.
+        None when the port closed (a counted drop of plain delivery)."""
+        if state is None:
+            return None
+        conn = state.conn
+        out: list[EngineAction] = [AckNow(d.src_node, d.src_port, d.port)]
         if d.msg_type is MsgType.NICVM_SOURCE:
             out += self._give_back(d.port, now)
             if not self.config.allow_remote_upload:
@@ -289,12 +305,18 @@ class NicvmEngine:
         if handle is not None:
             return [ToHost(conn, hl.NicvmDone(handle, outcome, int(Result.FAILURE), detail, line))]
         out: list[EngineAction] = [ToHost(conn, event)]
-        owner = None if loaded.owner is None else self._ports.get(loaded.owner)
-        if owner is not None:
-            out.append(ToHost(owner.conn, hl.NicvmReport(loaded.name, outcome, detail, line)))
+        if loaded.owner is not None:
+            out.append(ToPort(loaded.owner, hl.NicvmReport(loaded.name, outcome, detail, line)))
         return out
 
     # -- module sends (Figs 4.7-4.8) ----------------------------------------------------------
+
+    def on_done(self, done: SendComplete | SendFailed, *, now: float) -> list[CoreAction] | None:
+        """A transport completion: a module send's (None when it is the host's)."""
+        if not self.owns(done.port, done.handle):
+            return None
+        failed = done if isinstance(done, SendFailed) else None
+        return self.on_send_done(done.port, done.handle, failed, now=now)
 
     def owns(self, port: int, handle: int) -> bool:
         """Whether a transport completion for (``port``, ``handle``) is a module send."""
@@ -318,7 +340,7 @@ class NicvmEngine:
             handle = self._next_handle
             self._next_handle = HANDLE_BASE + ((handle - HANDLE_BASE + 1) & 0x7FFF_FFFF)
             try:
-                actions = self._transport.send(
+                actions = self._send(
                     now=now, src_port=ctx.port, dst_node=node, dst_port=ctx.port,
                     msg_type=MsgType.NICVM_DATA, payload=message, handle=handle, args=args,
                 )  # fmt: skip
@@ -359,13 +381,9 @@ class NicvmEngine:
 
     def _give_back(self, port: int, now: float) -> list[EngineAction]:
         """Nothing goes to the host: the receive token the message took comes back."""
-        state = self._ports.get(port)
-        if state is None:
-            return []
-        self._ports.provide(state, 1)
-        return list(self._transport.resume_port(port, now=now))
+        return [GiveBack(port)]
 
-    def stats(self) -> dict[str, object]:
+    def stats(self) -> dict[str, object] | None:
         """Counters and the loaded modules, JSON-able."""
         return {"counters": dict(self.counters), "modules": [m.describe() for m in
                                                              self.modules.values()],
@@ -386,3 +404,21 @@ def _targets(
     args: tuple[int, int, int, int],
 ) -> list[tuple[int, bytes, tuple[int, int, int, int]]]:
     return [(nodes[s.rank], message, args) for s in sends]
+
+
+class NicvmOff(NicService):
+    """NICVM disabled on this NIC: its records get a refusal of their own kind (a delegation
+    its NicvmDone, a communicator map nothing); NICVM messages are delivered as they came."""
+
+    record_types: ClassVar[tuple[type, ...]] = NICVM_RECORDS
+    family: ClassVar[str] = "NICVM request"
+
+    def on_host(
+        self, state: PortState, record: hl.HostRecord, *, now: float
+    ) -> list[CoreAction] | str:
+        """Every NICVM request: NICVM is off."""
+        if isinstance(record, hl.NicvmDelegateReq):
+            return [ToHost(state.conn, hl.NicvmDone(record.handle, "disabled", 2, "NICVM is off"))]
+        if isinstance(record, hl.NicvmCommReq):
+            return []
+        return [ToHost(state.conn, hl.NicvmReply(False, "NICVM is disabled on this NIC"))]

@@ -25,16 +25,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nicd.actions import McastChildDead, McastDone, SendPacket
-from nicd.reliable import SEQ_MASK, unwrap
-from nicd.rto import Rto
-from nicd.wire import DataPacket, McastAckKind
+from nicd.link.reliable import SEQ_MASK, unwrap
+from nicd.link.rto import Rto
+from nicd.link.wire import DataPacket, McastAckKind
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from nicd.actions import McastAction
-    from nicd.mcast import McastConfig, McastStats
-    from nicd.rto import RttEstimator
+    from nicd.link.rto import RttEstimator
+    from nicd.mcast.config import McastConfig, McastStats
 
 __all__ = ["McastSender", "earliest", "rewrite"]
 

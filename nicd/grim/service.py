@@ -3,15 +3,17 @@
 translation cache with host upcalls on misses, notification words, and the active-message
 handler registry (served by node ``REGISTRY_NODE``'s NIC).
 
-Inputs: the transport's admission question for a message's first packet (:meth:`admit`), a
-whole message delivered to a local endpoint (:meth:`on_deliver`), a GRIM host record
-(:meth:`on_host`), a port closing. Outputs are :data:`GrimOut`: :class:`NicSend` (a message
-the NIC itself sends from ``NIC_PORT``) and :class:`ToPort` (a record for a port's host).
+A :class:`~nicd.service.NicService`. Inputs: the transport's admission question for a
+message's first packet (:meth:`admit`), a whole message delivered to a local endpoint
+(:meth:`on_deliver`), a GRIM host record (:meth:`on_host`), a port closing. Outputs are
+:data:`GrimOut`: :class:`~nicd.actions.NicSend` (a message the NIC itself sends from
+``NIC_PORT``), :class:`~nicd.actions.ToPort` (a record for a port's host) and
+:class:`~nicd.actions.ResumePort`.
 
 A translation miss refuses the message like a port without receive buffers (NO_BUFFER: the
 sender backs off, GRIM 4.3.3) and asks the host for the translation (the "kernel" upcall of
-Fig 4.13); the host's answer fills the dynamic region and the caller resumes the port, which
-NACK-RESUMEs the stream. Field layouts are in :mod:`nicd.grimlink`.
+Fig 4.13), returned with the verdict; the host's answer fills the dynamic region and resumes
+the port, which NACK-RESUMEs the stream. Field layouts are in :mod:`nicd.grimlink`.
 
 Invariants: the NIC writes only inside a registered segment, and for RM-V/RM-RV only inside
 the block a translation names; every remote-memory operation that reaches an endpoint ends in
@@ -23,15 +25,17 @@ from __future__ import annotations
 
 import struct
 from collections import Counter
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar, get_args
 
-from nicd.amregistry import Registry
+from nicd.actions import NicSend, ResumePort, ToPort
 from nicd.errors import BadPacket
+from nicd.grim.amregistry import Registry
+from nicd.grim.xlate import Translation, TranslationCache
 from nicd.hostlink.grim import (
     NIC_PORT,
     NOTIFY_P,
     READ_META,
+    GrimRecord,
     ReplyKind,
     RmFlags,
     RmMapReq,
@@ -41,15 +45,16 @@ from nicd.hostlink.grim import (
     RmXlateReply,
     RmXlateReq,
 )
-from nicd.reliable import Admission
-from nicd.wire import MsgType
-from nicd.xlate import Translation, TranslationCache
+from nicd.link.reliable import Admission
+from nicd.link.wire import MsgType
+from nicd.service import NicService
 
 if TYPE_CHECKING:
-    from nicd.actions import Deliver
-    from nicd.gm import PortTable
-    from nicd.hostlink.grim import GrimRecord
-    from nicd.wire import DataPacket
+    from nicd import hostlink as hl
+    from nicd.actions import CoreAction, Deliver, TransportAction
+    from nicd.gm import PortState, PortTable
+    from nicd.link.reliable import Verdict
+    from nicd.link.wire import DataPacket
 
 __all__ = [
     "DYNAMIC_ENTRIES",
@@ -57,8 +62,6 @@ __all__ = [
     "STATIC_ENTRIES",
     "GrimNic",
     "GrimOut",
-    "NicSend",
-    "ToPort",
     "reply_kind_status",
 ]
 
@@ -71,26 +74,6 @@ _Pin = list[Translation | None]
 _StreamId = tuple[int, int, int]  # (src node, src port, dst port)
 
 
-@dataclass(slots=True)
-class NicSend:
-    """A message the NIC sends itself, from ``NIC_PORT``."""
-
-    dst_node: int
-    dst_port: int
-    msg_type: MsgType
-    payload: bytes
-    am_handler: int = 0
-    args: tuple[int, int, int, int] = (0, 0, 0, 0)
-
-
-@dataclass(slots=True)
-class ToPort:
-    """A record for the host that owns local port ``port``."""
-
-    port: int
-    record: GrimRecord
-
-
 GrimOut = NicSend | ToPort
 
 
@@ -99,8 +82,12 @@ def reply_kind_status(am_handler: int) -> tuple[ReplyKind, int]:
     return ReplyKind(am_handler >> 8 & 1), am_handler & 0xFF
 
 
-class GrimNic:
-    """GRIM interfaces of the NIC of node ``node_id`` (sans-IO)."""
+class GrimNic(NicService):
+    """GRIM interfaces of the NIC of node ``node_id`` (sans-IO). Messages to ``NIC_PORT``
+    (the AM registry) are this service's whatever their type."""
+
+    msg_types: ClassVar[frozenset[MsgType]] = _RM_TYPES | {MsgType.RM_WRITE_P}
+    record_types: ClassVar[tuple[type, ...]] = get_args(GrimRecord)
 
     def __init__(
         self,
@@ -121,17 +108,17 @@ class GrimNic:
         self._pinned: dict[_StreamId, _Pin] = {}
         self._asking: set[tuple[int, int]] = set()  # (port, vaddr) upcalls outstanding
         self._negative: set[tuple[int, int]] = set()  # host said: nothing there
-        self._upcalls: list[GrimOut] = []
         self.registry = Registry() if node_id == REGISTRY_NODE else None
         self.counts: Counter[str] = Counter()
 
     # -- admission (transport hook) ---------------------------------------------------------
 
-    def admit(self, first: DataPacket) -> Admission | None:
-        """The verdict for a GRIM message, or None to leave it to the GM port table."""
+    def admit(self, first: DataPacket) -> Verdict | None:
+        """The verdict for a GRIM message with the translation upcalls it raised, or None to
+        leave it to the GM port table."""
         if first.dst_port == NIC_PORT:
             ok = self.registry is not None and first.msg_type is MsgType.AM_DATA
-            return Admission.OK if ok else Admission.NO_PORT
+            return (Admission.OK if ok else Admission.NO_PORT), []
         t = first.msg_type
         if t not in _RM_TYPES and not (
             t is MsgType.RM_WRITE_P and first.am_handler & RmFlags.RM_API
@@ -155,7 +142,7 @@ class GrimNic:
                     ranges.append((a[1], 4))
         return self._resolve(first, ranges)
 
-    def _resolve(self, first: DataPacket, ranges: list[tuple[int, int]]) -> Admission:
+    def _resolve(self, first: DataPacket, ranges: list[tuple[int, int]]) -> Verdict:
         port = first.dst_port
         cache = self._cache(port)
         found: _Pin = []
@@ -166,26 +153,24 @@ class GrimNic:
                 missing.append((vaddr, length))
             found.append(t)
         if missing:
+            upcalls: list[TransportAction] = []
             for vaddr, length in missing:
                 if (port, vaddr) not in self._asking:
                     self._asking.add((port, vaddr))
                     self.counts["upcalls"] += 1
-                    self._upcalls.append(ToPort(port, RmXlateReq(vaddr, length)))
+                    upcalls.append(ToPort(port, RmXlateReq(vaddr, length)))
             self.counts["refused_for_translation"] += 1
-            return Admission.NO_BUFFER
+            return Admission.NO_BUFFER, upcalls
         for vaddr, _ in ranges:
             self._negative.discard((port, vaddr))
         self._pinned[(first.src_node, first.src_port, port)] = found
-        return Admission.OK
-
-    def take_upcalls(self) -> list[GrimOut]:
-        """Translation requests raised by admissions since the last call."""
-        out, self._upcalls = self._upcalls, []
-        return out
+        return Admission.OK, []
 
     # -- delivery ---------------------------------------------------------------------------
 
-    def on_deliver(self, d: Deliver) -> list[GrimOut] | None:
+    def on_deliver(
+        self, d: Deliver, state: PortState | None, *, now: float
+    ) -> list[CoreAction] | None:
         """Execute a whole GRIM message; None if ``d`` is not one (plain delivery)."""
         t = d.msg_type
         if d.port == NIC_PORT:
@@ -200,7 +185,7 @@ class GrimNic:
             return self._read_reply(d)
         return None
 
-    def _registry(self, d: Deliver) -> list[GrimOut]:
+    def _registry(self, d: Deliver) -> list[CoreAction]:
         if self.registry is None:
             self.counts["registry_not_here"] += 1
             return []
@@ -211,7 +196,7 @@ class GrimNic:
             return []
         return [NicSend(d.src_node, d.src_port, MsgType.AM_DATA, reply)]
 
-    def _write_v(self, d: Deliver) -> list[GrimOut]:
+    def _write_v(self, d: Deliver) -> list[CoreAction]:
         vaddr, notify_vaddr, value, req = d.args
         pin = self._pinned.pop((d.src_node, d.src_port, d.port), [])
         data_t = pin[0] if pin else None
@@ -228,7 +213,7 @@ class GrimNic:
             self.counts["rm_v_writes"] += 1
         return [self._status(d, req, status, ReplyKind.WRITE)]
 
-    def _write_p(self, d: Deliver) -> list[GrimOut]:
+    def _write_p(self, d: Deliver) -> list[CoreAction]:
         region, offset, req, value = d.args
         data = memoryview(d.payload)
         notify = None
@@ -251,7 +236,7 @@ class GrimNic:
             self.counts["rm_p_writes"] += 1
         return [self._status(d, req, status, ReplyKind.WRITE)]
 
-    def _read(self, d: Deliver) -> list[GrimOut]:
+    def _read(self, d: Deliver) -> list[CoreAction]:
         vaddr, length, reply_vaddr, req = d.args
         pin = self._pinned.pop((d.src_node, d.src_port, d.port), [])
         status, where = self._locate(d.port, pin[0] if pin else None, vaddr, length)
@@ -266,7 +251,7 @@ class GrimNic:
         args = (reply_vaddr, notify_vaddr, req, value)
         return [NicSend(d.src_node, d.src_port, MsgType.RM_READ_REPLY, bytes(where), 0, args)]
 
-    def _read_reply(self, d: Deliver) -> list[GrimOut]:
+    def _read_reply(self, d: Deliver) -> list[CoreAction]:
         reply_vaddr, notify_vaddr, req, value = d.args
         kind, status_code = reply_kind_status(d.am_handler)
         if kind is ReplyKind.WRITE or status_code:
@@ -317,16 +302,19 @@ class GrimNic:
 
     # -- host records -----------------------------------------------------------------------
 
-    def on_host(self, port: int, record: GrimRecord) -> bool:
-        """A GRIM record from the host of ``port``; True if refused streams should resume
-        (a translation arrived). Records a host must not send are counted and ignored."""
+    def on_host(
+        self, state: PortState, record: hl.HostRecord, *, now: float
+    ) -> list[CoreAction] | str:
+        """A GRIM record from the host of ``state``; a translation's arrival resumes the
+        streams the port refused. Records a host must not send are counted and ignored."""
+        port = state.port
         cache = self._cache(port)
         if isinstance(record, RmMapReq):
             cache.program(Translation(record.vaddr, record.size, record.region, record.offset))
-            return False
+            return []
         if isinstance(record, RmUnmapReq):
             cache.invalidate(record.vaddr)
-            return False
+            return []
         if isinstance(record, RmXlateReply):
             self._asking.discard((port, record.asked))
             if record.size:
@@ -334,9 +322,9 @@ class GrimNic:
                 cache.fill(t)
             else:
                 self._negative.add((port, record.asked))
-            return True
+            return [ResumePort(port)]
         self.counts["host_misuse"] += 1
-        return False
+        return []
 
     def on_port_closed(self, port: int) -> None:
         """Forget everything about ``port``."""
@@ -347,7 +335,7 @@ class GrimNic:
 
     # -- queries ----------------------------------------------------------------------------
 
-    def stats(self) -> dict[str, object]:
+    def stats(self) -> dict[str, object] | None:
         """Counters and per-port translation-cache statistics, JSON-able."""
         return {
             "counts": dict(self.counts),

@@ -8,8 +8,8 @@ packet to each child by rewriting the destination (multisend, §3.1/§5.1). An i
 NIC forwards every in-order packet to its children as it arrives (pipelined, no host; §3.2,
 §5.2) and delivers each whole message to its host port, deliver-then-forward as the paper does
 or forward-first (``McastConfig.forward_first``). Reliability (§5.3) is per group: every hop
-keeps the root's sequence numbers; the receiving side lives in :mod:`nicd.mcast_recv`, the
-shared send records and per-child ACK state in :mod:`nicd.mcast_send`.
+keeps the root's sequence numbers; the receiving side lives in :mod:`nicd.mcast.recv`, the
+shared send records and per-child ACK state in :mod:`nicd.mcast.send`.
 
 Invariants: one group id names one group at a time; a node is either the root (no parent) or
 has exactly one parent; packets of a group carry its epoch and are accepted only under the
@@ -22,18 +22,15 @@ timer. A bad peer is a counted drop; local misuse raises :class:`UsageError`. Sa
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nicd.actions import SendPacket
 from nicd.errors import BadPacket, UsageError
-from nicd.mcast_recv import McastReceiver, Verdict
-from nicd.mcast_send import McastSender, earliest, rewrite
-from nicd.reliable import SEQ_MASK, Admission
-from nicd.rto import RttEstimator
-from nicd.wire import (
+from nicd.link.reliable import SEQ_MASK, Admission
+from nicd.link.rto import RttEstimator
+from nicd.link.wire import (
     MAX_NODE,
     MAX_PORT,
     MCAST_EPOCH_MASK,
@@ -44,64 +41,17 @@ from nicd.wire import (
     fragment_flags,
     mcast_ack_packet,
 )
+from nicd.mcast.config import McastConfig, McastStats
+from nicd.mcast.recv import McastReceiver, Verdict
+from nicd.mcast.send import McastSender, earliest, rewrite
 
 if TYPE_CHECKING:
     from nicd.actions import McastAction
-    from nicd.wire import ControlPacket
+    from nicd.link.wire import ControlPacket
 
-__all__ = ["GroupSpec", "GroupView", "McastAdmit", "McastConfig", "McastEngine", "McastStats"]
+__all__ = ["GroupSpec", "GroupView", "McastAdmit", "McastEngine"]
 
 _U32 = 0xFFFF_FFFF
-
-
-@dataclass(frozen=True, slots=True)
-class McastConfig:
-    """Multicast tunables (seed 001 §5; DESIGN §7)."""
-
-    mtu: int = 4096
-    """Largest payload per packet; longer messages are fragmented (FIRST/LAST as unicast)."""
-    window: int = 64
-    """Most unacknowledged packets in flight to one child. Not a credit (§5.4): nothing is
-    reserved at the receiver, a sender just stops putting more on the link."""
-    ack_every: int = 16
-    """A receiver acknowledges at once after this many unacknowledged packets of a group."""
-    ack_delay_s: float = 0.001
-    """... otherwise this long after the first of them (delayed ACK)."""
-    max_retries: int = 8
-    """Timeouts in a row without progress before a child is dead (McastChildDead)."""
-    forward_first: bool = False
-    """At an internal node, send a completing packet on to the children before delivering
-    the message to the host; False delivers first, as the paper does (§5.2)."""
-    rto_initial_s: float = 0.05
-    """RTO before any sample (only for the estimators this engine makes itself)."""
-    rto_min_s: float = 0.004
-    """Lower bound of the RTO (idem)."""
-    rto_max_s: float = 1.0
-    """Upper bound of the RTO and of its backoff (idem)."""
-    max_message: int = 1 << 24
-    """Largest multicast message in bytes."""
-
-
-@dataclass(slots=True)
-class McastStats:
-    """Counters of one engine."""
-
-    data_sent: int = 0
-    """Packets put on the link to a child for the first time (one per child per packet)."""
-    retransmissions: int = 0
-    retransmissions_to: Counter[int] = field(default_factory=Counter)
-    """Retransmissions by child node."""
-    timeouts: int = 0
-    gap_rollbacks: int = 0
-    busy_holds: int = 0
-    forwarded: int = 0
-    """Packets accepted from a parent and kept for children (internal nodes)."""
-    delivered: int = 0
-    messages_sent: int = 0
-    records_released: int = 0
-    children_dead: int = 0
-    acks_sent: Counter[str] = field(default_factory=Counter)
-    drops: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,9 @@ Receiver invariants: ``expected`` only grows; a message is delivered only when i
 fragment arrives at ``expected`` after every earlier fragment was taken in order; ``admit`` is
 called only for a FIRST fragment at ``expected``; a bad peer is a counted drop, never raised.
 Sequence numbers are unbounded here and 32-bit on the wire (:func:`unwrap` maps back).
+
+Longer than 500 lines on purpose: the two halves of one protocol share the sequence arithmetic,
+the refusal rules and the control-packet shape, and are read side by side.
 """
 
 from __future__ import annotations
@@ -27,13 +30,13 @@ from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from nicd.actions import Deliver, SendComplete, SendFailed, SendPacket
-from nicd.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
+from nicd.link.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
 
 if TYPE_CHECKING:
     from nicd.actions import TransportAction
-    from nicd.channels import TransportStats
     from nicd.config import TransportConfig
-    from nicd.rto import Rto
+    from nicd.link.rto import Rto
+    from nicd.stats import TransportStats
 
 __all__ = [
     "REFUSAL_HOLD",
@@ -42,6 +45,7 @@ __all__ = [
     "Admit",
     "GbnReceiver",
     "GbnSender",
+    "Verdict",
     "unwrap",
 ]
 
@@ -64,7 +68,10 @@ class Admission(IntEnum):
     """No endpoint is open there: NACK NO_PORT; the sends fail if it lasts."""
 
 
-Admit = Callable[[DataPacket], Admission]
+Verdict = tuple[Admission, list["TransportAction"]]
+"""An admission's answer and the actions it raised (GRIM's translation upcalls), which the
+transport returns with its own."""
+Admit = Callable[[DataPacket], Verdict]
 """``admit(first)``: called with the FIRST fragment of each message that enters in order
 (its port, source, length, type and user arguments decide)."""
 
@@ -448,10 +455,11 @@ class GbnReceiver:
                 self._gap_nacked = self.expected  # once per gap; the sender's RTO covers loss
                 return [self._control(MsgType.NACK, NackReason.GAP)]
             return []
+        raised: list[TransportAction] = []
         if FragFlags.FIRST in p.flags:
-            refused = self._start(p, now, admit)
+            refused, raised = self._start(p, now, admit)
             if refused is not None:
-                return refused
+                return refused + raised
         else:
             r = self._reassembly
             if (
@@ -462,7 +470,7 @@ class GbnReceiver:
             ):
                 stats.drops["inconsistent"] += 1
                 return []
-        return self._take(p, now)
+        return raised + self._take(p, now) if raised else self._take(p, now)
 
     def take_ack(self, now: float) -> SendPacket | None:
         """The pending ACK, if it is due."""
@@ -488,14 +496,16 @@ class GbnReceiver:
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def _start(self, p: DataPacket, now: float, admit: Admit) -> list[TransportAction] | None:
-        """A FIRST fragment at ``expected``: admission. Return the refusal's actions, or None
-        when the message starts (or is to be discarded)."""
+    def _start(
+        self, p: DataPacket, now: float, admit: Admit
+    ) -> tuple[list[TransportAction] | None, list[TransportAction]]:
+        """A FIRST fragment at ``expected``: admission. Return the refusal's actions (None
+        when the message starts or is to be discarded) and those the admission raised."""
         stats = self.stats
         hold = REFUSAL_HOLD * self.config.no_buffer_retry_s
         if self.refusal is not None and now < self._refused_at + hold:
             stats.drops["refused"] += 1
-            return []
+            return [], []
         if self._reassembly is not None:
             stats.drops["abandoned"] += 1  # only a sender that gave up mid-message does this
             self._reassembly = None
@@ -503,17 +513,17 @@ class GbnReceiver:
             stats.drops["too_large"] += 1
             self.refusal = None
             self._reassembly = _Reassembly(p, [], 0, discard=True)
-            return None
-        verdict = admit(p)
+            return None, []
+        verdict, raised = admit(p)
         reason = _REFUSALS.get(verdict)
         if reason is not None:
             stats.drops[reason.name.lower()] += 1
             self.refusal = reason
             self._refused_at = now
-            return [self._control(MsgType.NACK, reason)]
+            return [self._control(MsgType.NACK, reason)], raised
         self.refusal = None
         self._reassembly = _Reassembly(p, [], 0)
-        return None
+        return None, raised
 
     def _take(self, p: DataPacket, now: float) -> list[TransportAction]:
         r = self._reassembly

@@ -18,23 +18,22 @@ passed, so a caller never spins; a bad or unexpected packet is a counted drop.
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, NamedTuple
 
 from nicd.actions import PeerDead, SendFailed
 from nicd.errors import UsageError
-from nicd.reliable import Admission, Admit, GbnReceiver, GbnSender
-from nicd.rto import Rto, RttEstimator
-from nicd.wire import MAX_NODE, MAX_PORT, MsgType
+from nicd.link.reliable import Admission, Admit, GbnReceiver, GbnSender
+from nicd.link.rto import Rto, RttEstimator
+from nicd.link.wire import MAX_NODE, MAX_PORT, MsgType
+from nicd.stats import TransportStats
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from nicd.actions import TransportAction
     from nicd.config import TransportConfig
-    from nicd.wire import ControlPacket, DataPacket
+    from nicd.link.wire import ControlPacket, DataPacket
 
 __all__ = [
     "END_STATES",
@@ -46,7 +45,6 @@ __all__ = [
     "RecvKey",
     "StreamKey",
     "Transport",
-    "TransportStats",
 ]
 
 _U16 = 0xFFFF
@@ -98,29 +96,6 @@ PEER_TRANSITIONS: dict[tuple[PeerState, PeerEvent], PeerState] = {
 }
 END_STATES = frozenset({PeerState.DEAD})
 """States no input leaves; checked before the table."""
-
-
-@dataclass(slots=True)
-class TransportStats:
-    """Counters shared by every stream of one transport."""
-
-    data_sent: int = 0
-    """Data packets put on the link for the first time."""
-    retransmissions: int = 0
-    """Data packets put on the link again (go-back-N, retries, timeouts)."""
-    acks_sent: int = 0
-    acks_received: int = 0
-    nacks_sent: Counter[str] = field(default_factory=Counter)
-    nacks_received: Counter[str] = field(default_factory=Counter)
-    drops: Counter[str] = field(default_factory=Counter)
-    """Data and control packets dropped, by reason."""
-    delivered: int = 0
-    completed: int = 0
-    failed: Counter[str] = field(default_factory=Counter)
-    timeouts: int = 0
-    loss_events: int = 0
-    """Window cuts (GAP NACKs and timeouts, at most one per RTT per stream)."""
-    refusal_retries: int = 0
 
 
 class _Peer:
