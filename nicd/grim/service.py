@@ -13,7 +13,7 @@ message's first packet (:meth:`admit`), a whole message delivered to a local end
 A translation miss refuses the message like a port without receive buffers (NO_BUFFER: the
 sender backs off, GRIM 4.3.3) and asks the host for the translation (the "kernel" upcall of
 Fig 4.13), returned with the verdict; the host's answer fills the dynamic region and resumes
-the port, which NACK-RESUMEs the stream. Field layouts are in :mod:`nicd.grimlink`.
+the port, which NACK-RESUMEs the stream. Field layouts are in :mod:`nicd.hostlink.grim`.
 
 Invariants: the NIC writes only inside a registered segment, and for RM-V/RM-RV only inside
 the block a translation names; every remote-memory operation that reaches an endpoint ends in
