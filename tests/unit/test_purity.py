@@ -55,8 +55,8 @@ CORE_MODULES = (
     "nicd/grimlink.py",
     "nicd/grim.py",
     "nicd/amregistry.py",
-    "emucluster/amcore.py",
-    "emucluster/rmalloc.py",
+    "emucluster/grim/amcore.py",
+    "emucluster/grim/rmalloc.py",
 )
 CORE_PACKAGES = ("nicd/nicvm", "emucluster/coll")
 

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     import socket
     from collections.abc import Callable
 
+    from emucluster.grim.rmalloc import Placement
     from emucluster.port import WaitPolicy
-    from emucluster.rmalloc import Placement
 
 __all__ = ["WAIT_S", "Block", "GrimPort", "Handle", "RMError", "RmRequest", "Waiter"]
 

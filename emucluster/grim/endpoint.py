@@ -13,7 +13,7 @@ drained by later polls, so the reply deadlock of Fig 4.12 cannot happen while me
 Unknown handler ids are counted and reported on stderr, never raised at the receiver.
 
 Remote memory (GRIM 4.5): blocks are carved from registered shared-memory segments
-(:mod:`emucluster.rmalloc`); the NIC translates virtual addresses through its cache and asks
+(:mod:`emucluster.grim.rmalloc`); the NIC translates virtual addresses through its cache and asks
 this endpoint (the "kernel", answering inside every drain of the port) on a miss. Every
 operation completes when its status comes back from the NIC that executed it.
 
@@ -37,10 +37,10 @@ import time
 from collections import Counter, deque
 from typing import TYPE_CHECKING
 
-from emucluster.amcore import HandlerTable, Outbox, OutMsg
-from emucluster.grimport import WAIT_S, Block, GrimPort, Handle, RMError, RmRequest
+from emucluster.grim.amcore import HandlerTable, Outbox, OutMsg
+from emucluster.grim.port import WAIT_S, Block, GrimPort, Handle, RMError, RmRequest
+from emucluster.grim.rmalloc import Allocator
 from emucluster.port import ErrorEvent, PortError, RecvEvent, SentEvent
-from emucluster.rmalloc import Allocator
 from nicd import amregistry
 from nicd import hostlink as hl
 from nicd.grim import REGISTRY_NODE
@@ -59,7 +59,7 @@ from nicd.xlate import Translation
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from emucluster.amcore import Args
+    from emucluster.grim.amcore import Args
     from emucluster.port import Region
 
 __all__ = [
