@@ -14,8 +14,12 @@ Unknown handler ids are counted and reported on stderr, never raised at the rece
 
 Remote memory (GRIM 4.5): blocks are carved from registered shared-memory segments
 (:mod:`emucluster.grim.rmalloc`); the NIC translates virtual addresses through its cache and asks
-this endpoint (the "kernel", answering inside every drain of the port) on a miss. Every
-operation completes when its status comes back from the NIC that executed it.
+this endpoint (the :class:`~emucluster.grim.port.Kernel`, the port's sink for GRIM records,
+answering inside every drain of the port) on a miss. Every operation completes when its
+status comes back from the NIC that executed it.
+
+Waiting: every wait of the endpoint goes through the port's one wait door
+(:meth:`emucluster.port.Port.wait_until`, by the wait policy ``EMU_WAIT``).
 
 Ordering (GRIM 4.5.6): messages of one endpoint to one endpoint are executed in injection
 order by the receiving NIC, but active messages then wait in the endpoint until it polls,
@@ -23,7 +27,11 @@ while remote-memory operations take effect at once. So an RM operation may pass 
 (its effect is visible before their handlers run); AM->AM, RM->AM and RM->RM never reorder.
 
 Thread safety: every public method takes the endpoint's lock, so the optional polling thread
-(:meth:`Endpoint.start_polling`) and the program can share it.
+(:meth:`Endpoint.start_polling`) and the program can share it. The thread exists because the
+NIC asks the host for a translation (and active messages wait for their handlers) while the
+program may be computing outside the library; a program that never calls in must still
+answer. It waits for the port to become readable (:meth:`Port.wait_readable`) without the lock
+and polls with it.
 """
 
 from __future__ import annotations
@@ -38,9 +46,9 @@ from collections import Counter, deque
 from typing import TYPE_CHECKING
 
 from emucluster.grim.amcore import HandlerTable, Outbox, OutMsg
-from emucluster.grim.port import WAIT_S, Block, GrimPort, Handle, RMError, RmRequest
+from emucluster.grim.port import WAIT_S, Block, Handle, Kernel, RMError, RmRequest
 from emucluster.grim.rmalloc import Allocator
-from emucluster.port import ErrorEvent, PortError, RecvEvent, SentEvent
+from emucluster.port import ErrorEvent, Port, PortError, RecvEvent, SentEvent
 from nicd import amregistry
 from nicd import hostlink as hl
 from nicd.grim import REGISTRY_NODE
@@ -51,6 +59,7 @@ from nicd.grimlink import (
     RmFlags,
     RmMapReq,
     RmStatus,
+    RmStatusEvent,
     RmUnmapReq,
 )
 from nicd.wire import MsgType
@@ -66,7 +75,6 @@ __all__ = [
     "GRIM_CHANNEL",
     "Block",
     "Endpoint",
-    "GrimPort",
     "Handle",
     "RMError",
     "RmRequest",
@@ -77,7 +85,7 @@ GRIM_CHANNEL = 3  # the default endpoint's port / logical channel (MPI uses 2)
 _U32 = 0xFFFFFFFF
 _ERRORS_KEPT = 100
 _REASK_S = 1.0  # an unknown handler id is looked up again after this long
-_RECHECK_S = 0.001  # wait_for re-evaluates its condition at least this often
+_RECHECK_S = 0.001  # wait_for re-evaluates its condition at least this often (see there)
 
 
 class Endpoint:
@@ -91,9 +99,10 @@ class Endpoint:
         receive_buffers: int = 64,
         credits: int | None = None,
     ) -> None:
-        port = GrimPort.open(socket_path, channel, receive_buffers=receive_buffers)
-        assert isinstance(port, GrimPort)
+        port = Port.open(socket_path, channel, receive_buffers=receive_buffers)
         self.port = port
+        self.kernel = Kernel(port, self._on_status)
+        """The translation table and the port's GRIM sinks."""
         self.rank = port.node_id
         self.size = port.num_nodes
         self.channel = port.port_id
@@ -199,9 +208,9 @@ class Endpoint:
             while not self._stop.is_set():
                 try:
                     self.poll()
-                except PortError:
+                    self.port.wait_readable(interval_s)  # without the lock
+                except (PortError, OSError, ValueError):  # the port closed under us
                     return
-                time.sleep(interval_s)
 
         self._thread = threading.Thread(target=loop, name="grim-poll", daemon=True)
         self._thread.start()
@@ -247,7 +256,7 @@ class Endpoint:
                 self._segments[plan.key] = self.port.register_memory(plan.size)
             region = self._segments[placement.segment]
             t = Translation(placement.vaddr, nbytes, region.id, placement.offset)
-            self.port.kernel.add(t)
+            self.kernel.map.add(t)
             if static:
                 self.port.send_record(RmMapReq(t.vaddr, t.size, t.region, t.offset))
             buf = region.buf[placement.offset : placement.offset + nbytes]
@@ -263,7 +272,7 @@ class Endpoint:
                 raise RMError(
                     f"block at {block.handle.vaddr:#x} is not allocated here", "not_local"
                 )
-            self.port.kernel.remove(block.handle.vaddr)
+            self.kernel.map.remove(block.handle.vaddr)
             self.port.send_record(RmUnmapReq(block.handle.vaddr))
             block.buf.release()
             empty = self._alloc.release(block.placement)
@@ -385,24 +394,19 @@ class Endpoint:
         """Poll (running handlers) until ``done()``; TimeoutError after ``timeout``.
 
         ``done`` may watch registered memory (a notification word, data an RM write put
-        there): such writes land without an event to this host, so the wait rechecks it
-        every ``_RECHECK_S`` rather than sleeping until the next event."""
+        there). Such writes land without any record to this host: the executing NIC reports
+        only to the writer (GRIM 4.5.5), and a plain RM write has no notify word at all. So
+        the wait cannot sleep until the next record; the port's wait policy rechecks
+        ``done`` every ``_RECHECK_S`` (the ``recheck_s`` bound of `Port.wait_until`)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            with self._lock:
-                self.poll()
-                if done():
-                    return
-                if self._thread is None:
-                    now = time.monotonic()
-                    if deadline is not None and now >= deadline:
-                        raise TimeoutError(f"{what}: nothing after {timeout} s")
-                    recheck = now + _RECHECK_S
-                    self.port.pump(recheck if deadline is None else min(deadline, recheck))
-                    continue
-            if deadline is not None and time.monotonic() >= deadline:
+
+        def ready() -> bool:
+            self.poll()
+            return done()
+
+        with self._lock:
+            if not self.port.wait_until(ready, deadline, recheck_s=_RECHECK_S):
                 raise TimeoutError(f"{what}: nothing after {timeout} s")
-            time.sleep(0.0001)
 
     def flush(self, timeout: float | None = WAIT_S) -> None:
         """Wait until the overflow queue is empty and every send has completed."""
@@ -421,7 +425,7 @@ class Endpoint:
                     "peak": self.outbox.overflow_peak,
                     "queued": len(self.outbox.overflow),
                 },
-                "upcalls_answered": self.port.upcalls,
+                "upcalls_answered": self.kernel.upcalls,
                 "handlers": self.handlers.table(),
                 "errors": list(self.errors),
             }
@@ -505,20 +509,21 @@ class Endpoint:
                     self._fail(req, RMError(f"{req.what} failed: {event.reason}", event.reason))
                 else:
                     self._note(f"send to node {event.dst_node} failed: {event.reason}")
-        while port.statuses:
-            st = port.statuses.popleft()
-            req = self._requests.pop(st.req_id, None)
-            if req is None:
-                self.counts["stray_status"] += 1
-                continue
-            if st.status == RmStatus.OK:
-                req._finish(None)
-            else:
-                name = RmStatus(st.status).name.lower() if st.status in _STATUSES else "unknown"
-                self._fail(req, RMError(f"{req.what} refused by the remote NIC: {name}", name))
         n = self.outbox.drainable(port.free_send_tokens, port.outstanding)
         for msg in self.outbox.take(n):
             self._send_now(msg)
+
+    def _on_status(self, st: RmStatusEvent) -> None:
+        """The port's sink for RM statuses: complete the request."""
+        req = self._requests.pop(st.req_id, None)
+        if req is None:
+            self.counts["stray_status"] += 1
+            return
+        if st.status == RmStatus.OK:
+            req._finish(None)
+        else:
+            name = RmStatus(st.status).name.lower() if st.status in _STATUSES else "unknown"
+            self._fail(req, RMError(f"{req.what} refused by the remote NIC: {name}", name))
 
     def _on_recv(self, event: RecvEvent) -> None:
         if event.src_port == NIC_PORT:
@@ -568,12 +573,13 @@ class Endpoint:
         payload = amregistry.encode_request(op, req, names)
         self._submit(OutMsg(REGISTRY_NODE, NIC_PORT, MsgType.AM_DATA, payload))
         deadline = None if timeout is None else time.monotonic() + timeout
-        while req not in self._registry:
+
+        def answered() -> bool:
             self._progress()
-            if req in self._registry:
-                break
-            if not self.port.pump(deadline):
-                raise TimeoutError(f"the AM registry on node {REGISTRY_NODE} did not answer")
+            return req in self._registry
+
+        if not self.port.wait_until(answered, deadline):
+            raise TimeoutError(f"the AM registry on node {REGISTRY_NODE} did not answer")
         return self._registry.pop(req)
 
     def _request(self, what: str) -> RmRequest:

@@ -62,12 +62,8 @@ class CallContext:
 
     def isend(self, payload: bytes | bytearray | memoryview, dest: int, tag: int) -> SendOp:
         """Send ``payload`` to rank ``dest`` with algorithm tag ``tag``."""
-        engine = runtime.engine()
-        op, actions = engine.core.send(self._context, self.rank, self._base + tag,
-                                       self.nodes[dest], payload)  # fmt: skip
-        if actions:
-            engine.run(actions)
-        return op
+        return runtime.engine().send(self._context, self.rank, self._base + tag,
+                                     self.nodes[dest], payload)  # fmt: skip
 
     @property
     def bypass(self) -> Bypass | None:
@@ -89,12 +85,8 @@ class CallContext:
 
     def irecv(self, source: int, tag: int) -> RecvOp:
         """Receive the next message from rank ``source`` with algorithm tag ``tag``."""
-        engine = runtime.engine()
-        op, actions = engine.core.recv(self._context, source, self._base + tag,
-                                       self.nodes[source], None)  # fmt: skip
-        if actions:
-            engine.run(actions)
-        return op
+        return runtime.engine().recv(self._context, source, self._base + tag,
+                                     self.nodes[source], None)  # fmt: skip
 
     @property
     def mcast(self) -> McastShell | None:

@@ -43,6 +43,7 @@ CORE_MODULES = (
     "emucluster/matching.py",
     "emucluster/envelope.py",
     "emucluster/p2p.py",
+    "emucluster/portstate.py",
     "nicd/actions.py",
     "nicd/mcast.py",
     "nicd/mcast_send.py",
