@@ -36,7 +36,6 @@ from nicd.wire import MsgType
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from types import TracebackType
 
 __all__ = [
     "ErrorEvent",
@@ -208,17 +207,9 @@ class Port:
 
     # -- requests ---------------------------------------------------------------------------
 
-    def send(
-        self,
-        dst_node: int,
-        dst_port: int,
-        payload: bytes | bytearray | memoryview,
-        *,
-        msg_type: int = 1,
-        am_handler: int = 0,
-        args: _Args = _NO_ARGS,
-        timeout: float | None = None,
-    ) -> int:
+    def send(self, dst_node: int, dst_port: int, payload: bytes | bytearray | memoryview, *,
+             msg_type: int = 1, am_handler: int = 0, args: _Args = _NO_ARGS,
+             timeout: float | None = None) -> int:  # fmt: skip
         """Start sending ``payload`` to port ``dst_port`` of node ``dst_node``; return its
         handle. Waits for a send token when all are in use."""
         handle = self._start_send(timeout)
@@ -401,12 +392,7 @@ class Port:
     def __enter__(self) -> Port:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- multicast (seed 001) -----------------------------------------------------------------
