@@ -298,7 +298,7 @@ ERRORS_ARE_FATAL = Errhandler("MPI_ERRORS_ARE_FATAL")
 ERRHANDLER_NULL = Errhandler()
 
 _engine = _runtime.init()
-COMM_WORLD, COMM_SELF = make_world(_engine.core.node, _engine.core.num_nodes)
+COMM_WORLD, COMM_SELF = make_world(_engine.node, _engine.num_nodes)
 COMM_NULL = Comm()
 REQUEST_NULL = Request()
 

@@ -26,7 +26,7 @@ from emucluster.grim import GRIM_CHANNEL, Endpoint, default_endpoint
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from emucluster.amcore import Args
+    from emucluster.grim.amcore import Args
 
 __all__ = [
     "GRIM_CHANNEL",

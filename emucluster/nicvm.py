@@ -16,11 +16,16 @@ on any open `emucluster.port.Port`.
 
 Messages a module lets through arrive at the host as ``RecvEvent`` of type ``NICVM_DATA`` with
 the root rank in ``am_handler`` and the communicator id in ``mcast_group``.
+
+A `Nicvm` is its port's sink for NICVM records (answers, finished delegations, failure
+reports): they land here whenever anything drains the port, and every wait goes through the
+port's one wait door (`emucluster.port.Port.wait_until`).
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import TYPE_CHECKING
 
 from emucluster.errors import EmuclusterError
@@ -45,6 +50,7 @@ __all__ = [
 ]
 
 TIMEOUT_S = 10.0  # default wait for the NIC's answer
+REPORTS_KEPT = 100
 Args = tuple[int, int, int, int]
 
 
@@ -65,7 +71,8 @@ def check(source: str) -> None:
 
 
 class Nicvm:
-    """The NICVM requests of one open port."""
+    """The NICVM requests of one open port (one client per port: it takes the port's NICVM
+    records)."""
 
     def __init__(self, port: Port) -> None:
         self.port = port
@@ -75,6 +82,10 @@ class Nicvm:
         self.reports: list[hl.NicvmReport] = []
         """Failures of this port's modules on received packets, as the NIC reported them."""
         self._comms: dict[int, tuple[int, ...]] = {}
+        self._replies: deque[hl.NicvmReply] = deque()
+        port.register_sink(hl.NicvmReply, self._replies.append)
+        port.register_sink(hl.NicvmDone, self._on_done)
+        port.register_sink(hl.NicvmReport, self._on_report)
 
     def load(self, name: str, source: str, *, persist: bool = False, precheck: bool = True,
              timeout: float = TIMEOUT_S) -> None:  # fmt: skip
@@ -104,7 +115,7 @@ class Nicvm:
         """Post communicator ``comm``'s map (rank i = node ``nodes[i]``) to the NIC, once."""
         if self._comms.get(comm) != nodes:
             self._comms[comm] = nodes
-            self.port._write(hl.encode_record(hl.NicvmCommReq(comm, nodes)))
+            self.port.send_record(hl.NicvmCommReq(comm, nodes))
 
     def start_delegate(self, name: str, buf: bytes | bytearray | memoryview, *, root: int | None
                        = None, comm: int = 0, args: Args = (0, 0, 0, 0)) -> int:  # fmt: skip
@@ -113,20 +124,15 @@ class Nicvm:
         handle = self._next
         self._next = (handle + 1) & 0xFFFFFFFF or 1
         root = self.port.node_id if root is None else root
-        req = hl.NicvmDelegateReq(handle, name, root, comm, bytes(buf), args)
-        self.port._write(hl.encode_record(req))
+        self.port.send_record(hl.NicvmDelegateReq(handle, name, root, comm, bytes(buf), args))
         return handle
 
     def wait_done(self, handle: int, *, timeout: float = TIMEOUT_S) -> int:
         """Wait for delegation ``handle``; return the module's result code or raise
         `NicvmRunError` (also TimeoutError when the NIC did not answer in time)."""
-        deadline = time.monotonic() + timeout
-        while handle not in self.done:
-            self._take()
-            if handle in self.done:
-                break
-            if not self.port._pump(deadline):
-                raise TimeoutError(f"the NIC did not finish delegation {handle} in {timeout} s")
+        done_now = self.done
+        if not self.port.wait_until(lambda: handle in done_now, time.monotonic() + timeout):
+            raise TimeoutError(f"the NIC did not finish delegation {handle} in {timeout} s")
         done = self.done.pop(handle)
         if done.outcome != "ok":
             raise NicvmRunError(done.outcome, done.detail, done.line)
@@ -149,27 +155,19 @@ class Nicvm:
         return self.port.send(dst_node, port, payload, msg_type=MsgType.NICVM_DATA, args=args)
 
     def _ask(self, req: hl.HostRecord, timeout: float) -> hl.NicvmReply:
-        self.port._write(hl.encode_record(req))
-        deadline = time.monotonic() + timeout
-        while True:
-            reply = self._take(want_reply=True)
-            if reply is not None:
-                return reply
-            if not self.port._pump(deadline):
-                raise TimeoutError(f"the NIC did not answer {type(req).__name__} in {timeout} s")
+        replies = self._replies
+        replies.clear()  # a late answer to an earlier request that timed out
+        self.port.send_record(req)
+        if not self.port.wait_until(lambda: bool(replies), time.monotonic() + timeout):
+            raise TimeoutError(f"the NIC did not answer {type(req).__name__} in {timeout} s")
+        return replies.popleft()
 
-    def _take(self, *, want_reply: bool = False) -> hl.NicvmReply | None:
-        records = self.port.nicvm_records
-        while records:
-            record = records.popleft()
-            if isinstance(record, hl.NicvmDone):
-                self.done[record.handle] = record
-            elif isinstance(record, hl.NicvmReport):
-                self.reports.append(record)
-                del self.reports[:-100]
-            elif want_reply:
-                return record
-        return None
+    def _on_done(self, record: hl.NicvmDone) -> None:
+        self.done[record.handle] = record
+
+    def _on_report(self, record: hl.NicvmReport) -> None:
+        self.reports.append(record)
+        del self.reports[:-REPORTS_KEPT]
 
 
 _clients: dict[int, Nicvm] = {}

@@ -403,6 +403,10 @@ class P2P:
 
     # -- network input ----------------------------------------------------------------------
 
+    def on_unknown_region(self) -> None:
+        """Rendezvous data landed in a region no receive was lent: counted, dropped."""
+        self._drop("rm_unknown_region")
+
     def on_message(self, src_node: int, msg_type: int, args: Args,
                    payload: bytes) -> list[Action]:  # fmt: skip
         """A port message arrived from ``src_node``."""

@@ -1,15 +1,21 @@
 """The host side of the PCI bus: a GM-port client over nicd's Unix SOCK_SEQPACKET socket.
 
 The analogue of the GM library: open a port, send with send tokens, provide receive
-buffers (receive tokens), and poll or wait for RECV / SENT / ERROR events. Waiting follows
-the wait policy (``EMU_WAIT``: ``spin`` polls like GM and burns CPU as on the real
-cluster, ``block`` sleeps in the kernel, ``hybrid`` spins ``EMU_SPIN_US`` then blocks).
+buffers (receive tokens), and poll or wait for RECV / SENT / ERROR events. This module is the
+socket shell only: the bookkeeping (handles, tokens, queues, which sink takes which record
+type) is the pure `emucluster.portstate.PortState`, and every wait goes through the wait
+policy of `emucluster.wait` (``EMU_WAIT``: ``spin`` polls like GM and burns CPU as on the
+real cluster, ``block`` sleeps in the kernel, ``hybrid`` spins ``EMU_SPIN_US`` then blocks).
+
+Services of a port (GRIM's endpoint, the NICVM client) take their own record types with
+`Port.register_sink`, write with `Port.send_record` and wait with `Port.pump` /
+`Port.wait_until`: the host has one loop, and nothing outside reads the socket.
 
 Signals (thesis 3.4.1): ``send_collective`` sends the application-bypass packet type, and
 ``enable_signals`` / ``disable_signals`` tell the NIC whether such a message arriving should
-raise SIGUSR1 in this process (off when the port opens). A blocking wait here sleeps in
+raise SIGUSR1 in this process (off when the port opens). A blocking wait sleeps in
 ``select``, which PEP 475 resumes after a Python signal handler ran, so handlers run during
-waits too; installing one is the caller's business (``emucluster.mpi.appbypass``).
+waits too; installing one is the caller's business (``emucluster.offload.app_bypass.shell``).
 """
 
 from __future__ import annotations
@@ -18,19 +24,19 @@ import os
 import select
 import socket
 import time
-from collections import deque
 from dataclasses import dataclass
 from multiprocessing import resource_tracker, shared_memory
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, TypeVar
 
 from emucluster.errors import EmuclusterError
+from emucluster.portstate import Event, PortState, RecordRefused, UnexpectedRecord
+from emucluster.wait import DEFAULT_SPIN_US, Waiter, WaitPolicy
 from nicd import hostlink as hl
 from nicd.hostlink import ErrorEvent, McastErrorEvent, RecvEvent, RmWriteEvent, SentEvent
 from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from types import TracebackType
+    from collections.abc import Callable, Sequence
 
 __all__ = [
     "ErrorEvent",
@@ -48,10 +54,10 @@ __all__ = [
     "wait_policy_from_env",
 ]
 
-Event = RecvEvent | SentEvent | ErrorEvent | RmWriteEvent | McastErrorEvent
-WaitPolicy = Literal["spin", "block", "hybrid"]
-DEFAULT_SPIN_US = 50.0  # hybrid: microseconds of polling before sleeping in the kernel
+R = TypeVar("R")
 _SOCKET_BUFFER_BYTES = 1024 * 1024
+_Args = tuple[int, int, int, int]
+_NO_ARGS: _Args = (0, 0, 0, 0)
 
 
 @dataclass(slots=True)
@@ -130,29 +136,14 @@ class Port:
         """This node's id (its rank)."""
         self.num_nodes = opened.num_nodes
         """Nodes in the job (from the NIC's routing table)."""
-        self.free_send_tokens = opened.send_tokens
-        """Sends this port may still start before one completes."""
-        self.auto_replenish = auto_replenish
-        """Give the NIC a new receive buffer for every message received (in batches: one
-        PROVIDE record per quarter of the buffers, or before waiting when the NIC runs low)."""
-        self._nic_buffers = 0  # receive tokens the NIC holds, as far as this side knows
-        self._owed_buffers = 0  # consumed and not yet given back (auto_replenish)
-        self._provide_batch = 1
-        self.wait_policy: WaitPolicy = wait
-        self._spin_s = spin_s
+        self.state = PortState(opened.send_tokens, auto_replenish=auto_replenish)
+        """The bookkeeping (tokens, handles, queues, record sinks)."""
+        self.waiter = Waiter(wait, spin_s)
+        """The wait policy."""
         self._assembler = hl.Assembler()
-        self._recvq: deque[RecvEvent] = deque()
-        self._rmq: deque[RmWriteEvent] = deque()
-        self._doneq: deque[SentEvent | ErrorEvent | McastErrorEvent] = deque()
-        self._outstanding: set[int] = set()
-        self._next_handle = 1
         self._closed = False
         self._regions: dict[int, Region] = {}
-        self._registered: set[int] = set()
         self._next_region = 1
-        self._groups_ok: set[int] = set()
-        self.nicvm_records: deque[hl.NicvmReply | hl.NicvmDone | hl.NicvmReport] = deque()
-        """NICVM answers and reports, for ``emucluster.nicvm`` (never returned by wait)."""
 
     @classmethod
     def open(
@@ -193,47 +184,43 @@ class Port:
         )
         if receive_buffers:
             self.provide_receive_buffers(receive_buffers)
-            self._provide_batch = max(1, receive_buffers // 4)
+            self.state.provide_batch = max(1, receive_buffers // 4)
         return self
+
+    @property
+    def free_send_tokens(self) -> int:
+        """Sends this port may still start before one completes."""
+        return self.state.free_send_tokens
+
+    @property
+    def outstanding(self) -> int:
+        """Sends started and not yet completed."""
+        return len(self.state.outstanding)
+
+    @property
+    def wait_policy(self) -> WaitPolicy:
+        """``spin``, ``block`` or ``hybrid``; may be changed between waits."""
+        return self.waiter.policy
+
+    @wait_policy.setter
+    def wait_policy(self, policy: WaitPolicy) -> None:
+        self.waiter.policy = policy
 
     # -- requests ---------------------------------------------------------------------------
 
-    def send(
-        self,
-        dst_node: int,
-        dst_port: int,
-        payload: bytes | bytearray | memoryview,
-        *,
-        msg_type: int = 1,
-        am_handler: int = 0,
-        args: tuple[int, int, int, int] = (0, 0, 0, 0),
-        timeout: float | None = None,
-    ) -> int:
+    def send(self, dst_node: int, dst_port: int, payload: bytes | bytearray | memoryview, *,
+             msg_type: int = 1, am_handler: int = 0, args: _Args = _NO_ARGS,
+             timeout: float | None = None) -> int:  # fmt: skip
         """Start sending ``payload`` to port ``dst_port`` of node ``dst_node``; return its
         handle. Waits for a send token when all are in use."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.free_send_tokens <= 0:
-            if not self._pump(deadline):
-                raise TimeoutError("no send token came back in time")
-        handle = self._next_handle
-        self._next_handle = (handle + 1) & 0xFFFFFFFF or 1
-        self.free_send_tokens -= 1
-        self._outstanding.add(handle)
+        handle = self._start_send(timeout)
         req = hl.SendReq(handle, dst_node, dst_port, bytes(payload), msg_type, am_handler, args)
-        self._write(hl.encode_record(req))
+        self.send_record(req)
         return handle
 
-    def rm_write(
-        self,
-        dst_node: int,
-        dst_port: int,
-        region: int,
-        offset: int,
-        payload: bytes | bytearray | memoryview,
-        *,
-        notify: tuple[int, int] = (0, 0),
-        timeout: float | None = None,
-    ) -> int:
+    def rm_write(self, dst_node: int, dst_port: int, region: int, offset: int,
+                 payload: bytes | bytearray | memoryview, *, notify: tuple[int, int] = (0, 0),
+                 timeout: float | None = None) -> int:  # fmt: skip
         """Remote-memory write (GRIM RM-P): the destination NIC places ``payload`` at
         ``offset`` of its host's region ``region`` and tells that host with an
         RmWriteEvent carrying ``notify``; no receive token is used. Completes like a send."""
@@ -242,16 +229,9 @@ class Port:
             dst_node, dst_port, payload, msg_type=MsgType.RM_WRITE_P, args=args, timeout=timeout
         )
 
-    def send_collective(
-        self,
-        dst_node: int,
-        dst_port: int,
-        payload: bytes | bytearray | memoryview,
-        *,
-        flags: int = 0,
-        args: tuple[int, int, int, int] = (0, 0, 0, 0),
-        timeout: float | None = None,
-    ) -> int:
+    def send_collective(self, dst_node: int, dst_port: int,
+                        payload: bytes | bytearray | memoryview, *, flags: int = 0,
+                        args: _Args = _NO_ARGS, timeout: float | None = None) -> int:  # fmt: skip
         """Send an application-bypass collective message (``MsgType.AB_COLL``): like `send`,
         but its arrival raises a signal at the destination if that port enabled signals.
         ``flags`` travel in the AM-handler field (16 bits)."""
@@ -263,12 +243,11 @@ class Port:
         arrives (at most one pending). This also acknowledges the last signal; ``seen`` is
         how many such messages this side has taken in, so the NIC signals again at once if
         more have arrived."""
-        req = hl.SignalCtl(True, os.getpid(), seen & 0xFFFFFFFF)
-        self._write(hl.encode_record(req))
+        self.send_record(hl.SignalCtl(True, os.getpid(), seen & 0xFFFFFFFF))
 
     def disable_signals(self) -> None:
         """No more signals from the NIC (a pending one is forgotten)."""
-        self._write(hl.encode_record(hl.SignalCtl(False, os.getpid(), 0)))
+        self.send_record(hl.SignalCtl(False, os.getpid(), 0))
 
     def register_memory(self, size: int, *, timeout: float = 10.0) -> Region:
         """Create ``size`` bytes of shared memory and register it with the NIC."""
@@ -279,87 +258,115 @@ class Port:
         shm = shared_memory.SharedMemory(name=name, create=True, size=max(1, size))
         region = Region(region_id, name, size, shm)
         self._regions[region_id] = region
-        self._write(hl.encode_record(hl.RegisterReq(region_id, max(1, size), name)))
-        deadline = time.monotonic() + timeout
-        while region_id not in self._registered:
-            if not self._pump(deadline):
-                self.deregister_memory(region)
-                raise TimeoutError("the NIC did not confirm the registration")
+        self.send_record(hl.RegisterReq(region_id, max(1, size), name))
+        registered = self.state.registered
+        if not self.wait_until(lambda: region_id in registered, time.monotonic() + timeout):
+            self.deregister_memory(region)
+            raise TimeoutError("the NIC did not confirm the registration")
         return region
 
     def deregister_memory(self, region: Region) -> None:
         """Tell the NIC to forget ``region``, then free the shared memory."""
         if self._regions.pop(region.id, None) is None:
             return
-        self._registered.discard(region.id)
+        self.state.registered.discard(region.id)
         if not self._closed:
-            self._write(hl.encode_record(hl.DeregisterReq(region.id)))
+            self.send_record(hl.DeregisterReq(region.id))
         _free_shared_memory(region.shm)
 
     def provide_receive_buffers(self, count: int) -> None:
         """Give the NIC ``count`` more receive tokens."""
-        if count > 0:
-            self._nic_buffers += count
-            self._write(hl.encode_record(hl.ProvideReq(count)))
+        req = self.state.provide(count)
+        if req is not None:
+            self.send_record(req)
 
-    def _give_back(self, *, low_only: bool) -> None:
-        owed = self._owed_buffers
-        if owed and (not low_only or self._nic_buffers < self._provide_batch):
-            self._owed_buffers = 0
-            self.provide_receive_buffers(owed)
+    def send_record(self, record: hl.HostRecord) -> None:
+        """Write one record to the NIC (a service's request: GRIM, NICVM)."""
+        for chunk in hl.encode_record(record):
+            while True:
+                try:
+                    self._sock.send(chunk)
+                    break
+                except (BlockingIOError, InterruptedError):
+                    # The NIC is behind: take in what it has for us, then wait to write.
+                    self._drain()
+                    select.select([self._sock], [self._sock], [], 1.0)
+                except OSError as exc:
+                    raise PortError(f"lost the NIC: {exc}") from exc
 
-    # -- events -----------------------------------------------------------------------------
+    def register_sink(self, record_type: type[R], sink: Callable[[R], None]) -> None:
+        """Hand every record of ``record_type`` the NIC sends to ``sink`` (run while the
+        port drains, inside whatever call drains it) instead of its default sink."""
+        self.state.register_sink(record_type, sink)
+
+    # -- events and waits -------------------------------------------------------------------
 
     def poll(self) -> list[Event]:
         """Every event available now, without waiting."""
         self._drain()
-        events: list[Event] = [*self._recvq, *self._rmq, *self._doneq]
-        self._recvq.clear()
-        self._rmq.clear()
-        self._doneq.clear()
-        return events
+        return self.state.take_events()
+
+    def pump(self, deadline: float | None) -> bool:
+        """Take in what the NIC sent, waiting by the wait policy until at least one record
+        arrived; False at ``deadline`` (monotonic seconds; None waits for ever)."""
+        if self._drain():
+            return True
+        provide = self.state.give_back(low_only=True)  # never wait with the NIC short
+        if provide is not None:
+            self.send_record(provide)
+        return self.waiter.wait(self._sock.fileno(), self._drain, deadline)
+
+    def wait_until(self, ready: Callable[[], bool], deadline: float | None, *,
+                   recheck_s: float | None = None) -> bool:  # fmt: skip
+        """Pump until ``ready()``; False at ``deadline``. See `Waiter.until` for
+        ``recheck_s`` (conditions that change without a record)."""
+        return self.waiter.until(ready, self.pump, deadline, recheck_s=recheck_s)
+
+    def wait_readable(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds until the NIC has sent something, reading nothing
+        (GRIM's polling thread waits here without holding its endpoint's lock, then polls)."""
+        return self.waiter.readable(self._sock.fileno(), time.monotonic() + timeout)
 
     def wait(self, timeout: float | None = None) -> Event | None:
-        """The next event of any kind, or None after ``timeout`` seconds (or as soon as a
-        NICVM record is waiting for ``emucluster.nicvm``)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if self._recvq:
-                return self._recvq.popleft()
-            if self._rmq:
-                return self._rmq.popleft()
-            if self._doneq:
-                return self._doneq.popleft()
-            if self.nicvm_records:
-                return None
-            if not self._pump(deadline):
-                return None
+        """The next event of any kind, or None after ``timeout`` seconds."""
+        state = self.state
+        found: list[Event] = []
+
+        def got() -> bool:
+            event = state.next_event()
+            if event is not None:
+                found.append(event)
+            return bool(found)
+
+        self.wait_until(got, _deadline(timeout))
+        return found[0] if found else None
 
     def recv(self, timeout: float | None = None) -> RecvEvent:
         """The next message. SENT events are absorbed; an ERROR raises SendFailedError;
         remote-memory write events stay queued for ``wait`` and ``poll``."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
+        found: list[RecvEvent] = []
+
+        def got() -> bool:
             self._raise_failures()
-            if self._recvq:
-                return self._recvq.popleft()
-            if not self._pump(deadline):
-                raise TimeoutError(f"no message within {timeout} s")
+            event = self.state.next_message()
+            if event is not None:
+                found.append(event)
+            return bool(found)
+
+        if not self.wait_until(got, _deadline(timeout)):
+            raise TimeoutError(f"no message within {timeout} s")
+        return found[0]
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every send started so far has completed; raise on the first failure."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            self._raise_failures()
-            if not self._outstanding:
-                return
-            if not self._pump(deadline):
-                raise TimeoutError(f"{len(self._outstanding)} sends still outstanding")
+        state = self.state
 
-    @property
-    def outstanding(self) -> int:
-        """Sends started and not yet completed."""
-        return len(self._outstanding)
+        def done() -> bool:
+            self._raise_failures()
+            return not state.outstanding
+
+        if not self.wait_until(done, _deadline(timeout)):
+            raise TimeoutError(f"{len(state.outstanding)} sends still outstanding")
 
     def close(self) -> None:
         """Close the port (and free its registered memory); sends in flight fail at the NIC."""
@@ -386,126 +393,14 @@ class Port:
     def __enter__(self) -> Port:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- internals --------------------------------------------------------------------------
-
-    def _raise_failures(self) -> None:
-        for i, event in enumerate(self._doneq):
-            if isinstance(event, ErrorEvent):
-                del self._doneq[i]
-                raise SendFailedError(event)
-            if isinstance(event, McastErrorEvent):
-                del self._doneq[i]
-                raise McastChildDeadError(event)
-        self._doneq.clear()  # SENT events: absorbed
-
-    def _write(self, records: list[bytes]) -> None:
-        for record in records:
-            while True:
-                try:
-                    self._sock.send(record)
-                    break
-                except (BlockingIOError, InterruptedError):
-                    # The NIC is behind: take in what it has for us, then wait to write.
-                    self._drain()
-                    select.select([self._sock], [self._sock], [], 1.0)
-                except OSError as exc:
-                    raise PortError(f"lost the NIC: {exc}") from exc
-
-    def _drain(self) -> int:
-        """Read every record available now; return how many events it produced."""
-        got = 0
-        while True:
-            try:
-                record = self._sock.recv(hl.MAX_RECORD_BYTES)
-            except (BlockingIOError, InterruptedError):
-                return got
-            except OSError as exc:
-                raise PortError(f"lost the NIC: {exc}") from exc
-            if not record:
-                raise PortError("the NIC closed the port (nicd exited?)")
-            event = self._assembler.feed(record)
-            if event is not None:
-                got += self._take(event)
-
-    def _take(self, event: hl.HostRecord) -> int:
-        if isinstance(event, RecvEvent):
-            self._recvq.append(event)
-            self._nic_buffers -= 1
-            if self.auto_replenish:
-                self._owed_buffers += 1
-                if self._owed_buffers >= self._provide_batch:
-                    self._give_back(low_only=False)
-        elif isinstance(event, RmWriteEvent):
-            self._rmq.append(event)
-        elif isinstance(event, hl.Registered):
-            self._registered.add(event.region)
-        elif isinstance(event, SentEvent | ErrorEvent):
-            self._outstanding.discard(event.handle)
-            self.free_send_tokens += 1
-            self._doneq.append(event)
-        elif isinstance(event, hl.SentBatch):
-            for handle in event.handles:
-                self._outstanding.discard(handle)
-                self._doneq.append(SentEvent(handle))
-            self.free_send_tokens += len(event.handles)
-            return len(event.handles)
-        elif isinstance(event, McastErrorEvent):
-            self._doneq.append(event)
-        elif isinstance(event, hl.McastGroupOk):
-            self._groups_ok.add(event.group)
-        elif isinstance(event, hl.NicvmReply | hl.NicvmDone | hl.NicvmReport):
-            self.nicvm_records.append(event)
-        elif isinstance(event, hl.Refused):
-            raise PortError(f"the NIC refused a request: {event.reason}")
-        else:
-            raise PortError(f"unexpected record from the NIC: {event!r}")
-        return 1
-
-    def _pump(self, deadline: float | None) -> bool:
-        """Wait, by the wait policy, until at least one event arrived; False on timeout."""
-        if self._drain():
-            return True
-        self._give_back(low_only=True)  # never wait while the NIC is short of buffers
-        policy = self.wait_policy
-        if policy != "block":
-            spin_until = None if policy == "spin" else time.monotonic() + self._spin_s
-            while True:
-                if self._drain():
-                    return True
-                now = time.monotonic()
-                if deadline is not None and now >= deadline:
-                    return False
-                if spin_until is not None and now >= spin_until:
-                    break
-        while True:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([self._sock], [], [], remaining)
-            if ready and self._drain():
-                return True
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
 
     # -- multicast (seed 001) -----------------------------------------------------------------
 
-    def create_group(
-        self,
-        group: int,
-        root: int,
-        parent: int | None,
-        children: Sequence[int],
-        *,
-        epoch: int = 0,
-        update: bool = False,
-        timeout: float = 10.0,
-    ) -> None:
+    def create_group(self, group: int, root: int, parent: int | None, children: Sequence[int],
+                     *, epoch: int = 0, update: bool = False,
+                     timeout: float = 10.0) -> None:  # fmt: skip
         """Post this node's part of multicast group ``group`` to the NIC: the ``root``, this
         node's ``parent`` (None at the root) and ``children`` in sending order (build them
         with ``emucluster.coll.mcast_trees``; every member posts its own part, all with the
@@ -515,16 +410,8 @@ class Port:
         req = hl.McastGroupReq(group, root, parent, tuple(children), epoch, update)
         self._group_request(req, group, timeout)
 
-    def update_group(
-        self,
-        group: int,
-        root: int,
-        parent: int | None,
-        children: Sequence[int],
-        *,
-        epoch: int,
-        timeout: float = 10.0,
-    ) -> None:
+    def update_group(self, group: int, root: int, parent: int | None, children: Sequence[int],
+                     *, epoch: int, timeout: float = 10.0) -> None:  # fmt: skip
         """Replace group ``group``'s tree with a new one under a new ``epoch``; multicasts
         still in flight on the old tree end with an ERROR."""
         self.create_group(group, root, parent, children, epoch=epoch, update=True,
@@ -534,64 +421,86 @@ class Port:
         """Forget group ``group`` at this NIC."""
         self._group_request(hl.McastFreeReq(group), group, timeout)
 
-    def multicast(
-        self,
-        group: int,
-        payload: bytes | bytearray | memoryview,
-        *,
-        am_handler: int = 0,
-        args: tuple[int, int, int, int] = (0, 0, 0, 0),
-        timeout: float | None = None,
-    ) -> int:
+    def multicast(self, group: int, payload: bytes | bytearray | memoryview, *,
+                  am_handler: int = 0, args: _Args = _NO_ARGS,
+                  timeout: float | None = None) -> int:  # fmt: skip
         """At the group's root: hand ``payload`` to the NIC once; it sends every packet to
         each child by header rewrite and the children's NICs forward it on (no host
         involved). Every other member gets a RecvEvent with ``mcast_group == group`` and
         ``src_node == root``. Returns a handle that completes like a send (SENT once every
         child acknowledged; ERROR naming a dead child)."""
-        handle = self._take_handle(timeout)
-        req = hl.McastSendReq(handle, group, bytes(payload), am_handler, args)
-        self._write(hl.encode_record(req))
+        handle = self._start_send(timeout)
+        self.send_record(hl.McastSendReq(handle, group, bytes(payload), am_handler, args))
         return handle
 
-    def multisend(
-        self,
-        dests: Sequence[int],
-        dst_port: int,
-        payload: bytes | bytearray | memoryview,
-        *,
-        msg_type: int = 1,
-        am_handler: int = 0,
-        args: tuple[int, int, int, int] = (0, 0, 0, 0),
-        timeout: float | None = None,
-    ) -> int:
+    def multisend(self, dests: Sequence[int], dst_port: int,
+                  payload: bytes | bytearray | memoryview, *, msg_type: int = 1,
+                  am_handler: int = 0, args: _Args = _NO_ARGS,
+                  timeout: float | None = None) -> int:  # fmt: skip
         """Send one message to port ``dst_port`` of every node in ``dests`` (distinct): one
         request to the NIC, which replicates it; receivers get ordinary RecvEvents. One
         handle for all copies: SENT when every copy was acknowledged, else ERROR."""
-        handle = self._take_handle(timeout)
-        req = hl.MultiSendReq(handle, tuple(dests), dst_port, bytes(payload), msg_type,
-                              am_handler, args)  # fmt: skip
-        self._write(hl.encode_record(req))
+        handle = self._start_send(timeout)
+        self.send_record(hl.MultiSendReq(handle, tuple(dests), dst_port, bytes(payload),
+                                         msg_type, am_handler, args))  # fmt: skip
         return handle
 
-    def _take_handle(self, timeout: float | None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.free_send_tokens <= 0:
-            if not self._pump(deadline):
+    # -- internals --------------------------------------------------------------------------
+
+    def _start_send(self, timeout: float | None) -> int:
+        """A handle and send token for one send, waiting for a token when all are in use."""
+        state = self.state
+        handle = state.start_send()
+        if handle is None:
+            if not self.wait_until(lambda: state.free_send_tokens > 0, _deadline(timeout)):
                 raise TimeoutError("no send token came back in time")
-        handle = self._next_handle
-        self._next_handle = (handle + 1) & 0xFFFFFFFF or 1
-        self.free_send_tokens -= 1
-        self._outstanding.add(handle)
+            handle = state.start_send()
+            assert handle is not None
         return handle
 
     def _group_request(self, req: hl.HostRecord, group: int, timeout: float) -> None:
-        self._groups_ok.discard(group)
-        self._write(hl.encode_record(req))
-        deadline = time.monotonic() + timeout
-        while group not in self._groups_ok:
-            if not self._pump(deadline):
-                raise TimeoutError(f"the NIC did not confirm multicast group {group}")
-        self._groups_ok.discard(group)
+        groups_ok = self.state.groups_ok
+        groups_ok.discard(group)
+        self.send_record(req)
+        if not self.wait_until(lambda: group in groups_ok, time.monotonic() + timeout):
+            raise TimeoutError(f"the NIC did not confirm multicast group {group}")
+        groups_ok.discard(group)
+
+    def _raise_failures(self) -> None:
+        event = self.state.take_failure()
+        if isinstance(event, ErrorEvent):
+            raise SendFailedError(event)
+        if isinstance(event, McastErrorEvent):
+            raise McastChildDeadError(event)
+
+    def _drain(self) -> int:
+        """Read every record available now and route it to its sink; return how many."""
+        got = 0
+        while True:
+            try:
+                chunk = self._sock.recv(hl.MAX_RECORD_BYTES)
+            except (BlockingIOError, InterruptedError):
+                return got
+            except OSError as exc:
+                raise PortError(f"lost the NIC: {exc}") from exc
+            if not chunk:
+                raise PortError("the NIC closed the port (nicd exited?)")
+            record = self._assembler.feed(chunk)
+            if record is None:
+                continue
+            try:
+                writes = self.state.on_record(record)
+            except RecordRefused as exc:
+                raise PortError(f"the NIC refused a request: {exc.reason}") from None
+            except UnexpectedRecord as exc:
+                raise PortError(str(exc)) from None
+            got += 1
+            for write in writes:
+                self.send_record(write)
+
+
+def _deadline(timeout: float | None) -> float | None:
+    return None if timeout is None else time.monotonic() + timeout
 
 
 def _free_shared_memory(shm: shared_memory.SharedMemory) -> None:

@@ -1,10 +1,12 @@
 """The progress engine: the host's only loop. Owns the MPI Port and drives the p2p core.
 
-Every blocking MPI call ends in `Progress.wait_for`: drain the Port without waiting, feed each
-event to the `P2P` core, carry out the actions it returns (port sends, CTS grants, remote
-writes), advance the nonblocking collectives, and, while the awaited condition is still
-false, wait for the next NIC event by the Port's wait policy (``EMU_WAIT``: spin | block |
-hybrid). Nothing else in the library reads the Port.
+The MPI layer talks to the core only through this engine's facade (`Progress.send`,
+`recv`, `probe`, `cancel`, `inject`, `inject_unsequenced`): each feeds the `P2P` core and
+carries out the actions it returns (port sends, CTS grants, remote writes); the core itself
+is private. Every blocking MPI call ends in `Progress.wait_for`: take in the Port's events,
+feed each to the core, advance the nonblocking collectives, and, while the awaited condition
+is still false, wait through the Port's one wait door (`Port.wait_until`, by the wait policy
+``EMU_WAIT``: spin | block | hybrid). Nothing else in the library reads the Port.
 
 Rendezvous data goes by remote-memory write (RM_WRITE_P) into a registered region the
 receiver grants in its CTS; regions are pooled per size class and reused. With
@@ -25,7 +27,7 @@ from nicd.link.wire import MsgType
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from emucluster.p2p import Action
+    from emucluster.p2p import Action, ProbeInfo, RecvOp, SendOp
     from emucluster.port import Region
 
 __all__ = ["MPI_PORT", "Advancing", "DeadlockError", "Progress", "RegionPool"]
@@ -98,7 +100,7 @@ class Progress:
         self.port: Port = port if port is not None else _NoPort()  # type: ignore[assignment]
         self.singleton = port is None
         """No NIC: a one-rank job outside emurun."""
-        self.core = core
+        self._core = core
         self.use_rm = use_rm
         """Rendezvous data by remote-memory write (else as ordinary port messages)."""
         self.regions = RegionPool(self.port)
@@ -110,6 +112,80 @@ class Progress:
         self._busy = False
 
     # -- what the MPI layer calls ---------------------------------------------------------------
+
+    @property
+    def node(self) -> int:
+        """This rank's node id."""
+        return self._core.node
+
+    @property
+    def num_nodes(self) -> int:
+        """Nodes in the job."""
+        return self._core.num_nodes
+
+    @property
+    def eager_limit(self) -> int:
+        """Largest payload sent eagerly (larger ones go by rendezvous)."""
+        return self._core.eager_limit
+
+    @property
+    def dead(self) -> dict[int, str]:
+        """Nodes known dead, with the reason."""
+        return self._core.dead
+
+    def stats(self) -> dict[str, object]:
+        """The core's counters, JSON-able."""
+        return self._core.stats()
+
+    def send(self, context: int, source: int, tag: int, dst_node: int,
+             payload: bytes | bytearray | memoryview, *, sync: bool = False,
+             eager_as: tuple[int, int] | None = None) -> SendOp:  # fmt: skip
+        """Start a point-to-point send (see `P2P.send`) and carry out its first actions.
+        ``eager_as=(msg_type, am_handler)`` sends an eager message as that packet type
+        instead (application bypass: its root packets travel as AB_COLL)."""
+        op, actions = self._core.send(context, source, tag, dst_node, payload, sync=sync)
+        if eager_as is not None:
+            for action in actions:
+                if type(action) is Transmit and action.msg_type == MsgType.MPI_EAGER:
+                    self.port.send(action.dst_node, MPI_PORT, action.payload,
+                                   msg_type=eager_as[0], am_handler=eager_as[1],
+                                   args=action.args)  # fmt: skip
+                else:
+                    self.run([action])
+        elif actions:
+            self.run(actions)
+        return op
+
+    def recv(self, context: int, source: int, tag: int, src_node: int | None,
+             buf: memoryview | None) -> RecvOp:  # fmt: skip
+        """Post a receive (see `P2P.recv`) and carry out its first actions."""
+        op, actions = self._core.recv(context, source, tag, src_node, buf)
+        if actions:
+            self.run(actions)
+        return op
+
+    def probe(self, context: int, source: int, tag: int) -> ProbeInfo | None:
+        """The first matching unexpected message, without receiving it (`P2P.probe`)."""
+        return self._core.probe(context, source, tag)
+
+    def cancel(self, op: RecvOp) -> bool:
+        """Cancel a posted receive; False if it already matched (`P2P.cancel`)."""
+        return self._core.cancel(op)
+
+    def inject(self, src_node: int, msg_type: int, args: tuple[int, int, int, int],
+               payload: bytes) -> None:  # fmt: skip
+        """Feed a message that arrived by another path (an offload's hook) to matching."""
+        actions = self._core.on_message(src_node, msg_type, args, payload)
+        if actions:
+            self.run(actions)
+
+    def inject_unsequenced(self, src_node: int, args: tuple[int, int, int, int],
+                           framed: bytes) -> None:  # fmt: skip
+        """Feed an eager message outside the sender's sequence (a NIC multicast) to matching
+        (`P2P.on_unsequenced`)."""
+        actions = self._core.on_unsequenced(src_node, args, framed)
+        if actions:
+            self.run(actions)
 
     def run(self, actions: list[Action]) -> None:
         """Carry out the core's actions."""
@@ -150,19 +226,15 @@ class Progress:
                 return True
             if self.singleton:
                 raise DeadlockError("waiting for a message that no rank can send (no NIC)")
-            port = self.port
             deadline = None if timeout is None else time.monotonic() + timeout
-            while not ready():
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                event = port.wait(remaining)
-                if event is not None:
-                    self._handle(event)
+
+            def progressed() -> bool:
                 self.poll()
                 if self.advancing:
                     self._advance()
-            return True
+                return ready()
+
+            return self.port.wait_until(progressed, deadline)
         finally:
             self._busy = False
 
@@ -189,7 +261,7 @@ class Progress:
         if self.singleton:
             return
         deadline = time.monotonic() + timeout
-        core = self.core
+        core = self._core
         if not self.wait_for(lambda: not core.outstanding_sends(), timeout):
             raise TimeoutError(f"{core.outstanding_sends()} rendezvous sends never got a CTS")
         self.port.flush(timeout=max(0.0, deadline - time.monotonic()))
@@ -203,7 +275,7 @@ class Progress:
 
     def _handle(self, event: object) -> None:
         self.events += 1
-        core = self.core
+        core = self._core
         if type(event) is RecvEvent:
             if self.hooks:
                 hook = self.hooks.get(event.msg_type)
@@ -216,7 +288,7 @@ class Progress:
         elif type(event) is RmWriteEvent:
             region = self.regions.region(event.region)
             if region is None:
-                core.dropped["rm_unknown_region"] = core.dropped.get("rm_unknown_region", 0) + 1
+                core.on_unknown_region()
                 return
             chunk = region.buf[event.offset : event.offset + event.length]
             actions = core.on_data(event.src_node, event.args[2], event.offset, chunk)
@@ -248,5 +320,5 @@ class _NoPort:
     def poll(self) -> list[object]:
         return []
 
-    def wait(self, timeout: float | None = None) -> None:
-        return None
+    def wait_until(self, ready: Callable[[], bool], deadline: float | None) -> bool:
+        return ready()

@@ -61,12 +61,8 @@ class CallContext:
 
     def isend(self, payload: bytes | bytearray | memoryview, dest: int, tag: int) -> SendOp:
         """Send ``payload`` to rank ``dest`` with algorithm tag ``tag``."""
-        engine = runtime.engine()
-        op, actions = engine.core.send(self._context, self.rank, self._base + tag,
-                                       self.nodes[dest], payload)  # fmt: skip
-        if actions:
-            engine.run(actions)
-        return op
+        return runtime.engine().send(self._context, self.rank, self._base + tag,
+                                     self.nodes[dest], payload)  # fmt: skip
 
     def wire(self, tag: int) -> tuple[int, int]:
         """(context id, wire tag) this call's messages with algorithm tag ``tag`` carry."""
@@ -74,12 +70,8 @@ class CallContext:
 
     def irecv(self, source: int, tag: int) -> RecvOp:
         """Receive the next message from rank ``source`` with algorithm tag ``tag``."""
-        engine = runtime.engine()
-        op, actions = engine.core.recv(self._context, source, self._base + tag,
-                                       self.nodes[source], None)  # fmt: skip
-        if actions:
-            engine.run(actions)
-        return op
+        return runtime.engine().recv(self._context, source, self._base + tag,
+                                     self.nodes[source], None)  # fmt: skip
 
 
 def lookup(operation: str, algorithm: str | None) -> Callable[..., CollGen[Any]]:

@@ -165,7 +165,7 @@ class Comm:
         if keyval == TAG_UB:
             return TAG_UB_VALUE
         if keyval == UNIVERSE_SIZE:
-            return runtime.engine().core.num_nodes
+            return runtime.engine().num_nodes
         if keyval == WTIME_IS_GLOBAL:
             return False
         return None
@@ -358,15 +358,15 @@ class Comm:
         if src is None:
             completed(None).wait(status)
             return True
-        core = runtime.engine().core
+        engine = runtime.engine()
         context = st.context
-        info = core.probe(context, src, tg)
+        info = engine.probe(context, src, tg)
         if info is None:
             try:
-                runtime.engine().wait_for(lambda: core.probe(context, src, tg) is not None)
+                engine.wait_for(lambda: engine.probe(context, src, tg) is not None)
             except DeadlockError as exc:
                 raise MPIException(ERR_RANK, f"Probe: {exc}") from None
-            info = core.probe(context, src, tg)
+            info = engine.probe(context, src, tg)
             assert info is not None
         if status is not None:
             status.set(info.source, info.tag, info.count)
@@ -381,7 +381,7 @@ class Comm:
             return True
         engine = runtime.engine()
         engine.progress()
-        info = engine.core.probe(st.context, src, tg)
+        info = engine.probe(st.context, src, tg)
         if info is None:
             return False
         if status is not None:
@@ -401,12 +401,8 @@ class Comm:
             if dest == PROC_NULL:
                 return None
             raise MPIException(ERR_RANK, f"invalid rank {dest} (communicator of {st.size})")
-        engine = runtime.engine()
-        op, actions = engine.core.send(st.context, st.rank, tag, st.nodes[dest], payload,
-                                       sync=sync)  # fmt: skip
-        if actions:
-            engine.run(actions)
-        return op
+        return runtime.engine().send(st.context, st.rank, tag, st.nodes[dest], payload,
+                                     sync=sync)  # fmt: skip
 
     def _post_recv(self, source: int, tag: int, buf: memoryview | None) -> RecvOp | None:
         st = self._st
@@ -422,11 +418,7 @@ class Comm:
             return None
         else:
             raise MPIException(ERR_RANK, f"invalid rank {source} (communicator of {st.size})")
-        engine = runtime.engine()
-        op, actions = engine.core.recv(st.context, source, tag, src_node, buf)
-        if actions:
-            engine.run(actions)
-        return op
+        return runtime.engine().recv(st.context, source, tag, src_node, buf)
 
     def _probe_args(self, source: int, tag: int) -> tuple[CommState, int | None, int]:
         st = self._state()

@@ -117,7 +117,7 @@ class RecvPending:
         return None if data is None else pickle.loads(data)
 
     def cancel(self) -> None:
-        runtime.engine().core.cancel(self.op)
+        runtime.engine().cancel(self.op)
 
 
 class _Completed:

@@ -133,7 +133,7 @@ def finalize() -> None:
 
 def abort(errorcode: int = 0) -> None:
     """End the whole job: this rank exits with ``errorcode`` at once; emurun stops the rest."""
-    rank = _engine.core.node if _engine is not None else 0
+    rank = _engine.node if _engine is not None else 0
     sys.stdout.flush()
     print(f"emucluster: MPI_Abort(errorcode={errorcode}) called by rank {rank}", file=sys.stderr)
     sys.stderr.flush()
@@ -153,7 +153,7 @@ def wtick() -> float:
 
 def processor_name() -> str:
     """This emulated node's name."""
-    rank = _engine.core.node if _engine is not None else 0
+    rank = _engine.node if _engine is not None else 0
     return f"{socket.gethostname()}-node{rank}"
 
 
@@ -171,8 +171,8 @@ def stats() -> dict[str, object]:
 
 
 def _stats_of(progress: Progress) -> dict[str, object]:
-    out: dict[str, object] = {"rank": progress.core.node, "events": progress.events}
-    out.update(progress.core.stats())
+    out: dict[str, object] = {"rank": progress.node, "events": progress.events}
+    out.update(progress.stats())
     bypass = appbypass.active()
     if bypass is not None and bypass.engine is progress:
         out["app_bypass"] = bypass.stats()
@@ -213,7 +213,7 @@ def _dump_stats(progress: Progress) -> None:
     try:
         os.makedirs(directory, exist_ok=True)
         data = _stats_of(progress)
-        path = os.path.join(directory, f"rank{progress.core.node}.json")
+        path = os.path.join(directory, f"rank{progress.node}.json")
         with open(path, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1)
     except OSError as exc:
@@ -233,7 +233,7 @@ def _excepthook(
     exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
 ) -> None:
     sys.__excepthook__(exc_type, exc, tb)
-    rank = _engine.core.node if _engine is not None else 0
+    rank = _engine.node if _engine is not None else 0
     print(f"emucluster: rank {rank} ended by an uncaught {exc_type.__name__}", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()

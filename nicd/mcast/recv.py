@@ -3,7 +3,7 @@ reassembly, cumulative ACKs.
 
 Seed 001 §5.3: "only the packets with the expected sequence number for the desired group are
 accepted and acknowledged sequentially". Go-back-N as the unicast receiver (DESIGN §4),
-with the three ACK kinds of :class:`nicd.wire.McastAckKind` in place of ACK/NACK: a duplicate
+with the three ACK kinds of :class:`nicd.link.wire.McastAckKind` in place of ACK/NACK: a duplicate
 is dropped and re-acknowledged at once (our ACK may have been lost); a packet beyond the
 expected one is dropped and answered by one GAP ACK per gap (the parent rolls that child back
 at once instead of waiting for its timeout); a FIRST fragment the host port cannot take (no

@@ -1,6 +1,6 @@
 """A virtual network of multicast engines: one tree, a virtual clock, netsim's seeded bad link.
 
-Every SendPacket an engine returns is encoded with :func:`nicd.wire.encode` and handed to a
+Every SendPacket an engine returns is encoded with :func:`nicd.link.wire.encode` and handed to a
 ``route`` hook from :mod:`tests.unit.netsim` (``perfect`` or a seeded ``BadNetwork``), which
 returns the copies to deliver and their delays. Arrivals are decoded with ``decode_untrusted``
 as nicd does (a corrupted datagram is a counted BadPacket) and dispatched to ``on_data`` or

@@ -1,7 +1,7 @@
 """A virtual network for transport and NIC tests: N Transports (:class:`Net`) or N NicCores
 (:class:`NicNet`), a virtual clock, a seeded bad link.
 
-Every SendPacket a transport returns is encoded with :func:`nicd.wire.encode` and handed to a
+Every SendPacket a transport returns is encoded with :func:`nicd.link.wire.encode` and handed to a
 ``route`` hook, which decides its fate: a list of copies, each ``(delay_s, datagram)``; an
 empty list drops it. :class:`BadNetwork` is the seeded weighted-random hook (loss, duplication,
 reordering, corruption by a flipped bit that the receiver's CRC must catch); tests may pass

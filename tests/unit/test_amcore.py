@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from emucluster.amcore import HandlerTable, Outbox, OutMsg
+from emucluster.grim.amcore import HandlerTable, Outbox, OutMsg
 
 
 def noop(src: int, args: tuple[int, int, int, int], payload: bytes) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import signal
 import sys
-from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import pytest
@@ -157,7 +156,7 @@ class FakePort:
 class FakeEngine:
     def __init__(self) -> None:
         self.port = FakePort()
-        self.core = SimpleNamespace(eager_limit=16287)
+        self.eager_limit = 16287
         self.hooks: dict[int, object] = {}
 
     def poll(self) -> bool:

@@ -14,7 +14,7 @@ from emucluster import coll, config
 from emucluster.coll.context import SimDeadlockError
 from emucluster.config import ConfigError, HostConfig
 from emucluster.errors import EmuclusterError
-from emucluster.grimport import RMError
+from emucluster.grim.port import RMError
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.nicvm import NicvmRunError
 from emucluster.p2p import EAGER_LIMIT_BYTES, ProtocolError

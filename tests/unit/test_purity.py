@@ -49,8 +49,9 @@ CORE_MODULES = (
     "emucluster/matching.py",
     "emucluster/envelope.py",
     "emucluster/p2p.py",
-    "emucluster/amcore.py",
-    "emucluster/rmalloc.py",
+    "emucluster/portstate.py",
+    "emucluster/grim/amcore.py",
+    "emucluster/grim/rmalloc.py",
     "launcher/plan.py",
     "launcher/rendezvous.py",
 )

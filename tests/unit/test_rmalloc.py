@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emucluster.rmalloc import ALIGN, VADDR_BASE, Allocator, Placement
+from emucluster.grim.rmalloc import ALIGN, VADDR_BASE, Allocator, Placement
 
 
 def test_first_block_makes_a_segment_later_ones_share_it() -> None:

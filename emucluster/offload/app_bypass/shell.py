@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING
 
 from emucluster.config import HostConfig
 from emucluster.offload.app_bypass.core import AppBypass, InstanceKey, SendUp, SetSignals
-from emucluster.p2p import Transmit
 from emucluster.progress import MPI_PORT
 from nicd.link.wire import MsgType
 
@@ -91,7 +90,7 @@ class Bypass:
     def __init__(self, engine: Progress, config: HostConfig | None = None) -> None:
         self.engine = engine
         self.core = AppBypass()
-        self.eager_limit = engine.core.eager_limit
+        self.eager_limit = engine.eager_limit
         self.delay_s = (config or HostConfig.from_env()).ab_delay_us / 1e6
         self.seen = 0
         """AB_COLL packets taken in (the NIC compares it with what it delivered)."""
@@ -152,11 +151,7 @@ class Bypass:
         args = event.args
         if event.am_handler & AB_TO_ROOT:
             self.counters["root_packets"] += 1
-            engine = self.engine
-            actions = engine.core.on_message(event.src_node, MsgType.MPI_EAGER, args,
-                                              event.payload)  # fmt: skip
-            if actions:
-                engine.run(actions)
+            self.engine.inject(event.src_node, MsgType.MPI_EAGER, args, event.payload)
             return
         self.execute(self.core.on_packet(InstanceKey(args[0], args[2]), args[1], event.payload))
 
@@ -233,15 +228,9 @@ class Bypass:
             return None
         # The root receives by default matching: a point-to-point eager message, sent as an
         # AB_COLL packet flagged for the root (a rendezvous, for a large object, as usual).
-        op, actions = engine.core.send(key.context, up.source, key.tag, up.parent_node,
-                                       up.payload)  # fmt: skip
-        for action in actions:
-            if type(action) is Transmit and action.msg_type == MsgType.MPI_EAGER:
-                engine.port.send_collective(action.dst_node, MPI_PORT, action.payload,
-                                            flags=AB_TO_ROOT, args=action.args)  # fmt: skip
-            else:
-                engine.run([action])
-        return op
+        eager_as = (MsgType.AB_COLL, AB_TO_ROOT)
+        return engine.send(key.context, up.source, key.tag, up.parent_node, up.payload,
+                           eager_as=eager_as)  # fmt: skip
 
     # -- lifecycle --------------------------------------------------------------------------
 

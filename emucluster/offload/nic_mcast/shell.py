@@ -73,7 +73,7 @@ class McastShell:
 
     def __init__(self, engine: Progress, config: HostConfig | None = None) -> None:
         self.engine = engine
-        self.eager_limit = engine.core.eager_limit
+        self.eager_limit = engine.eager_limit
         self.num_nodes = engine.port.num_nodes
         config = config or HostConfig.from_env()
         kind = config.mcast_tree
@@ -128,7 +128,7 @@ class McastShell:
 
     def check(self, ctx: CollContext) -> None:
         """ERR_PROC_FAILED if a member's node failed (a dead multicast child included)."""
-        dead = self.engine.core.dead
+        dead = self.engine.dead
         if dead:
             for node in ctx.nodes:  # type: ignore[attr-defined]
                 if node in dead:
@@ -140,12 +140,9 @@ class McastShell:
         """A multicast message: into matching as the eager message its envelope names, its
         marker (fourth user argument) in front of the payload."""
         self.counters["received"] += 1
-        engine = self.engine
         args = event.args
         framed = bytes((args[3] & 0xFF,)) + event.payload
-        actions = engine.core.on_unsequenced(event.src_node, args, framed)
-        if actions:
-            engine.run(actions)
+        self.engine.inject_unsequenced(event.src_node, args, framed)
 
     def stats(self) -> dict[str, object]:
         """Counters, the tree kind and the costs in use, JSON-able."""

@@ -109,8 +109,7 @@ class NicvmBcast:
 
     def collect(self) -> None:
         """Take in the NIC's answers to delegations; raise NicvmRunError for a failed one."""
-        client = self.client
-        client._take()
+        client = self.client  # its port's drains fill client.done
         while self._pending and self._pending[0] in client.done:
             self._finish(self._pending.popleft(), 0.0)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from emucluster import am, rm
-from emucluster.amcore import OutMsg
-from emucluster.rmalloc import SEGMENT_BYTES
+from emucluster.grim.amcore import OutMsg
+from emucluster.grim.rmalloc import SEGMENT_BYTES
 from nicd.hostlink.grim import READ_META
 from nicd.link.wire import MsgType
 

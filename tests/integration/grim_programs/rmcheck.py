@@ -48,7 +48,7 @@ if rank == 1:
     result["notify_words"] = [notify.word(4 * i) for i in range(4)]
     xlate = ep.nic_stats()["grim"]["xlate"][str(ep.channel)]  # type: ignore[index]
     result["xlate"] = xlate
-    result["upcalls"] = ep.port.upcalls
+    result["upcalls"] = ep.kernel.upcalls
 else:
     ep.wait_for(lambda: len(peer_handles) == 4 + 20 + 1 + 1, 60, "handles")
     notify_h = peer_handles.pop()

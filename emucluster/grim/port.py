@@ -1,32 +1,29 @@
 """GRIM endpoint pieces the API hands out: handles and blocks of registered memory, requests,
-the error class, and :class:`GrimPort`, the GM port that also carries GRIM records.
+the error class, and :class:`Kernel`, the GRIM half of the endpoint's GM port.
 
-:class:`GrimPort` is where the host plays the "kernel" of GRIM 4.5.2: it answers the NIC's
-translation upcalls from the endpoint's address map during every drain of the port (so an
-upcall is answered whenever the program makes any call), and queues RM statuses for the
-endpoint.
+:class:`Kernel` is where the host plays the "kernel" of GRIM 4.5.2: registered as the port's
+sink for GRIM records, it answers the NIC's translation upcalls from the endpoint's address
+map during every drain of the port (so an upcall is answered whenever the program makes any
+call, or the endpoint's polling thread polls) and hands RM statuses to the endpoint.
 """
 
 from __future__ import annotations
 
 import struct
-from collections import deque
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from emucluster.errors import EmuclusterError
 from emucluster.port import Port
-from nicd import hostlink as hl
 from nicd.grim.xlate import AddressMap
 from nicd.hostlink.grim import RmStatusEvent, RmXlateReply, RmXlateReq
 
 if TYPE_CHECKING:
-    import socket
     from collections.abc import Callable
 
-    from emucluster.port import WaitPolicy
-    from emucluster.rmalloc import Placement
+    from emucluster.grim.rmalloc import Placement
+    from emucluster.port import Port
 
-__all__ = ["WAIT_S", "Block", "GrimPort", "Handle", "RMError", "RmRequest", "Waiter"]
+__all__ = ["WAIT_S", "Block", "Handle", "Kernel", "RMError", "RmRequest", "Waiter"]
 
 WAIT_S = 60.0  # how long a blocking call waits before TimeoutError
 
@@ -121,45 +118,26 @@ class RmRequest:
         self.error = error
 
 
-class GrimPort(Port):
-    """A port that also carries GRIM records: it answers the NIC's translation upcalls from
-    the endpoint's address map during every drain, and queues RM statuses."""
+class Kernel:
+    """The host "kernel" of GRIM 4.5.2 on one port: the endpoint's translation table, and
+    the sinks of the port's GRIM records. A translation upcall is answered from the table
+    inside whatever call drains the port; an RM status goes straight to ``on_status``."""
 
-    def __init__(
-        self,
-        sock: socket.socket,
-        opened: hl.Opened,
-        *,
-        auto_replenish: bool,
-        wait: WaitPolicy,
-        spin_s: float,
-    ) -> None:
-        super().__init__(sock, opened, auto_replenish=auto_replenish, wait=wait, spin_s=spin_s)
-        self.kernel = AddressMap()
-        """Every block of this endpoint: the "kernel" translation table."""
-        self.statuses: deque[RmStatusEvent] = deque()
+    def __init__(self, port: Port, on_status: Callable[[RmStatusEvent], None]) -> None:
+        self._port = port
+        self.map = AddressMap()
+        """Every block of this endpoint: the translation table."""
         self.upcalls = 0
+        """Translation upcalls answered."""
+        port.register_sink(RmXlateReq, self._on_upcall)
+        port.register_sink(RmStatusEvent, on_status)
 
-    def _take(self, event: hl.HostRecord) -> int:
-        if isinstance(event, RmXlateReq):
-            self.upcalls += 1
-            t = self.kernel.find(event.vaddr, 1)
-            reply = (
-                RmXlateReply(event.vaddr, t.vaddr, t.size, t.region, t.offset)
-                if t is not None
-                else RmXlateReply(event.vaddr, 0, 0, 0, 0)
-            )
-            self._write(hl.encode_record(reply))
-            return 0
-        if isinstance(event, RmStatusEvent):
-            self.statuses.append(event)
-            return 1
-        return super()._take(event)
-
-    def send_record(self, record: hl.HostRecord) -> None:
-        """Write one record to the NIC."""
-        self._write(hl.encode_record(record))
-
-    def pump(self, deadline: float | None) -> bool:
-        """Wait (by the wait policy) for at least one event; False at the deadline."""
-        return self._pump(deadline)
+    def _on_upcall(self, event: RmXlateReq) -> None:
+        self.upcalls += 1
+        t = self.map.find(event.vaddr, 1)
+        reply = (
+            RmXlateReply(event.vaddr, t.vaddr, t.size, t.region, t.offset)
+            if t is not None
+            else RmXlateReply(event.vaddr, 0, 0, 0, 0)
+        )
+        self._port.send_record(reply)

@@ -12,10 +12,13 @@ blocks: when the NIC has no send token (or credit) its sends wait in the host ov
 drained by later polls, so the reply deadlock of Fig 4.12 cannot happen while memory lasts.
 Unknown handler ids are counted and reported on stderr, never raised at the receiver.
 
-Remote memory (GRIM 4.5): blocks are carved from registered shared-memory segments
-(:mod:`emucluster.rmalloc`); the NIC translates virtual addresses through its cache and asks
-this endpoint (the "kernel", answering inside every drain of the port) on a miss. Every
-operation completes when its status comes back from the NIC that executed it.
+Remote memory (GRIM 4.5) is the endpoint's other half, :class:`emucluster.grim.rm.RemoteMemory`
+(blocks, RM requests); the NIC translates virtual addresses through its cache and asks this
+endpoint (the :class:`~emucluster.grim.port.Kernel`, the port's sink for GRIM records,
+answering inside every drain of the port) on a miss.
+
+Waiting: every wait of the endpoint goes through the port's one wait door
+(:meth:`emucluster.port.Port.wait_until`, by the wait policy ``EMU_WAIT``).
 
 Ordering (GRIM 4.5.6): messages of one endpoint to one endpoint are executed in injection
 order by the receiving NIC, but active messages then wait in the endpoint until it polls,
@@ -23,7 +26,11 @@ while remote-memory operations take effect at once. So an RM operation may pass 
 (its effect is visible before their handlers run); AM->AM, RM->AM and RM->RM never reorder.
 
 Thread safety: every public method takes the endpoint's lock, so the optional polling thread
-(:meth:`Endpoint.start_polling`) and the program can share it.
+(:meth:`Endpoint.start_polling`) and the program can share it. The thread exists because the
+NIC asks the host for a translation (and active messages wait for their handlers) while the
+program may be computing outside the library; a program that never calls in must still
+answer. It waits for the port to become readable (:meth:`Port.wait_readable`) without the lock
+and polls with it.
 """
 
 from __future__ import annotations
@@ -37,36 +44,25 @@ import time
 from collections import Counter, deque
 from typing import TYPE_CHECKING
 
-from emucluster.amcore import HandlerTable, Outbox, OutMsg
-from emucluster.grimport import WAIT_S, Block, GrimPort, Handle, RMError, RmRequest
-from emucluster.port import ErrorEvent, PortError, RecvEvent, SentEvent
-from emucluster.rmalloc import Allocator
+from emucluster.grim.amcore import HandlerTable, Outbox, OutMsg
+from emucluster.grim.port import WAIT_S, Block, Handle, Kernel, RMError, RmRequest
+from emucluster.grim.rm import RemoteMemory
+from emucluster.port import ErrorEvent, Port, PortError, RecvEvent, SentEvent
 from nicd import hostlink as hl
 from nicd.grim import amregistry
 from nicd.grim.service import REGISTRY_NODE
-from nicd.grim.xlate import Translation
-from nicd.hostlink.grim import (
-    NIC_PORT,
-    NOTIFY_P,
-    READ_META,
-    RmFlags,
-    RmMapReq,
-    RmStatus,
-    RmUnmapReq,
-)
+from nicd.hostlink.grim import NIC_PORT
 from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from emucluster.amcore import Args
-    from emucluster.port import Region
+    from emucluster.grim.amcore import Args
 
 __all__ = [
     "GRIM_CHANNEL",
     "Block",
     "Endpoint",
-    "GrimPort",
     "Handle",
     "RMError",
     "RmRequest",
@@ -77,10 +73,10 @@ GRIM_CHANNEL = 3  # the default endpoint's port / logical channel (MPI uses 2)
 _U32 = 0xFFFFFFFF
 _ERRORS_KEPT = 100
 _REASK_S = 1.0  # an unknown handler id is looked up again after this long
-_RECHECK_S = 0.001  # wait_for re-evaluates its condition at least this often
+_RECHECK_S = 0.001  # wait_for re-evaluates its condition at least this often (see there)
 
 
-class Endpoint:
+class Endpoint(RemoteMemory):
     """A GRIM endpoint on logical channel ``channel`` of this node."""
 
     def __init__(
@@ -91,9 +87,11 @@ class Endpoint:
         receive_buffers: int = 64,
         credits: int | None = None,
     ) -> None:
-        port = GrimPort.open(socket_path, channel, receive_buffers=receive_buffers)
-        assert isinstance(port, GrimPort)
+        super().__init__()
+        port = Port.open(socket_path, channel, receive_buffers=receive_buffers)
         self.port = port
+        self.kernel = Kernel(port, self._on_status)
+        """The translation table and the port's GRIM sinks."""
         self.rank = port.node_id
         self.size = port.num_nodes
         self.channel = port.port_id
@@ -107,12 +105,7 @@ class Endpoint:
         self._amq: deque[RecvEvent] = deque()
         self._registry: dict[int, dict[str, int]] = {}
         self._asked: dict[int, float] = {}  # handler id -> when it was last looked up
-        self._next_req = 1
-        self._requests: dict[int, RmRequest] = {}
         self._by_handle: dict[int, RmRequest] = {}
-        self._alloc = Allocator()
-        self._segments: dict[int, Region] = {}  # allocator key -> registered region
-        self._blocks: dict[int, Block] = {}  # vaddr -> block
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._closed = False
@@ -199,9 +192,9 @@ class Endpoint:
             while not self._stop.is_set():
                 try:
                     self.poll()
-                except PortError:
+                    self.port.wait_readable(interval_s)  # without the lock
+                except (PortError, OSError, ValueError):  # the port closed under us
                     return
-                time.sleep(interval_s)
 
         self._thread = threading.Thread(target=loop, name="grim-poll", daemon=True)
         self._thread.start()
@@ -235,148 +228,6 @@ class Endpoint:
     def _on_barrier(self, src: int, args: Args, payload: bytes) -> None:
         self._barrier_seen[args[0]] += 1
 
-    # -- remote memory ----------------------------------------------------------------------
-
-    def alloc(self, nbytes: int, *, static: bool = True) -> Block:
-        """Allocate ``nbytes`` of registered memory. ``static`` programs the NIC's static
-        translation entry at once (if the static region has room); otherwise the NIC
-        learns the translation on the first access (a miss)."""
-        with self._lock:
-            placement, plan = self._alloc.place(nbytes)
-            if plan is not None:
-                self._segments[plan.key] = self.port.register_memory(plan.size)
-            region = self._segments[placement.segment]
-            t = Translation(placement.vaddr, nbytes, region.id, placement.offset)
-            self.port.kernel.add(t)
-            if static:
-                self.port.send_record(RmMapReq(t.vaddr, t.size, t.region, t.offset))
-            buf = region.buf[placement.offset : placement.offset + nbytes]
-            handle = Handle(self.rank, self.channel, t.vaddr, nbytes, region.id, t.offset)
-            block = Block(handle, buf, placement)
-            self._blocks[t.vaddr] = block
-            return block
-
-    def free(self, block: Block) -> None:
-        """Free a block: the NIC forgets its translations, later accesses are refused."""
-        with self._lock:
-            if self._blocks.pop(block.handle.vaddr, None) is None:
-                raise RMError(
-                    f"block at {block.handle.vaddr:#x} is not allocated here", "not_local"
-                )
-            self.port.kernel.remove(block.handle.vaddr)
-            self.port.send_record(RmUnmapReq(block.handle.vaddr))
-            block.buf.release()
-            empty = self._alloc.release(block.placement)
-            if empty is not None:
-                region = self._segments.pop(empty)
-                with contextlib.suppress(BufferError):  # views still held: unmapped at exit
-                    self.port.deregister_memory(region)
-
-    def iwrite(
-        self,
-        dest_rank: int,
-        handle: Handle,
-        offset: int,
-        data: bytes | bytearray | memoryview,
-        *,
-        physical: bool = False,
-        notify: tuple[Handle, int, int] | None = None,
-    ) -> RmRequest:
-        """Start writing ``data`` at ``offset`` of the remote block ``handle`` (RM-V, or
-        RM-P with ``physical``); ``notify=(handle, offset, value)`` names a 32-bit word of
-        the destination to set to ``value`` once the data is in place."""
-        with self._lock:
-            payload = bytes(data)
-            self._check_remote(dest_rank, handle, offset, len(payload))
-            req = self._request("write")
-            flags = RmFlags.NONE
-            nvaddr, value, prefix = 0, 0, b""
-            if notify is not None:
-                nh, noff, value = notify
-                self._check_remote(dest_rank, nh, noff, 4, what="notify word")
-                self._check_word(value)
-                flags |= RmFlags.NOTIFY
-                nvaddr = nh.vaddr + noff
-                prefix = NOTIFY_P.pack(nh.segment, nh.offset + noff)
-            if physical:
-                args = (handle.segment, handle.offset + offset, req.req_id, value)
-                msg = OutMsg(dest_rank, handle.channel, MsgType.RM_WRITE_P, prefix + payload,
-                             int(flags | RmFlags.RM_API), args, req)  # fmt: skip
-                self.counts["rm_p_writes"] += 1
-            else:
-                args = (handle.vaddr + offset, nvaddr, value, req.req_id)
-                msg = OutMsg(dest_rank, handle.channel, MsgType.RM_WRITE_V, payload,
-                             int(flags), args, req)  # fmt: skip
-                self.counts["rm_v_writes"] += 1
-            self._submit(msg)
-            return req
-
-    def write(
-        self,
-        dest_rank: int,
-        handle: Handle,
-        offset: int,
-        data: bytes | bytearray | memoryview,
-        *,
-        physical: bool = False,
-        notify: tuple[Handle, int, int] | None = None,
-    ) -> None:
-        """Blocking :meth:`iwrite`: returns once the destination NIC placed the data."""
-        self.iwrite(dest_rank, handle, offset, data, physical=physical, notify=notify).wait()
-
-    def iread(
-        self,
-        src_rank: int,
-        handle: Handle,
-        offset: int,
-        nbytes: int,
-        into: Block,
-        into_offset: int = 0,
-        *,
-        notify: tuple[Handle, int, int] | None = None,
-    ) -> RmRequest:
-        """Start reading ``nbytes`` at ``offset`` of remote block ``handle`` into the local
-        block ``into`` at ``into_offset`` (RM-RV: the remote NIC fetches, this NIC places
-        the reply). ``notify`` names a local word set to ``value`` when the data is in."""
-        with self._lock:
-            self._check_remote(src_rank, handle, offset, nbytes)
-            if into.handle.vaddr not in self._blocks or into.handle.node != self.rank:
-                raise RMError("a read must land in a block of this endpoint", "not_local")
-            if not (into_offset >= 0 and into_offset + nbytes <= into.nbytes):
-                raise RMError(
-                    f"{nbytes} B at {into_offset} do not fit the {into.nbytes} B local block",
-                    "out_of_range",
-                )
-            nvaddr, value = 0, 0
-            if notify is not None:
-                nh, noff, value = notify
-                if nh.node != self.rank or nh.channel != self.channel:
-                    raise RMError("a read's notify word must be local", "not_local")
-                self._check_bounds(nh, noff, 4, "notify word")
-                self._check_word(value)
-                nvaddr = nh.vaddr + noff
-            req = self._request("read")
-            args = (handle.vaddr + offset, nbytes, into.handle.vaddr + into_offset, req.req_id)
-            meta = READ_META.pack(nvaddr, value)
-            msg = OutMsg(src_rank, handle.channel, MsgType.RM_READ, meta, 0, args, req)
-            self.counts["rm_reads"] += 1
-            self._submit(msg)
-            return req
-
-    def read(
-        self,
-        src_rank: int,
-        handle: Handle,
-        offset: int,
-        nbytes: int,
-        into: Block,
-        into_offset: int = 0,
-        *,
-        notify: tuple[Handle, int, int] | None = None,
-    ) -> None:
-        """Blocking :meth:`iread`."""
-        self.iread(src_rank, handle, offset, nbytes, into, into_offset, notify=notify).wait()
-
     # -- misc -------------------------------------------------------------------------------
 
     def wait_for(
@@ -385,24 +236,19 @@ class Endpoint:
         """Poll (running handlers) until ``done()``; TimeoutError after ``timeout``.
 
         ``done`` may watch registered memory (a notification word, data an RM write put
-        there): such writes land without an event to this host, so the wait rechecks it
-        every ``_RECHECK_S`` rather than sleeping until the next event."""
+        there). Such writes land without any record to this host: the executing NIC reports
+        only to the writer (GRIM 4.5.5), and a plain RM write has no notify word at all. So
+        the wait cannot sleep until the next record; the port's wait policy rechecks
+        ``done`` every ``_RECHECK_S`` (the ``recheck_s`` bound of `Port.wait_until`)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            with self._lock:
-                self.poll()
-                if done():
-                    return
-                if self._thread is None:
-                    now = time.monotonic()
-                    if deadline is not None and now >= deadline:
-                        raise TimeoutError(f"{what}: nothing after {timeout} s")
-                    recheck = now + _RECHECK_S
-                    self.port.pump(recheck if deadline is None else min(deadline, recheck))
-                    continue
-            if deadline is not None and time.monotonic() >= deadline:
+
+        def ready() -> bool:
+            self.poll()
+            return done()
+
+        with self._lock:
+            if not self.port.wait_until(ready, deadline, recheck_s=_RECHECK_S):
                 raise TimeoutError(f"{what}: nothing after {timeout} s")
-            time.sleep(0.0001)
 
     def flush(self, timeout: float | None = WAIT_S) -> None:
         """Wait until the overflow queue is empty and every send has completed."""
@@ -421,7 +267,7 @@ class Endpoint:
                     "peak": self.outbox.overflow_peak,
                     "queued": len(self.outbox.overflow),
                 },
-                "upcalls_answered": self.port.upcalls,
+                "upcalls_answered": self.kernel.upcalls,
                 "handlers": self.handlers.table(),
                 "errors": list(self.errors),
             }
@@ -505,17 +351,6 @@ class Endpoint:
                     self._fail(req, RMError(f"{req.what} failed: {event.reason}", event.reason))
                 else:
                     self._note(f"send to node {event.dst_node} failed: {event.reason}")
-        while port.statuses:
-            st = port.statuses.popleft()
-            req = self._requests.pop(st.req_id, None)
-            if req is None:
-                self.counts["stray_status"] += 1
-                continue
-            if st.status == RmStatus.OK:
-                req._finish(None)
-            else:
-                name = RmStatus(st.status).name.lower() if st.status in _STATUSES else "unknown"
-                self._fail(req, RMError(f"{req.what} refused by the remote NIC: {name}", name))
         n = self.outbox.drainable(port.free_send_tokens, port.outstanding)
         for msg in self.outbox.take(n):
             self._send_now(msg)
@@ -568,23 +403,14 @@ class Endpoint:
         payload = amregistry.encode_request(op, req, names)
         self._submit(OutMsg(REGISTRY_NODE, NIC_PORT, MsgType.AM_DATA, payload))
         deadline = None if timeout is None else time.monotonic() + timeout
-        while req not in self._registry:
+
+        def answered() -> bool:
             self._progress()
-            if req in self._registry:
-                break
-            if not self.port.pump(deadline):
-                raise TimeoutError(f"the AM registry on node {REGISTRY_NODE} did not answer")
+            return req in self._registry
+
+        if not self.port.wait_until(answered, deadline):
+            raise TimeoutError(f"the AM registry on node {REGISTRY_NODE} did not answer")
         return self._registry.pop(req)
-
-    def _request(self, what: str) -> RmRequest:
-        req = RmRequest(self, self._next_req, what)
-        self._next_req = (self._next_req + 1) & _U32 or 1
-        self._requests[req.req_id] = req
-        return req
-
-    def _fail(self, req: RmRequest, error: RMError) -> None:
-        self._requests.pop(req.req_id, None)
-        req._finish(error)
 
     def _note(self, message: str) -> None:
         self.errors.append(message)
@@ -594,32 +420,8 @@ class Endpoint:
         if not 0 <= rank < self.size:
             raise ValueError(f"rank {rank} is outside 0..{self.size - 1}")
 
-    def _check_remote(
-        self, rank: int, handle: Handle, offset: int, length: int, what: str = "block"
-    ) -> None:
-        self._check_rank(rank)
-        if not isinstance(handle, Handle):
-            raise TypeError(f"expected a Handle, not {type(handle).__name__}")
-        if handle.node != rank:
-            raise RMError(f"the {what} belongs to rank {handle.node}, not {rank}", "wrong_node")
-        self._check_bounds(handle, offset, length, what)
-
-    @staticmethod
-    def _check_bounds(handle: Handle, offset: int, length: int, what: str) -> None:
-        if not (offset >= 0 and length >= 0 and offset + length <= handle.size):
-            raise RMError(
-                f"{length} B at offset {offset} are outside the {handle.size} B {what}",
-                "out_of_range",
-            )
-
-    @staticmethod
-    def _check_word(value: int) -> None:
-        if not 0 <= value <= _U32:
-            raise ValueError(f"notify value {value} is not a 32-bit unsigned int")
-
 
 _BARRIER = "emucluster.grim.barrier"
-_STATUSES = {int(s) for s in RmStatus}
 _default: Endpoint | None = None
 _default_lock = threading.Lock()
 

@@ -1,0 +1,93 @@
+"""How the host waits for its NIC: the wait policy (spin, block, hybrid), in one place.
+
+``spin`` polls the socket like GM polls its event queue and burns CPU as on the real cluster;
+``block`` sleeps in the kernel (``select``); ``hybrid`` spins ``spin_s`` then blocks. A
+blocking wait sleeps in ``select``, which PEP 475 resumes after a Python signal handler ran,
+so signal handlers run during waits too.
+
+Every wait of the host library ends here: `Waiter.wait` (until records arrived) under
+`Waiter.until` (until a condition holds). `emucluster.port.Port.pump` and
+`Port.wait_until` are the public doors; MPI's progress engine, GRIM's endpoint and the NICVM
+client all wait through them.
+"""
+
+from __future__ import annotations
+
+import select
+import time
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["DEFAULT_SPIN_US", "WaitPolicy", "Waiter"]
+
+WaitPolicy = Literal["spin", "block", "hybrid"]
+DEFAULT_SPIN_US = 50.0  # hybrid: microseconds of polling before sleeping in the kernel
+
+
+class Waiter:
+    """The wait policy of one port."""
+
+    def __init__(
+        self, policy: WaitPolicy, spin_s: float, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.policy: WaitPolicy = policy
+        """``spin``, ``block`` or ``hybrid`` (may be changed between waits)."""
+        self.spin_s = spin_s
+        """Hybrid: seconds of polling before blocking."""
+        self.clock = clock
+
+    def wait(self, fileno: int, take: Callable[[], int], deadline: float | None) -> bool:
+        """Call ``take`` (read what is there; return how many records) until it returned
+        some, waiting on descriptor ``fileno`` by the policy; False at ``deadline``."""
+        clock = self.clock
+        if self.policy != "block":
+            spin_until = None if self.policy == "spin" else clock() + self.spin_s
+            while True:
+                if take():
+                    return True
+                now = clock()
+                if deadline is not None and now >= deadline:
+                    return False
+                if spin_until is not None and now >= spin_until:
+                    break
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - clock())
+            ready, _, _ = select.select([fileno], [], [], remaining)
+            if ready and take():
+                return True
+            if deadline is not None and clock() >= deadline:
+                return False
+
+    def readable(self, fileno: int, deadline: float) -> bool:
+        """Sleep in the kernel until descriptor ``fileno`` is readable (True) or
+        ``deadline`` (False), reading nothing: for a second thread that must not read."""
+        ready, _, _ = select.select([fileno], [], [], max(0.0, deadline - self.clock()))
+        return bool(ready)
+
+    def until(
+        self,
+        ready: Callable[[], bool],
+        pump: Callable[[float | None], bool],
+        deadline: float | None,
+        *,
+        recheck_s: float | None = None,
+    ) -> bool:
+        """Call ``pump(until)`` (take in records, waiting until ``until`` for some) until
+        ``ready()``; False at ``deadline``.
+
+        ``recheck_s`` bounds each pump, for a condition that can turn true without a record
+        arriving: GRIM's remote-memory writes land in this host's registered memory with no
+        event to it (the NIC tells only the writer), so a wait on such memory must look again
+        after a while. Leave it None for conditions that only records can change."""
+        clock = self.clock
+        while not ready():
+            until = deadline
+            if recheck_s is not None:
+                now = clock()
+                until = now + recheck_s if deadline is None else min(deadline, now + recheck_s)
+            # Pump at least once, even past the deadline: what already arrived counts.
+            if not pump(until) and deadline is not None and clock() >= deadline:
+                return ready()
+        return True

@@ -1,0 +1,96 @@
+"""The wait policy (emucluster.wait) on a virtual clock and a real socketpair."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from emucluster.wait import Waiter, WaitPolicy
+
+
+class Clock:
+    """A clock that moves only when a pump says so."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_until_pumps_until_ready_without_rechecks() -> None:
+    clock = Clock()
+    waiter = Waiter("block", 0.0, clock=clock)
+    calls: list[float | None] = []
+
+    def pump(until: float | None) -> bool:
+        calls.append(until)
+        clock.now += 1.0
+        return True
+
+    assert waiter.until(lambda: len(calls) == 3, pump, 10.0)
+    assert calls == [10.0, 10.0, 10.0]
+
+
+def test_until_returns_false_at_the_deadline_after_one_last_pump() -> None:
+    clock = Clock()
+    waiter = Waiter("block", 0.0, clock=clock)
+    calls: list[float | None] = []
+
+    def pump(until: float | None) -> bool:
+        calls.append(until)
+        clock.now = 5.0
+        return False
+
+    clock.now = 7.0  # already past the deadline: still pumps once
+    assert not waiter.until(lambda: False, pump, 5.0)
+    assert calls == [5.0]
+
+
+def test_recheck_bounds_each_pump_but_not_the_deadline() -> None:
+    clock = Clock()
+    waiter = Waiter("block", 0.0, clock=clock)
+    calls: list[float | None] = []
+
+    def pump(until: float | None) -> bool:
+        calls.append(until)
+        assert until is not None
+        clock.now = until
+        return False
+
+    assert not waiter.until(lambda: False, pump, 0.0035, recheck_s=0.001)
+    assert calls == pytest.approx([0.001, 0.002, 0.003, 0.0035])
+
+
+def test_a_condition_that_turns_true_between_records_is_seen_at_the_recheck() -> None:
+    clock = Clock()
+    waiter = Waiter("block", 0.0, clock=clock)
+
+    def pump(until: float | None) -> bool:
+        assert until is not None
+        clock.now = until
+        return False
+
+    assert waiter.until(lambda: clock.now >= 0.002, pump, None, recheck_s=0.001)
+
+
+@pytest.mark.parametrize("policy", ["spin", "block", "hybrid"])
+def test_wait_returns_when_records_arrive_and_false_at_the_deadline(policy: WaitPolicy) -> None:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with a, b:
+        a.setblocking(False)
+        waiter = Waiter(policy, 0.0001)
+
+        def take() -> int:
+            try:
+                return len(a.recv(64))
+            except BlockingIOError:
+                return 0
+
+        assert not waiter.wait(a.fileno(), take, waiter.clock() + 0.01)
+        b.send(b"x")
+        assert waiter.wait(a.fileno(), take, waiter.clock() + 5.0)
+        assert not waiter.readable(a.fileno(), waiter.clock() + 0.01)
+        b.send(b"y")
+        assert waiter.readable(a.fileno(), waiter.clock() + 5.0)
