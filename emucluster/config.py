@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 from emucluster import coll
 from emucluster.errors import EmuclusterError
 from emucluster.p2p import EAGER_LIMIT_BYTES
+from emucluster.wait import DEFAULT_SPIN_US
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -63,7 +64,6 @@ ENV_AB_DELAY_US = "EMU_AB_DELAY_US"
 ENV_MCAST_TREE = "EMU_MCAST_TREE"
 ENV_MCAST_COSTS = "EMU_MCAST_COSTS"
 
-DEFAULT_SPIN_US = 50.0  # hybrid wait: microseconds of polling before sleeping in the kernel
 N = TypeVar("N", int, float)
 
 

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from multiprocessing import resource_tracker, shared_memory
 from typing import TYPE_CHECKING, TypeVar
 
+from emucluster.config import ENV_WAIT, HostConfig
 from emucluster.errors import EmuclusterError
 from emucluster.portstate import Event, PortState, RecordRefused, UnexpectedRecord
-from emucluster.wait import DEFAULT_SPIN_US, Waiter, WaitPolicy
+from emucluster.wait import Waiter, WaitPolicy
 from nicd import hostlink as hl
 from nicd.hostlink import ErrorEvent, McastErrorEvent, RecvEvent, RmWriteEvent, SentEvent
 from nicd.link.wire import MsgType
@@ -110,11 +111,10 @@ class McastChildDeadError(PortError):
 
 def wait_policy_from_env() -> tuple[WaitPolicy, float]:
     """``(policy, spin seconds)`` from ``EMU_WAIT`` and ``EMU_SPIN_US``."""
-    policy = os.environ.get("EMU_WAIT", "hybrid").strip().lower() or "hybrid"
-    if policy not in ("spin", "block", "hybrid"):
-        raise PortError(f"EMU_WAIT={policy!r}: expected spin, block or hybrid")
-    spin_us = float(os.environ.get("EMU_SPIN_US", DEFAULT_SPIN_US))
-    return policy, spin_us / 1e6  # type: ignore[return-value]
+    config = HostConfig.from_env()
+    if config.wait not in ("spin", "block", "hybrid"):
+        raise PortError(f"{ENV_WAIT}={config.wait!r}: expected spin, block or hybrid")
+    return config.wait, config.spin_us / 1e6  # type: ignore[return-value]
 
 
 class Port:
@@ -158,7 +158,7 @@ class Port:
     ) -> Port:
         """Connect to the NIC at ``socket_path`` (default ``EMU_NIC_SOCKET``) and open
         ``port`` (default: any free one) with ``receive_buffers`` receive tokens."""
-        path = socket_path or os.environ.get("EMU_NIC_SOCKET")
+        path = socket_path or HostConfig.from_env().nic_socket
         if not path:
             raise PortError("no NIC socket: pass socket_path or run under emurun (EMU_NIC_SOCKET)")
         env_policy, spin_s = wait_policy_from_env()
@@ -253,7 +253,7 @@ class Port:
         """Create ``size`` bytes of shared memory and register it with the NIC."""
         region_id = self._next_region
         self._next_region += 1
-        job = os.environ.get("EMU_JOB_ID") or str(os.getpid())
+        job = HostConfig.from_env().job_id or str(os.getpid())
         name = f"emu_{job}_{self.node_id}_{self.port_id}_{region_id}"
         shm = shared_memory.SharedMemory(name=name, create=True, size=max(1, size))
         region = Region(region_id, name, size, shm)
@@ -403,7 +403,7 @@ class Port:
                      timeout: float = 10.0) -> None:  # fmt: skip
         """Post this node's part of multicast group ``group`` to the NIC: the ``root``, this
         node's ``parent`` (None at the root) and ``children`` in sending order (build them
-        with ``emucluster.coll.mcast_trees``; every member posts its own part, all with the
+        with ``emucluster.offload.nic_mcast.trees``; every member posts its own part, all with the
         same ``epoch``). ``update`` replaces the group's tree (a new epoch). This port
         becomes the group's port: it multicasts at the root and receives elsewhere.
         Raises PortError if the NIC refuses (id taken, bad tree)."""

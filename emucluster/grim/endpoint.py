@@ -37,13 +37,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import sys
 import threading
 import time
 from collections import Counter, deque
 from typing import TYPE_CHECKING
 
+from emucluster.config import HostConfig
 from emucluster.grim.amcore import HandlerTable, Outbox, OutMsg
 from emucluster.grim.port import WAIT_S, Block, Handle, Kernel, RMError, RmRequest
 from emucluster.grim.rm import RemoteMemory
@@ -276,7 +276,7 @@ class Endpoint(RemoteMemory):
         """The NIC's counters (management request over a second connection)."""
         import socket as _socket
 
-        path = os.environ.get("EMU_NIC_SOCKET", "")
+        path = HostConfig.from_env().nic_socket or ""
         with _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET) as sock:
             sock.settimeout(10)
             sock.connect(path)

@@ -1,6 +1,6 @@
 """NIC-based reliable multicast (seed 001): groups, multisend, NIC forwarding, per-child ACKs.
 
-The host builds the tree (:mod:`emucluster.coll.mcast_trees`) and posts this node's part of it
+The host builds the tree (:mod:`emucluster.offload.nic_mcast.trees`) and posts this node's part of it
 as a :class:`GroupSpec` (id, epoch, root, parent, children, local port); groups are created,
 updated (a new epoch: a new tree) and freed by the host (DESIGN §7). At the root the host hands
 a message over once (:meth:`McastEngine.multicast`); the NIC fragments it and sends every
