@@ -1,7 +1,7 @@
 """NIC-based reliable multicast (seed 001): groups, multisend, NIC forwarding, per-child ACKs.
 
-The host builds the tree (:mod:`emucluster.offload.nic_mcast.trees`) and posts this node's part of it
-as a :class:`GroupSpec` (id, epoch, root, parent, children, local port); groups are created,
+The host builds the tree (:mod:`emucluster.offload.nic_mcast.trees`) and posts this node's part
+of it as a :class:`GroupSpec` (id, epoch, root, parent, children, local port); groups are created,
 updated (a new epoch: a new tree) and freed by the host (DESIGN §7). At the root the host hands
 a message over once (:meth:`McastEngine.multicast`); the NIC fragments it and sends every
 packet to each child by rewriting the destination (multisend, §3.1/§5.1). An internal node's
