@@ -256,8 +256,13 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
     load_before = load_average()
     rank_args = ["rank", "--iters", str(args.iters), "--reps", str(args.reps),
                  "--window", str(args.window), "--bw-bytes", str(args.bw_bytes)]  # fmt: skip
-    report, _ = run_emurun_json(2, "emubench.grim", rank_args, {"EMU_WAIT": args.wait},
-                                emurun_args=["--nicd-args", f"--send-tokens {args.send_tokens}"])
+    report, _ = run_emurun_json(
+        2,
+        "emubench.grim",
+        rank_args,
+        {"EMU_WAIT": args.wait},
+        emurun_args=["--nicd-args", f"--send-tokens {args.send_tokens}"],
+    )
     report["scan_us"] = scan_channels(args.reps * 4)
     report["environment"] = environment(
         load_before, wait_policy=args.wait, wait_policy_fig_4_6_sender="spin", nodes=2,

@@ -114,9 +114,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
                 )
     finally:
         gc.enable()
-    results["environment"] = environment(
-        load_before, processor=platform.processor(), numpy=False
-    )
+    results["environment"] = environment(load_before, processor=platform.processor(), numpy=False)
     median = {
         kind: {d: statistics.median(r["ns_per_entry"]) for d, r in results["raw"][kind].items()}
         for kind in STORES
