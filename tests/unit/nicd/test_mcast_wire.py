@@ -18,7 +18,7 @@ from nicd.link.wire import (
     encode,
     mcast_ack_packet,
 )
-from tests.unit.test_wire import load_vector
+from tests.unit.nicd.test_wire import load_vector
 
 U16 = st.integers(0, 0xFFFF)
 

@@ -31,7 +31,7 @@ from nicd.link.wire import (
 )
 from tests.unit.factories import ack, data_packet, nack, with_crc
 
-VECTORS = pathlib.Path(__file__).parent / "vectors"
+VECTORS = pathlib.Path(__file__).parents[1] / "vectors"
 U16 = 0xFFFF
 U32 = 0xFFFF_FFFF
 

@@ -17,7 +17,7 @@ from emubench.suite import JOBS, RUNS_FILE
 if TYPE_CHECKING:
     import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FIGURES = ROOT / "docs" / "figures"
 
 
