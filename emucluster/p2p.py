@@ -17,6 +17,10 @@ Wire use of the four 32-bit user arguments (see `eager_args`, `cts_args`)::
     GM_DATA              (receive id, offset, 0, 0) + a chunk   (no registered memory)
     RM_WRITE_P notify    (receive id, 0); the chunk's offset is the write offset
 
+Longer than 500 lines on purpose: the send and receive state machines share one handler table
+and the envelope/argument packing, and most of the length is their documented op classes;
+split, each half would import the other's private helpers.
+
 Outputs: every input returns ``list[Action]``; completion is the state of the `SendOp` /
 `RecvOp` objects this core hands out (the shell polls ``op.done``), so the eager fast path
 allocates no completion record.
