@@ -307,10 +307,11 @@ class NicCore:
         stood, by its expansion (depth first, in the order it was returned); NicActions go
         to the shell. Without recursion: a service never re-enters this loop."""
         out: list[NicAction] = []
-        work: deque[CoreAction] = deque(actions)
+        work: list[CoreAction] = list(actions)
+        work.reverse()  # a stack: the next action is at the end
         steps = self._steps
         while work:
-            action = work.popleft()
+            action = work.pop()
             if type(action) in _FINAL:
                 out.append(action)  # type: ignore[arg-type]  # _FINAL holds NicAction types
                 continue
@@ -320,10 +321,10 @@ class NicCore:
                 continue
             more = step(action, now)
             if more:
-                work.extendleft(reversed(more))
+                work.extend(reversed(more))
         return out
 
-    def _step_packet(self, action: SendPacket, now: float) -> list[CoreAction]:
+    def _step_packet(self, action: SendPacket, now: float) -> Sequence[CoreAction]:
         addr = self._routes.get(action.node)
         if addr is None:
             self.link.drop("no_route_out")
@@ -331,8 +332,8 @@ class NicCore:
         datagram = encode(action.packet)
         control = isinstance(action.packet, ControlPacket)
         if self._fault_free:
-            return list(self._transmit_all([(addr, datagram)], control))
-        return list(self._transmit_all(self.faults.on_send(addr, datagram, now=now), control))
+            return self._transmit_all([(addr, datagram)], control)
+        return self._transmit_all(self.faults.on_send(addr, datagram, now=now), control)
 
     def _step_deliver(self, d: Deliver, now: float) -> Sequence[CoreAction]:
         state = self.ports.get(d.port)
