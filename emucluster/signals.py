@@ -92,9 +92,11 @@ def in_library(frame: FrameType | None) -> bool:
 def inside(frame: FrameType | None, objects: tuple[object, ...]) -> bool:
     """Whether the interrupted stack runs a method of one of ``objects`` (``self`` is one)."""
     while frame is not None:
-        owner = frame.f_locals.get("self")
-        if owner is not None and any(owner is o for o in objects):
-            return True
+        name = frame.f_globals.get("__name__", "")
+        if isinstance(name, str) and name.startswith("emucluster."):  # the library's methods
+            owner = frame.f_locals.get("self")
+            if owner is not None and any(owner is o for o in objects):
+                return True
         frame = frame.f_back
     return False
 
