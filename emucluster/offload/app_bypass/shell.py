@@ -1,4 +1,4 @@
-"""The application-bypass shell of one rank: SIGUSR1 handler, packet hook, NIC signal control.
+"""The application-bypass shell of one rank: signal client, packet hook, NIC signal control.
 
 Installed at Init (only the packet hook: a child's packet may arrive before this rank's
 first application-bypass Reduce); the signal handlers follow when signals are first enabled.
