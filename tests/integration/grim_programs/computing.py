@@ -37,6 +37,7 @@ if rank == 1:
     result["signals"] = ep.signals
 else:
     ep.wait_for(lambda: bool(handles), 60, "the handle")
+    time.sleep(0.5)  # rank 1 is computing by now, not flushing its send inside the library
     try:
         rm.iwrite(1, handles[0], 0, struct.pack("<I", 7)).wait(LIMIT_S + 10)
         result["write"] = "ok"
