@@ -246,9 +246,8 @@ class Endpoint(RemoteMemory):
         self._barrier_seen[args[0]] += 1
 
     def on_signal(self, frame: FrameType | None, retry: bool) -> bool:
-        """The signal dispatcher's call (:mod:`emucluster.signals`): drain the port, which
-        answers the NIC's translation upcalls, unless the interrupted stack is inside this
-        endpoint (or the polling thread holds it); True while that keeps it owed."""
+        """The signal dispatcher's call: drain the port (answering translation upcalls)
+        unless this endpoint is on the interrupted stack or busy; True while still owed."""
         if not retry:
             self._owed = True
         if not self._owed or self._closed:
