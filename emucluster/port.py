@@ -316,15 +316,16 @@ class Port:
             self.send_record(provide)
         return self.waiter.wait(self._sock.fileno(), self._drain, deadline)
 
-    def wait_until(self, ready: Callable[[], bool], deadline: float | None, *,
-                   recheck_s: float | None = None) -> bool:  # fmt: skip
-        """Pump until ``ready()``; False at ``deadline``. See `Waiter.until` for
-        ``recheck_s`` (conditions that change without a record)."""
-        return self.waiter.until(ready, self.pump, deadline, recheck_s=recheck_s)
+    def wait_until(self, ready: Callable[[], bool], deadline: float | None) -> bool:
+        """Pump until ``ready()``; False at ``deadline``. ``ready`` is looked at after each
+        record, so it must be one only records can change (GRIM's memory waits arm a watch
+        at their NIC for that, see `emucluster.grim.endpoint.Endpoint.wait_for`)."""
+        return self.waiter.until(ready, self.pump, deadline)
 
     def wait_readable(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds until the NIC has sent something, reading nothing
-        (GRIM's polling thread waits here without holding its endpoint's lock, then polls)."""
+        (GRIM's optional polling thread waits here without holding its endpoint's lock, then
+        polls)."""
         return self.waiter.readable(self._sock.fileno(), time.monotonic() + timeout)
 
     def wait(self, timeout: float | None = None) -> Event | None:

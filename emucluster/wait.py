@@ -71,23 +71,15 @@ class Waiter:
         ready: Callable[[], bool],
         pump: Callable[[float | None], bool],
         deadline: float | None,
-        *,
-        recheck_s: float | None = None,
     ) -> bool:
         """Call ``pump(until)`` (take in records, waiting until ``until`` for some) until
         ``ready()``; False at ``deadline``.
 
-        ``recheck_s`` bounds each pump, for a condition that can turn true without a record
-        arriving: GRIM's remote-memory writes land in this host's registered memory with no
-        event to it (the NIC tells only the writer), so a wait on such memory must look again
-        after a while. Leave it None for conditions that only records can change."""
-        clock = self.clock
+        ``ready`` is evaluated after each pump only: a condition must be one that records
+        change. There is no re-check timer; a wait on memory the NIC writes with no event
+        (GRIM's remote writes) first asks the NIC to report those writes (``RmWatch``)."""
         while not ready():
-            until = deadline
-            if recheck_s is not None:
-                now = clock()
-                until = now + recheck_s if deadline is None else min(deadline, now + recheck_s)
             # Pump at least once, even past the deadline: what already arrived counts.
-            if not pump(until) and deadline is not None and clock() >= deadline:
+            if not pump(deadline) and deadline is not None and self.clock() >= deadline:
                 return ready()
         return True

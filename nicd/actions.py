@@ -92,10 +92,12 @@ class PeerDead:
 
 @dataclass(slots=True)
 class ToPort:
-    """A record for the host that owns local port ``port`` (dropped if it closed)."""
+    """A record for the host that owns local port ``port`` (dropped if it closed);
+    ``interrupt``: then SIGUSR1 to that host if its port asked for upcall signals."""
 
     port: int
     record: HostRecord
+    interrupt: bool = False
 
 
 TransportAction = SendPacket | Deliver | SendComplete | SendFailed | PeerDead | ToPort

@@ -41,6 +41,8 @@ class PortState:
     ab_delivered: int = 0
     """Application-bypass messages delivered to the host, modulo 2**32."""
     signals_raised: int = 0
+    upcall_signals: bool = False
+    """The host wants SIGUSR1 after every GRIM translation upcall (``RmUpcallSignals``)."""
 
 
 class PortTable:

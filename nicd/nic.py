@@ -360,7 +360,16 @@ class NicCore:
 
     def _step_to_port(self, action: ToPort, now: float) -> list[CoreAction]:
         state = self.ports.get(action.port)
-        return [] if state is None else [ToHost(state.conn, action.record)]
+        if state is None:
+            return []
+        out: list[CoreAction] = [ToHost(state.conn, action.record)]
+        if action.interrupt and state.upcall_signals and state.host_pid > 0:
+            # After the record, so the host's handler finds it. One signal per upcall, no
+            # pending state: upcalls are rare (cache misses, one per address at a time) and
+            # the kernel merges signals the host has not taken yet.
+            state.signals_raised += 1
+            out.append(RaiseSignal(state.conn, state.host_pid))
+        return out
 
     def _step_nic_send(self, o: NicSend, now: float) -> list[CoreAction]:
         try:

@@ -25,24 +25,34 @@ order by the receiving NIC, but active messages then wait in the endpoint until 
 while remote-memory operations take effect at once. So an RM operation may pass earlier AMs
 (its effect is visible before their handlers run); AM->AM, RM->AM and RM->RM never reorder.
 
+Upcalls while the program computes (GRIM 4.5.2): the NIC asks the host for a translation
+while the program may be outside the library, and a program that never calls in must still
+answer. A real NIC interrupts its host; here the endpoint asks its NIC for SIGUSR1 after every
+upcall (``RmUpcallSignals``) and is a client of the host's one signal dispatcher,
+:mod:`emucluster.signals`: on a signal it drains its port (the :class:`Kernel` answers the
+upcall; arrived active messages wait for the next poll) unless the interrupted stack is inside
+this endpoint, which is never re-entered: then the dispatcher retries until it has left (or a
+drain of the endpoint's own took the record in). Where signals are not available (not the
+main thread, no SIGUSR1) upcalls are answered by the endpoint's calls only.
+
 Thread safety: every public method takes the endpoint's lock, so the optional polling thread
-(:meth:`Endpoint.start_polling`) and the program can share it. The thread exists because the
-NIC asks the host for a translation (and active messages wait for their handlers) while the
-program may be computing outside the library; a program that never calls in must still
-answer. It waits for the port to become readable (:meth:`Port.wait_readable`) without the lock
-and polls with it.
+(:meth:`Endpoint.start_polling`, GRIM 4.4.2: it runs active-message handlers while the program
+computes; it is not needed for upcalls) and the program can share it. It waits for the port to
+become readable (:meth:`Port.wait_readable`) without the lock and polls with it.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import sys
 import threading
 import time
 from collections import Counter, deque
 from typing import TYPE_CHECKING
 
+from emucluster import signals
 from emucluster.config import HostConfig
 from emucluster.grim.amcore import HandlerTable, Outbox, OutMsg
 from emucluster.grim.port import WAIT_S, Block, Handle, Kernel, RMError, RmRequest
@@ -51,11 +61,12 @@ from emucluster.port import ErrorEvent, Port, PortError, RecvEvent, SentEvent
 from nicd import hostlink as hl
 from nicd.grim import amregistry
 from nicd.grim.service import REGISTRY_NODE
-from nicd.hostlink.grim import NIC_PORT
+from nicd.hostlink.grim import NIC_PORT, RmUpcallSignals, RmWatch
 from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from types import FrameType
 
     from emucluster.grim.amcore import Args
 
@@ -73,7 +84,6 @@ GRIM_CHANNEL = 3  # the default endpoint's port / logical channel (MPI uses 2)
 _U32 = 0xFFFFFFFF
 _ERRORS_KEPT = 100
 _REASK_S = 1.0  # an unknown handler id is looked up again after this long
-_RECHECK_S = 0.001  # wait_for re-evaluates its condition at least this often (see there)
 
 
 class Endpoint(RemoteMemory):
@@ -112,6 +122,12 @@ class Endpoint(RemoteMemory):
         self._barrier_epoch = 0
         self._barrier_seen: Counter[int] = Counter()  # epoch -> arrivals (rank 0) or release
         self.handlers.register(_BARRIER, self._on_barrier)
+        self._watching = 0  # memory waits in progress (RmWatch armed while > 0)
+        self._owed = False  # a signal came and no drain of the port began since
+        self.signals = signals.register(self)
+        """Whether the NIC interrupts this host for translation upcalls."""
+        if self.signals:
+            port.send_record(RmUpcallSignals(True, os.getpid()))
 
     # -- active messages --------------------------------------------------------------------
 
@@ -217,29 +233,59 @@ class Endpoint(RemoteMemory):
             hid = self.handler_id(_BARRIER, timeout)
             if self.rank == 0:
                 self.wait_for(lambda: self._barrier_seen[epoch] >= self.size - 1, timeout,
-                              "barrier")  # fmt: skip
+                              "barrier", memory=False)  # fmt: skip
                 for rank in range(1, self.size):
                     self.send(rank, hid, (epoch, 1, 0, 0))
             else:
                 self.send(0, hid, (epoch, 0, 0, 0))
-                self.wait_for(lambda: self._barrier_seen[epoch] > 0, timeout, "barrier")
+                self.wait_for(lambda: self._barrier_seen[epoch] > 0, timeout, "barrier",
+                              memory=False)  # fmt: skip
             del self._barrier_seen[epoch]
 
     def _on_barrier(self, src: int, args: Args, payload: bytes) -> None:
         self._barrier_seen[args[0]] += 1
 
+    def on_signal(self, frame: FrameType | None, retry: bool) -> bool:
+        """The signal dispatcher's call: drain the port (answering translation upcalls)
+        unless this endpoint is on the interrupted stack or busy; True while still owed."""
+        if not retry:
+            self._owed = True
+        if not self._owed or self._closed:
+            return False
+        if signals.inside(frame, (self, self.port, self.kernel)):
+            return True
+        if not self._lock.acquire(blocking=False):
+            return True
+        try:
+            self.counts["signal_drains"] += 1
+            self._progress()
+        except (PortError, OSError):  # the port is closing under us: nothing to answer
+            pass
+        finally:
+            self._lock.release()
+        return False
+
     # -- misc -------------------------------------------------------------------------------
 
     def wait_for(
-        self, done: Callable[[], bool], timeout: float | None = WAIT_S, what: str = "event"
+        self,
+        done: Callable[[], bool],
+        timeout: float | None = WAIT_S,
+        what: str = "event",
+        *,
+        memory: bool = True,
     ) -> None:
         """Poll (running handlers) until ``done()``; TimeoutError after ``timeout``.
 
         ``done`` may watch registered memory (a notification word, data an RM write put
-        there). Such writes land without any record to this host: the executing NIC reports
-        only to the writer (GRIM 4.5.5), and a plain RM write has no notify word at all. So
-        the wait cannot sleep until the next record; the port's wait policy rechecks
-        ``done`` every ``_RECHECK_S`` (the ``recheck_s`` bound of `Port.wait_until`)."""
+        there). Such writes land without a record to this host by default: the executing NIC
+        reports only to the writer (GRIM 4.5.5), and a plain RM write has no notify word at
+        all. So for the wait (``memory``, the default) the endpoint asks its NIC to report
+        every GRIM write landing in this port's memory (``RmWatch``; the NIC answers at once
+        with an ``RmLanded``, so a write that landed before the watch was armed is in memory
+        when that record arrives) and the wait sleeps until the next record, plain writes and
+        notify words alike. Conditions only records can change (requests, handlers, tokens)
+        pass ``memory=False`` and cost no watch."""
         deadline = None if timeout is None else time.monotonic() + timeout
 
         def ready() -> bool:
@@ -247,13 +293,27 @@ class Endpoint(RemoteMemory):
             return done()
 
         with self._lock:
-            if not self.port.wait_until(ready, deadline, recheck_s=_RECHECK_S):
+            if memory:
+                self._watch(+1)
+            try:
+                ok = self.port.wait_until(ready, deadline)
+            finally:
+                if memory:
+                    self._watch(-1)
+            if not ok:
                 raise TimeoutError(f"{what}: nothing after {timeout} s")
+
+    def _watch(self, step: int) -> None:
+        """Nested memory waits share one watch: armed by the first, dropped by the last."""
+        before = self._watching
+        self._watching += step
+        if (before == 0) != (self._watching == 0):
+            self.port.send_record(RmWatch(self._watching > 0))
 
     def flush(self, timeout: float | None = WAIT_S) -> None:
         """Wait until the overflow queue is empty and every send has completed."""
         self.wait_for(lambda: not self.outbox.overflow and not self.port.outstanding,
-                      timeout, "flush")  # fmt: skip
+                      timeout, "flush", memory=False)  # fmt: skip
 
     def stats(self) -> dict[str, object]:
         """Host-side counters, JSON-able."""
@@ -291,6 +351,9 @@ class Endpoint(RemoteMemory):
         if self._closed:
             return
         self.stop_polling()
+        if self.signals:
+            signals.unregister(self)
+            self.signals = False
         with self._lock:
             with contextlib.suppress(TimeoutError, PortError, RMError):
                 self.flush(timeout=10.0)  # closing fails what is still in flight
@@ -327,7 +390,7 @@ class Endpoint(RemoteMemory):
         self.wait_for(
             lambda: not self.outbox.overflow
             and self.outbox.may_send(port.free_send_tokens, port.outstanding),
-            WAIT_S, "send token",
+            WAIT_S, "send token", memory=False,
         )  # fmt: skip
         self._send_now(msg)
 
@@ -339,6 +402,7 @@ class Endpoint(RemoteMemory):
 
     def _progress(self) -> None:
         """Take in events; complete requests; drain the overflow queue."""
+        self._owed = False  # this drain reads what a signal announced
         port = self.port
         for event in port.poll():
             if isinstance(event, RecvEvent):

@@ -4,7 +4,8 @@ the error class, and :class:`Kernel`, the GRIM half of the endpoint's GM port.
 :class:`Kernel` is where the host plays the "kernel" of GRIM 4.5.2: registered as the port's
 sink for GRIM records, it answers the NIC's translation upcalls from the endpoint's address
 map during every drain of the port (so an upcall is answered whenever the program makes any
-call, or the endpoint's polling thread polls) and hands RM statuses to the endpoint.
+call, or a signal from the NIC makes the endpoint drain, see `emucluster.signals`) and hands
+RM statuses to the endpoint.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from emucluster.errors import EmuclusterError
 from emucluster.port import Port
 from nicd.grim.xlate import AddressMap
-from nicd.hostlink.grim import RmStatusEvent, RmXlateReply, RmXlateReq
+from nicd.hostlink.grim import RmLanded, RmStatusEvent, RmXlateReply, RmXlateReq
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -33,7 +34,9 @@ class Waiter(Protocol):
 
     def poll(self) -> int: ...
 
-    def wait_for(self, done: Callable[[], bool], timeout: float | None, what: str) -> None: ...
+    def wait_for(
+        self, done: Callable[[], bool], timeout: float | None, what: str, *, memory: bool = True
+    ) -> None: ...
 
 
 class RMError(EmuclusterError):
@@ -109,7 +112,8 @@ class RmRequest:
 
     def wait(self, timeout: float | None = WAIT_S) -> None:
         """Block until finished; raise RMError if it was refused or failed."""
-        self._endpoint.wait_for(lambda: self.done, timeout, f"{self.what} (request {self.req_id})")
+        self._endpoint.wait_for(lambda: self.done, timeout, f"{self.what} (request {self.req_id})",
+                                memory=False)  # fmt: skip
         if self.error is not None:
             raise self.error
 
@@ -129,8 +133,14 @@ class Kernel:
         """Every block of this endpoint: the translation table."""
         self.upcalls = 0
         """Translation upcalls answered."""
+        self.landed = 0
+        """RmLanded records taken (writes into this port's memory while a wait watched)."""
         port.register_sink(RmXlateReq, self._on_upcall)
         port.register_sink(RmStatusEvent, on_status)
+        port.register_sink(RmLanded, self._on_landed)
+
+    def _on_landed(self, event: RmLanded) -> None:
+        self.landed += 1  # the record itself is the wake-up: the waiter looks again
 
     def _on_upcall(self, event: RmXlateReq) -> None:
         self.upcalls += 1

@@ -70,7 +70,9 @@ class RemoteMemory:
     def poll(self) -> int:
         raise NotImplementedError  # the endpoint's (a request polls it)
 
-    def wait_for(self, done: Callable[[], bool], timeout: float | None, what: str) -> None:
+    def wait_for(
+        self, done: Callable[[], bool], timeout: float | None, what: str, *, memory: bool = True
+    ) -> None:
         raise NotImplementedError  # the endpoint's (a request waits through it)
 
     # -- remote memory ----------------------------------------------------------------------

@@ -38,10 +38,13 @@ from nicd.hostlink.grim import (
     GrimRecord,
     ReplyKind,
     RmFlags,
+    RmLanded,
     RmMapReq,
     RmStatus,
     RmStatusEvent,
     RmUnmapReq,
+    RmUpcallSignals,
+    RmWatch,
     RmXlateReply,
     RmXlateReq,
 )
@@ -108,6 +111,7 @@ class GrimNic(NicService):
         self._pinned: dict[_StreamId, _Pin] = {}
         self._asking: set[tuple[int, int]] = set()  # (port, vaddr) upcalls outstanding
         self._negative: set[tuple[int, int]] = set()  # host said: nothing there
+        self._watched: set[int] = set()  # ports whose host waits on its memory (RmWatch)
         self.registry = Registry() if node_id == REGISTRY_NODE else None
         self.counts: Counter[str] = Counter()
 
@@ -158,7 +162,7 @@ class GrimNic(NicService):
                 if (port, vaddr) not in self._asking:
                     self._asking.add((port, vaddr))
                     self.counts["upcalls"] += 1
-                    upcalls.append(ToPort(port, RmXlateReq(vaddr, length)))
+                    upcalls.append(ToPort(port, RmXlateReq(vaddr, length), interrupt=True))
             self.counts["refused_for_translation"] += 1
             return Admission.NO_BUFFER, upcalls
         for vaddr, _ in ranges:
@@ -211,6 +215,7 @@ class GrimNic(NicService):
             if notify is not None:
                 _WORD.pack_into(notify, 0, value)
             self.counts["rm_v_writes"] += 1
+            return [self._status(d, req, status, ReplyKind.WRITE), *self._landed(d.port)]
         return [self._status(d, req, status, ReplyKind.WRITE)]
 
     def _write_p(self, d: Deliver) -> list[CoreAction]:
@@ -234,7 +239,15 @@ class GrimNic(NicService):
             if notify is not None:
                 _WORD.pack_into(notify, 0, value)
             self.counts["rm_p_writes"] += 1
+            return [self._status(d, req, status, ReplyKind.WRITE), *self._landed(d.port)]
         return [self._status(d, req, status, ReplyKind.WRITE)]
+
+    def _landed(self, port: int) -> list[CoreAction]:
+        """Tell a host that waits on its memory that a write landed there."""
+        if port not in self._watched:
+            return []
+        self.counts["landed_reported"] += 1
+        return [ToPort(port, RmLanded())]
 
     def _read(self, d: Deliver) -> list[CoreAction]:
         vaddr, length, reply_vaddr, req = d.args
@@ -323,12 +336,24 @@ class GrimNic(NicService):
             else:
                 self._negative.add((port, record.asked))
             return [ResumePort(port)]
+        if isinstance(record, RmUpcallSignals):
+            state.upcall_signals = record.enable
+            if record.enable:
+                state.host_pid = record.pid
+            return []
+        if isinstance(record, RmWatch):
+            if not record.enable:
+                self._watched.discard(port)
+                return []
+            self._watched.add(port)
+            return [ToPort(port, RmLanded())]  # armed: what landed before is in memory
         self.counts["host_misuse"] += 1
         return []
 
     def on_port_closed(self, port: int) -> None:
         """Forget everything about ``port``."""
         self._caches.pop(port, None)
+        self._watched.discard(port)
         self._asking = {k for k in self._asking if k[0] != port}
         self._negative = {k for k in self._negative if k[0] != port}
         self._pinned = {k: v for k, v in self._pinned.items() if k[2] != port}

@@ -1,4 +1,4 @@
-"""The GRIM remote-memory family (HostOp 80-84): its records, their codec, and the field
+"""The GRIM remote-memory family (HostOp 80-87): its records, their codec, and the field
 layout GRIM messages use in the data header. No I/O, no logic.
 
 Records (struct, big-endian)::
@@ -11,6 +11,13 @@ Records (struct, big-endian)::
                                | offset (32); size 0 = no such registered memory
     RM_STATUS   84 NIC->host  op | request id (32) | status (16)   a remote-memory operation
                                this host started finished (0) or was refused (status)
+    RM_SIGNALS  85 host->NIC  op | enable (8) | host pid (32)   SIGUSR1 after every
+                               RM_XLATE_REQ to this port (the upcall "interrupt")
+    RM_WATCH    86 host->NIC  op | enable (8)   report remote writes landing in this port's
+                               memory (while the host waits on it); enabling is answered
+                               with one RM_LANDED at once, the "armed" marker
+    RM_LANDED   87 NIC->host  op            a GRIM write (RM-V, RM-P) landed in this port's
+                               memory, or the watch was just armed
 
 Message fields (data header, GRIM Fig 4.2 words 5 and 8-11)::
 
@@ -33,6 +40,7 @@ from dataclasses import dataclass
 from enum import IntEnum, IntFlag
 from typing import TYPE_CHECKING
 
+from nicd.errors import ProtocolViolation
 from nicd.hostlink.records import Encoder, HostOp, encoder
 
 if TYPE_CHECKING:
@@ -47,10 +55,13 @@ __all__ = [
     "GrimRecord",
     "ReplyKind",
     "RmFlags",
+    "RmLanded",
     "RmMapReq",
     "RmStatus",
     "RmStatusEvent",
     "RmUnmapReq",
+    "RmUpcallSignals",
+    "RmWatch",
     "RmXlateReply",
     "RmXlateReq",
 ]
@@ -69,6 +80,11 @@ _XREQ = struct.Struct(">BII")
 _XLATE = struct.Struct(">BIIIHI")
 # RM_STATUS:    op (8) | request id (32) | status (16)
 _STATUS = struct.Struct(">BIH")
+# RM_SIGNALS:   op (8) | enable (8) | host pid (32)
+_RM_SIGNALS = struct.Struct(">BBI")
+# RM_WATCH:     op (8) | enable (8);  RM_LANDED: op (8)
+_WATCH = struct.Struct(">BB")
+_LANDED = struct.Struct(">B")
 NOTIFY_P = struct.Struct(">HxxI")
 """RM-P notify prefix: region (16) | pad (16) | offset (32)."""
 READ_META = struct.Struct(">II")
@@ -152,7 +168,35 @@ class RmStatusEvent:
     status: int
 
 
-GrimRecord = RmMapReq | RmUnmapReq | RmXlateReq | RmXlateReply | RmStatusEvent
+@dataclass(slots=True)
+class RmUpcallSignals:
+    """Raise SIGUSR1 at process ``pid`` after every translation upcall to this port
+    (``enable``), or stop. A real NIC interrupts its host for an upcall; this lets a host that
+    is computing outside the library answer one without a polling thread."""
+
+    enable: bool
+    pid: int
+
+
+@dataclass(slots=True)
+class RmWatch:
+    """Report (``enable``) or stop reporting GRIM writes landing in this port's memory. A
+    host waiting on its memory (a notify word, data) asks for it, so the wait sleeps until a
+    record instead of re-reading the memory on a timer; the NIC answers the enable with one
+    :class:`RmLanded` at once, so a write that landed before is seen when that arrives."""
+
+    enable: bool
+
+
+@dataclass(slots=True)
+class RmLanded:
+    """A GRIM write landed in this port's memory (or the watch was just armed)."""
+
+
+GrimRecord = (
+    RmMapReq | RmUnmapReq | RmXlateReq | RmXlateReply | RmStatusEvent | RmUpcallSignals
+    | RmWatch | RmLanded
+)  # fmt: skip
 
 
 ENCODERS: dict[type, Encoder] = dict(
@@ -165,6 +209,10 @@ ENCODERS: dict[type, Encoder] = dict(
             _XLATE.pack(HostOp.RM_XLATE, rec.asked, rec.vaddr, rec.size, rec.region, rec.offset)]),
         encoder(RmStatusEvent, lambda rec: [
             _STATUS.pack(HostOp.RM_STATUS, rec.req_id, rec.status)]),
+        encoder(RmUpcallSignals, lambda rec: [
+            _RM_SIGNALS.pack(HostOp.RM_SIGNALS, int(rec.enable), rec.pid)]),
+        encoder(RmWatch, lambda rec: [_WATCH.pack(HostOp.RM_WATCH, int(rec.enable))]),
+        encoder(RmLanded, lambda rec: [_LANDED.pack(HostOp.RM_LANDED)]),
     ]
 )  # fmt: skip
 """GRIM record class -> encoder."""
@@ -175,5 +223,22 @@ DECODERS: dict[HostOp, Callable[[bytes], GrimRecord]] = {
     HostOp.RM_XLATE_REQ: lambda record: RmXlateReq(*_XREQ.unpack(record)[1:]),
     HostOp.RM_XLATE: lambda record: RmXlateReply(*_XLATE.unpack(record)[1:]),
     HostOp.RM_STATUS: lambda record: RmStatusEvent(*_STATUS.unpack(record)[1:]),
+    HostOp.RM_SIGNALS: lambda record: _decode_signals(record),
+    HostOp.RM_WATCH: lambda record: _decode_watch(record),
+    HostOp.RM_LANDED: lambda record: (_LANDED.unpack(record), RmLanded())[1],
 }
 """GRIM opcode -> decoder (``struct.error`` for a bad length; the Assembler types it)."""
+
+
+def _decode_signals(record: bytes) -> RmUpcallSignals:
+    _, enable, pid = _RM_SIGNALS.unpack(record)
+    if enable > 1:
+        raise ProtocolViolation(f"RM_SIGNALS enable flag {enable}")
+    return RmUpcallSignals(bool(enable), pid)
+
+
+def _decode_watch(record: bytes) -> RmWatch:
+    _, enable = _WATCH.unpack(record)
+    if enable > 1:
+        raise ProtocolViolation(f"RM_WATCH enable flag {enable}")
+    return RmWatch(bool(enable))

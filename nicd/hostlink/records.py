@@ -91,6 +91,9 @@ class HostOp(IntEnum):
     RM_XLATE_REQ = 82
     RM_XLATE = 83
     RM_STATUS = 84
+    RM_SIGNALS = 85
+    RM_WATCH = 86
+    RM_LANDED = 87
     # NIC multicast, seed 001 (nicd.hostlink.mcast)
     MCAST_GROUP = 60
     MCAST_FREE = 61

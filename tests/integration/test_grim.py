@@ -61,6 +61,22 @@ def test_rm_random_writes_and_reads_byte_for_byte_with_notify_and_cache_misses()
     assert target["upcalls"] == xlate["fills"] > 0
 
 
+def test_a_host_computing_outside_the_library_answers_translation_upcalls() -> None:
+    """Rank 1 never calls in while rank 0 writes into its dynamic block: the NIC's signal
+    makes it answer the upcall (no polling thread). Then a wait on memory a plain write
+    fills wakes from the NIC's report of the landed write (no re-check timer)."""
+    result, records = run_grim(2, "computing.py")
+    _ok(result, records, 2)
+    writer, target = records
+    assert writer["write"] == "ok"
+    assert target["seen"] == 7
+    assert target["signals"] is True
+    assert target["upcalls"] == 1
+    assert target["signal_drains"] > 0
+    assert target["plain_wait"] == "ok"
+    assert target["landed"] >= 2  # the armed marker and the write
+
+
 def test_every_refused_address_is_an_error_and_writes_nothing() -> None:
     result, records = run_grim(2, "refused.py")
     _ok(result, records, 2)

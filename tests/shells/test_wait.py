@@ -19,7 +19,7 @@ class Clock:
         return self.now
 
 
-def test_until_pumps_until_ready_without_rechecks() -> None:
+def test_until_pumps_until_ready_up_to_the_deadline_each_time() -> None:
     clock = Clock()
     waiter = Waiter("block", 0.0, clock=clock)
     calls: list[float | None] = []
@@ -46,33 +46,6 @@ def test_until_returns_false_at_the_deadline_after_one_last_pump() -> None:
     clock.now = 7.0  # already past the deadline: still pumps once
     assert not waiter.until(lambda: False, pump, 5.0)
     assert calls == [5.0]
-
-
-def test_recheck_bounds_each_pump_but_not_the_deadline() -> None:
-    clock = Clock()
-    waiter = Waiter("block", 0.0, clock=clock)
-    calls: list[float | None] = []
-
-    def pump(until: float | None) -> bool:
-        calls.append(until)
-        assert until is not None
-        clock.now = until
-        return False
-
-    assert not waiter.until(lambda: False, pump, 0.0035, recheck_s=0.001)
-    assert calls == pytest.approx([0.001, 0.002, 0.003, 0.0035])
-
-
-def test_a_condition_that_turns_true_between_records_is_seen_at_the_recheck() -> None:
-    clock = Clock()
-    waiter = Waiter("block", 0.0, clock=clock)
-
-    def pump(until: float | None) -> bool:
-        assert until is not None
-        clock.now = until
-        return False
-
-    assert waiter.until(lambda: clock.now >= 0.002, pump, None, recheck_s=0.001)
 
 
 @pytest.mark.parametrize("policy", ["spin", "block", "hybrid"])

@@ -53,6 +53,9 @@ STRATEGIES: dict[type, st.SearchStrategy[hl.HostRecord]] = {
     hl.RmXlateReq: st.builds(hl.RmXlateReq, u32, u32),
     hl.RmXlateReply: st.builds(hl.RmXlateReply, u32, u32, u32, u16, u32),
     hl.RmStatusEvent: st.builds(hl.RmStatusEvent, u32, u16),
+    hl.RmUpcallSignals: st.builds(hl.RmUpcallSignals, st.booleans(), u32),
+    hl.RmWatch: st.builds(hl.RmWatch, st.booleans()),
+    hl.RmLanded: st.builds(hl.RmLanded),
     # NIC multicast
     hl.McastGroupReq: st.builds(
         hl.McastGroupReq, u16, u16, st.none() | st.integers(0, 0xFFFE), nodes, u16, st.booleans()

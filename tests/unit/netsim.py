@@ -402,6 +402,8 @@ class NicNet:
         self.hosts: list[list[hl.HostRecord]] = [[] for _ in self.cores]
         """Every record each NIC wrote to its host, in order."""
         self.signals: list[list[RaiseSignal]] = [[] for _ in self.cores]
+        self.host_actions: list[list[ToHost | RaiseSignal]] = [[] for _ in self.cores]
+        """What each NIC gave its host (records and signals), in order."""
         self.dead: set[int] = set()
         """Nodes that stopped: they take no datagrams and fire no timers."""
         self.event_count = 0
@@ -429,11 +431,13 @@ class NicNet:
             elif isinstance(action, ToHost):
                 assert action.conn == self.conn
                 self.hosts[node].append(action.record)
+                self.host_actions[node].append(action)
                 reply = None if self.answer is None else self.answer(node, action.record)
                 if reply is not None:
                     self.request(node, reply)
             elif isinstance(action, RaiseSignal):
                 self.signals[node].append(action)
+                self.host_actions[node].append(action)
             else:  # pragma: no cover - a new action type the harness does not know
                 raise AssertionError(f"unknown action {action!r}")
 

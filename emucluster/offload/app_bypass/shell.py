@@ -1,4 +1,4 @@
-"""The application-bypass shell of one rank: SIGUSR1 handler, packet hook, NIC signal control.
+"""The application-bypass shell of one rank: signal client, packet hook, NIC signal control.
 
 Installed at Init (only the packet hook: a child's packet may arrive before this rank's
 first application-bypass Reduce); the signal handlers follow when signals are first enabled.
@@ -13,10 +13,12 @@ app-bypass`` or ``algorithm="app-bypass"``). It is the `BypassService` of
   reductions are outstanding and no synchronous part runs). The handler runs the progress
   engine, then acknowledges by re-enabling (with the count of packets seen, so none that
   arrived meanwhile is missed) or disables signals if nothing is outstanding any more.
-* A signal that arrives while the program is inside the MPI library (any emucluster or
-  nicd frame on the interrupted stack) is deferred, never re-entrant: the library is making
-  progress itself or soon returns; a one-shot timer (SIGALRM, ``RETRY_S``) retries until the
-  program is outside the library.
+* The SIGUSR1 handler is the host's one dispatcher, ``emucluster.signals`` (shared with
+  GRIM's translation upcalls); this shell is one of its clients. A signal that arrives while
+  the program is inside the MPI library (any emucluster or nicd frame on the interrupted
+  stack) is deferred, never re-entrant: the library is making progress itself or soon
+  returns; the dispatcher's one-shot timer (SIGALRM, ``RETRY_S``) retries until the program
+  is outside the library.
 * Finalize (and exit) first waits until every outstanding reduction completed.
 
 ``EMU_AB_DELAY_US`` (``HostConfig.ab_delay_us``) sets the optional delay before an internal
@@ -25,13 +27,14 @@ node leaves Reduce with children outstanding (thesis 3.3.5; default 0: off).
 
 from __future__ import annotations
 
-import signal
 import time
 from typing import TYPE_CHECKING
 
+from emucluster import signals
 from emucluster.config import HostConfig
 from emucluster.offload.app_bypass.core import AppBypass, InstanceKey, SendUp, SetSignals
 from emucluster.progress import MPI_PORT
+from emucluster.signals import RETRY_S, in_library
 from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
@@ -46,10 +49,8 @@ if TYPE_CHECKING:
 __all__ = ["AB_TO_ROOT", "RETRY_S", "Bypass", "active", "install", "shutdown"]
 
 AB_TO_ROOT = 0x1  # AB_COLL flag (AM-handler field): for the root of its instance (Fig 3.4)
-RETRY_S = 0.001  # a deferred signal is retried after this long
 DRAIN_TIMEOUT_S = 30.0  # longest Finalize waits for outstanding reductions
 _U32 = 0xFFFFFFFF
-_LIBRARY = ("emucluster.", "nicd.")
 
 _bypass: Bypass | None = None
 
@@ -74,16 +75,6 @@ def shutdown(timeout: float = DRAIN_TIMEOUT_S) -> None:
         _bypass.close(timeout)
 
 
-def in_library(frame: FrameType | None) -> bool:
-    """Whether the interrupted stack is inside the MPI library."""
-    while frame is not None:
-        name = frame.f_globals.get("__name__", "")
-        if isinstance(name, str) and name.startswith(_LIBRARY):
-            return True
-        frame = frame.f_back
-    return False
-
-
 class Bypass:
     """The application-bypass shell of one rank (one per process)."""
 
@@ -96,21 +87,19 @@ class Bypass:
         """AB_COLL packets taken in (the NIC compares it with what it delivered)."""
         self.signals_on = False
         self.owe_ack = False
-        self.retry_armed = False
         self.counters: dict[str, int] = dict.fromkeys(
             ("signals", "signals_deferred", "signal_runs", "retries", "root_packets",
              "enables", "disables"), 0
         )  # fmt: skip
         engine.hooks[int(MsgType.AB_COLL)] = self.on_packet
-        self._old_handlers: tuple[object, object] | None = None
+        self._registered = False
         self.async_cpu_s = 0.0
         """Process CPU seconds spent in signal-driven progress (benchmarks subtract it from
         the busy loop it interrupted)."""
 
     def _ensure_handlers(self) -> None:
-        if self._old_handlers is None:
-            self._old_handlers = (signal.signal(signal.SIGUSR1, self._on_signal),
-                                  signal.signal(signal.SIGALRM, self._on_retry))  # fmt: skip
+        if not self._registered:
+            self._registered = signals.register(self)
 
     # -- BypassService ----------------------------------------------------------------------
 
@@ -157,29 +146,26 @@ class Bypass:
 
     # -- signals ----------------------------------------------------------------------------
 
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self.counters["signals"] += 1
-        self.owe_ack = True
+    def on_signal(self, frame: FrameType | None, retry: bool) -> bool:
+        """The dispatcher's call (`emucluster.signals`): a SIGUSR1 (which may be another
+        client's: ignored while this side has signals off) or a retry of a deferred one.
+        Inside the library the signal is deferred, never re-entrant: the library is making
+        progress itself or soon returns; the dispatcher retries."""
+        if retry:
+            if not self.owe_ack:
+                return False
+            self.counters["retries"] += 1
+        else:
+            if not self.signals_on:
+                return False
+            self.counters["signals"] += 1
+            self.owe_ack = True
         if in_library(frame):
-            self.counters["signals_deferred"] += 1
-            self._arm_retry()
-            return
+            if not retry:
+                self.counters["signals_deferred"] += 1
+            return True
         self._run_async()
-
-    def _on_retry(self, signum: int, frame: FrameType | None) -> None:
-        self.retry_armed = False
-        if not self.owe_ack:
-            return
-        self.counters["retries"] += 1
-        if in_library(frame):
-            self._arm_retry()
-            return
-        self._run_async()
-
-    def _arm_retry(self) -> None:
-        if not self.retry_armed:
-            self.retry_armed = True
-            signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+        return False
 
     def _run_async(self) -> None:
         """Outside the library: run the progress engine, then acknowledge or disable."""
@@ -206,16 +192,16 @@ class Bypass:
                 return
             self._ensure_handlers()
             self.owe_ack = False
+            self.signals_on = True  # before the record: a signal for it is this side's
             port.enable_signals(self.seen)
             self.counters["enables"] += 1
-            self.signals_on = True
         else:
             if not self.signals_on:
                 return
             self.owe_ack = False
+            self.signals_on = False
             port.disable_signals()
             self.counters["disables"] += 1
-            self.signals_on = False
 
     # -- sends ------------------------------------------------------------------------------
 
@@ -249,10 +235,7 @@ class Bypass:
                                    "completed")  # fmt: skip
         finally:
             self._set_signals(False)
-            if self._old_handlers is not None:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                usr1, alrm = self._old_handlers
-                signal.signal(signal.SIGUSR1, usr1)  # type: ignore[arg-type]
-                signal.signal(signal.SIGALRM, alrm)  # type: ignore[arg-type]
-                self._old_handlers = None
+            if self._registered:
+                signals.unregister(self)
+                self._registered = False
             self.engine.hooks.pop(int(MsgType.AB_COLL), None)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from emucluster import coll
+from emucluster import coll, signals
 from emucluster.coll.binomial import reduce_binomial
 from emucluster.coll.context import simulate
 from emucluster.offload.app_bypass import shell as appbypass
@@ -169,20 +169,23 @@ def test_a_signal_raised_while_enabling_stays_owed(monkeypatch: pytest.MonkeyPat
     stay owed, so the retry processes the packet: otherwise it would wait, unprocessed, until
     the program next calls MPI (the lost wake-up the benchmark found)."""
     timers: list[float] = []
-    monkeypatch.setattr(appbypass.signal, "signal", lambda *args: None)
-    monkeypatch.setattr(appbypass.signal, "setitimer", lambda which, s: timers.append(s))
+    monkeypatch.setattr(signals.signal, "signal", lambda *args: None)
+    monkeypatch.setattr(signals.signal, "setitimer", lambda which, s: timers.append(s))
+    monkeypatch.setattr(signals, "_clients", [])
+    monkeypatch.setattr(signals, "_old", None)
+    monkeypatch.setattr(signals, "_retry_armed", False)
     engine = FakeEngine()
     bypass = appbypass.Bypass(engine)  # type: ignore[arg-type]
     desc, _ = bypass.core.start(K1, b"1", Sum(), source=4, parent=0, parent_node=0,
                                 parent_is_root=True, children=[5])  # fmt: skip
     # The handler interrupts Bypass._set_signals (two frames up): inside the library.
-    engine.port.on_enable = lambda: bypass._on_signal(signal.SIGUSR1, sys._getframe(2))
+    engine.port.on_enable = lambda: signals._on_signal(signal.SIGUSR1, sys._getframe(2))
     bypass.execute(bypass.core.leave(desc))
     engine.port.on_enable = None
     assert bypass.counters["signals_deferred"] == 1
     assert bypass.owe_ack
     assert timers == [appbypass.RETRY_S]
-    bypass._on_retry(signal.SIGALRM, None)  # the retry, outside the library
+    signals._on_retry(signal.SIGALRM, None)  # the retry, outside the library
     assert bypass.counters["retries"] == 1
     assert bypass.counters["signal_runs"] == 1
     assert engine.port.records == ["enable 0", "enable 0"]  # acknowledged: signals re-armed

@@ -14,10 +14,13 @@ from nicd.hostlink.grim import (
     NOTIFY_P,
     READ_META,
     RmFlags,
+    RmLanded,
     RmMapReq,
     RmStatus,
     RmStatusEvent,
     RmUnmapReq,
+    RmUpcallSignals,
+    RmWatch,
     RmXlateReply,
     RmXlateReq,
 )
@@ -114,6 +117,66 @@ def test_rm_v_miss_asks_the_host_once_fills_the_dynamic_region_and_then_hits() -
     assert x["fills"] == 1
     assert x["hits_dynamic"] >= 2
     assert x["misses"] >= 1
+
+
+def test_an_upcall_signals_the_host_after_its_record_only_while_the_port_asked() -> None:
+    """The NIC's interrupt for a translation upcall (a host computing outside the library
+    answers it from its SIGUSR1 handler): SIGUSR1 at the stated pid, after the upcall record,
+    once per upcall, and never on a port that did not ask or stopped asking."""
+    p = Pair()
+    for offset, base in enumerate((VBASE, VBASE + 0x1000, VBASE + 0x2000)):
+        p.block(1, base, 64, 64 * offset, static=False)
+    p.host_send(0, PORT, MsgType.RM_WRITE_V, b"a", 0, (VBASE, 0, 0, 1))
+    assert p.signals[1] == []  # not asked: the upcall is answered, no signal
+    p.request(1, RmUpcallSignals(True, 4242))
+    p.run()
+    before = len(p.host[1])
+    p.host_send(0, PORT, MsgType.RM_WRITE_V, b"b", 0, (VBASE + 0x1000, 0, 0, 2))
+    assert [(s.conn, s.pid) for s in p.signals[1]] == [(1, 4242)]
+    assert RmXlateReq(VBASE + 0x1000, 1) in p.host[1][before:]
+    assert p.statuses(0) == [(1, RmStatus.OK), (2, RmStatus.OK)]
+    p.host_send(0, PORT, MsgType.RM_WRITE_V, b"c", 0, (VBASE + 0x1000, 0, 0, 3))
+    assert len(p.signals[1]) == 1  # a hit: no upcall, no signal
+    p.request(1, RmUpcallSignals(False, 4242))
+    p.run()
+    p.host_send(0, PORT, MsgType.RM_WRITE_V, b"d", 0, (VBASE + 0x2000, 0, 0, 4))
+    assert len(p.signals[1]) == 1
+    assert p.statuses(0)[-1] == (4, RmStatus.OK)
+
+
+def test_a_watched_port_hears_of_every_write_landing_plain_or_notify_and_only_then() -> None:
+    """A host waiting on its memory arms a watch: the NIC answers at once (so what landed
+    before is in memory by then), then reports each RM-V / RM-P write landing there, with a
+    notify word or without; unwatched, a plain write tells the target host nothing."""
+    p = Pair()
+    p.block(1, VBASE, 256, 0, static=True)
+
+    def landed() -> int:
+        return sum(isinstance(r, RmLanded) for r in p.host[1])
+
+    p.host_send(0, PORT, MsgType.RM_WRITE_V, b"a", 0, (VBASE, 0, 0, 1))
+    assert landed() == 0
+    p.request(1, RmWatch(True))
+    p.run()
+    assert landed() == 1  # the armed marker
+    p.host_send(0, PORT, MsgType.RM_WRITE_V, b"b", 0, (VBASE + 1, 0, 0, 2))
+    assert landed() == 2
+    p.host_send(
+        0, PORT, MsgType.RM_WRITE_V, b"c", int(RmFlags.NOTIFY), (VBASE + 2, VBASE + 8, 9, 3)
+    )
+    assert landed() == 3
+    flags = int(RmFlags.RM_API)
+    p.host_send(0, PORT, MsgType.RM_WRITE_P, b"d", flags, (1, 16, 4, 0))
+    assert landed() == 4
+    assert bytes(p.memory[1][0:3]) == b"abc"
+    assert p.memory[1][16:17] == b"d"
+    p.host_send(0, PORT, MsgType.RM_WRITE_V, b"e", 0, (VBASE + 0x1000, 0, 0, 5))
+    assert landed() == 4  # refused (no translation): nothing landed
+    p.request(1, RmWatch(False))
+    p.run()
+    p.host_send(0, PORT, MsgType.RM_WRITE_V, b"f", 0, (VBASE + 3, 0, 0, 6))
+    assert landed() == 4
+    assert [s for _, s in p.statuses(0)] == [0, 0, 0, 0, RmStatus.NO_TRANSLATION, 0]
 
 
 def test_unmap_makes_later_writes_fail_with_no_translation() -> None:

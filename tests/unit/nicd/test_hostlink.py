@@ -86,11 +86,22 @@ def test_grim_records_round_trip() -> None:
         gl.RmXlateReply(5, 0, 0, 0, 0),
         gl.RmXlateReply(0x1000_0004, 0x1000_0000, 64, 2, 0),
         gl.RmStatusEvent(7, 3),
+        gl.RmUpcallSignals(True, 4242),
+        gl.RmUpcallSignals(False, 0),
+        gl.RmWatch(True),
+        gl.RmWatch(False),
+        gl.RmLanded(),
     ]
     for rec in grim_records:
         [wire] = hl.encode_record(rec)
         assert hl.Assembler().feed(wire) == rec
     assert set(gl.DECODERS) == {hl.HostOp[n] for n in ("RM_MAP", "RM_UNMAP", "RM_XLATE_REQ",
-                                                       "RM_XLATE", "RM_STATUS")}  # fmt: skip
+                                                       "RM_XLATE", "RM_STATUS",
+                                                       "RM_SIGNALS", "RM_WATCH",
+                                                       "RM_LANDED")}  # fmt: skip
     with pytest.raises(ProtocolViolation):
         hl.Assembler().feed(bytes([hl.HostOp.RM_STATUS, 1]))
+    with pytest.raises(ProtocolViolation):  # the enable flag is 0 or 1
+        hl.Assembler().feed(bytes([hl.HostOp.RM_SIGNALS, 2, 0, 0, 0, 1]))
+    with pytest.raises(ProtocolViolation):
+        hl.Assembler().feed(bytes([hl.HostOp.RM_WATCH, 2]))

@@ -1,4 +1,9 @@
-"""NicCore: host requests, link input and the control queue, without sockets."""
+"""NicCore: host requests, link input and the control queue, without sockets.
+
+These tests check the exact output of each single NicCore call (the delayed ACK, the lazily
+coalesced SENT, what a busy link queues), which netsim's NicNet hides by design, so they call
+the cores by hand; ``pair`` only opens ports. Tests that pump messages through cores use
+NicNet (tests/unit/nicd/test_nic_signals.py, test_grim_nic.py, ...)."""
 
 from __future__ import annotations
 
