@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from nicd.config import TransportConfig
-from tests.unit.netsim import BadNetwork, Net
+from nicd import hostlink as hl
+from nicd.config import FaultConfig, NicConfig, TransportConfig
+from tests.unit.netsim import BadNetwork, Net, NicNet
 
 SEEDS = range(100)
 HORIZON_S = 100.0  # 100 seeds x 100 s = 10,000 simulated peer-seconds per case
@@ -88,3 +89,22 @@ def test_a_stall_of_our_own_loop_does_not_kill_a_live_peer(refusing: bool, probe
         net.advance(15.0)
         assert net.nodes[0].dead == [], f"seed {seed}: a stall killed a live peer"
         assert net.nodes[0].transport.stats()["stalls"] >= 1
+
+
+@pytest.mark.parametrize("opened", [True, False], ids=["no_buffers", "never_opened"])
+def test_whole_nics_keep_a_refusing_peer_alive_at_30_percent_loss(opened: bool) -> None:
+    # The audit's sans-IO reproduction (finding 1) as a test: NicCores, node 1's host posts no
+    # receive buffers (or never opens the port); the PINGs cross the NIC whatever the port does.
+    for seed in range(10):
+        configs = [NicConfig(i, "/tmp", faults=FaultConfig(loss=0.3, seed=seed * 2 + i))
+                   for i in range(2)]  # fmt: skip
+        net = NicNet(configs)
+        net.request(0, hl.OpenReq(0))
+        if opened:
+            net.request(1, hl.OpenReq(0))
+        net.request(0, hl.SendReq(1, 1, 0, b"x" * 100))
+        while net.now < 60.0 and net.step():
+            pass
+        errors = [r for r in net.hosts[0] if isinstance(r, hl.ErrorEvent)]
+        assert errors == [], f"seed {seed}: {errors}"
+        assert net.cores[0].stats()["transport"]["probes_sent"] > 0  # type: ignore[index]
