@@ -45,11 +45,18 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--ack-every", type=int, default=16, help="ACK after this many packets")
     t.add_argument("--rto-min-ms", type=float, default=4.0, help="RTO lower bound")
     t.add_argument("--rto-max-ms", type=float, default=1000.0, help="RTO upper bound")
+    defaults = TransportConfig()
     t.add_argument(
         "--dead-peer-s",
         type=float,
-        default=5.0,
-        help="seconds without an answer after which a peer is dead (%(default)s)",
+        default=defaults.dead_peer_timeout_s,
+        help="seconds a peer with data outstanding may be silent to our probes (%(default)s)",
+    )
+    t.add_argument(
+        "--no-buffer-timeout-s",
+        type=float,
+        default=defaults.no_buffer_timeout_s,
+        help="seconds a NO_BUFFER refusal may last before its sends fail no_buffer (%(default)s)",
     )
     g = p.add_argument_group("GM ports")
     g.add_argument("--max-ports", type=int, default=16, help="ports per NIC (%(default)s)")
@@ -106,6 +113,7 @@ def config_from_args(args: argparse.Namespace) -> NicConfig:
         rto_min_s=args.rto_min_ms / 1000,
         rto_max_s=args.rto_max_ms / 1000,
         dead_peer_timeout_s=args.dead_peer_s,
+        no_buffer_timeout_s=args.no_buffer_timeout_s,
         max_message=args.max_message,
     )
     faults = FaultConfig.from_values({name: getattr(args, name) for name in FAULT_ENV}, os.environ)

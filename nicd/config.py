@@ -44,10 +44,20 @@ class TransportConfig:
     """Upper bound of the adaptive RTO, also the cap of exponential backoff."""
     no_buffer_retry_s: float = 0.02
     """Delay before retrying after a NO_BUFFER NACK when no RESUME arrives sooner."""
-    dead_peer_timeout_s: float = 5.0
-    """A peer that acknowledges nothing for this long while data is outstanding is dead."""
-    dead_peer_min_retries: int = 4
-    """... and only after at least this many timeouts in a row."""
+    probe_interval_s: float = 0.1
+    """While data to a peer is outstanding and nothing came from it for this long, send it a
+    liveness probe (PING, answered by its NIC whatever its ports do) at this fixed interval."""
+    dead_peer_timeout_s: float = 3.0
+    """A peer is dead after this much silence while data to it is outstanding, counted in
+    time our own loop ran (a stall of ours longer than a few probe intervals counts as a
+    few probe intervals), ..."""
+    dead_peer_probes: int = 20
+    """... and only after at least this many probes went unanswered."""
+    no_port_timeout_s: float = 5.0
+    """A stream whose receiver answers NO_PORT for this long fails its messages ``no_port``."""
+    no_buffer_timeout_s: float = 300.0
+    """A stream whose receiver refuses NO_BUFFER for this long fails its messages
+    ``no_buffer`` (the peer stays alive; GM itself waits for ever)."""
     max_message: int = 1 << 24
     """Largest message a receiver reassembles, in bytes; a longer one is a counted drop."""
 

@@ -172,8 +172,9 @@ class NicCore:
             link.drop("misrouted")
             return []
         service = self._by_packet.get(packet.msg_type)
-        if service is not None:
-            return self._run(service.on_packet(packet, now=now), now)
+        if service is not None:  # life from the peer too (the transport sees the rest itself)
+            revived = self.transport.heard(node, now=now)
+            return self._run([*revived, *service.on_packet(packet, now=now)], now)
         if isinstance(packet, ControlPacket):
             return self._run(self.transport.on_control(packet, now=now), now)
         return self._run(self.transport.on_data(packet, now=now), now)

@@ -63,3 +63,11 @@ class TransportStats:
     loss_events: int = 0
     """Window cuts (GAP NACKs and timeouts, at most one per RTT per stream)."""
     refusal_retries: int = 0
+    probes_sent: int = 0
+    """Liveness PINGs sent to silent peers with data outstanding."""
+    probes_answered: int = 0
+    """PONGs sent in answer to a peer's PING."""
+    stalls: int = 0
+    """Gaps between our own inputs long enough to be discounted from a peer's silence."""
+    peers_revived: int = 0
+    """DEAD peers heard from again (usable again for new sends)."""

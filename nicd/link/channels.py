@@ -4,16 +4,31 @@ destination LC), peer liveness, and the transport's merged timer.
 A port is a GM endpoint and a GRIM logical channel at once. Sequencing is any-to-any (GRIM
 4.3.2): outgoing streams are keyed by :class:`StreamKey`, incoming ones by :class:`RecvKey`,
 and every ACK/NACK names its stream, so a rollback on one stream never touches another.
-Liveness is per peer: ALIVE, SUSPECT after a retransmission timeout, DEAD when nothing was
-heard from it for ``dead_peer_timeout_s`` while data was outstanding and at least
-``dead_peer_min_retries`` timeouts happened in a row. Its legal moves are the table
-:data:`PEER_TRANSITIONS`; DEAD is terminal for the run.
+Liveness is per peer (issue 14; QUIC's idle timeout kept alive by PINGs, TCP's zero-window
+probes, GM's resumable send queues). Any valid datagram from the peer is life: data,
+duplicates, ACKs, NACKs of every reason (a refusing peer is alive), PINGs and PONGs, and what
+the NIC routes elsewhere (multicast, reported through :meth:`Transport.heard`). While data to
+a peer is outstanding and nothing came from it for ``probe_interval_s``, the transport sends
+it a PING at that fixed interval (no backoff); the peer's transport answers PONG whatever its
+ports do. The peer is DEAD when at least ``dead_peer_probes`` probes went unanswered and the
+silence lasted ``dead_peer_timeout_s`` of *active* time: time between two of our own inputs
+counts at most ``STALL_PROBES`` probe intervals, so a stall of our process is not the peer's
+silence. A retransmission timeout only makes the peer SUSPECT; the count is per peer (one
+probe round), not per stream. DEAD is recoverable, GM-style: the messages in flight failed
+``peer_dead`` and stay failed (their packets are kept as orphans so the sequence stays whole),
+new sends fail at once while it is DEAD, and anything heard from it makes it ALIVE again: the
+orphans go out again and new sends work. The legal moves are the table
+:data:`PEER_TRANSITIONS`.
 
 Invariants: every message handed to :meth:`Transport.send` ends in exactly one SendComplete or
-SendFailed (``peer_dead``, ``no_port``, ``closed``); a DEAD peer has no outgoing streams and
-new sends to it fail at once; PeerDead is emitted once per peer; ``next_deadline`` is the
-minimum of the busy streams' timers and ``on_timer`` clears or moves every deadline it finds
-passed, so a caller never spins; a bad or unexpected packet is a counted drop.
+SendFailed (``peer_dead``, ``no_port``, ``no_buffer``, ``closed``); a DEAD peer has no busy
+stream and no probe timer, and new sends to it fail at once; PeerDead is emitted once per
+death; ``next_deadline`` is the minimum of the busy streams' and the probe timers, and
+``on_timer`` clears or moves every deadline it finds passed, so a caller never spins; a bad or
+unexpected packet is a counted drop.
+
+Longer than 500 lines on purpose: the streams and the peers' liveness share the busy set,
+the timers and every input, and a split would pass most of the state across.
 """
 
 from __future__ import annotations
@@ -21,11 +36,11 @@ from __future__ import annotations
 from enum import Enum
 from typing import TYPE_CHECKING, NamedTuple
 
-from nicd.actions import PeerDead, SendFailed
+from nicd.actions import PeerDead, SendFailed, SendPacket
 from nicd.errors import UsageError
 from nicd.link.reliable import Admission, Admit, GbnReceiver, GbnSender
 from nicd.link.rto import Rto, RttEstimator
-from nicd.link.wire import MAX_NODE, MAX_PORT, MsgType
+from nicd.link.wire import MAX_NODE, MAX_PORT, ControlPacket, MsgType
 from nicd.stats import TransportStats
 
 if TYPE_CHECKING:
@@ -33,7 +48,7 @@ if TYPE_CHECKING:
 
     from nicd.actions import TransportAction
     from nicd.config import TransportConfig
-    from nicd.link.wire import ControlPacket, DataPacket
+    from nicd.link.wire import DataPacket
 
 __all__ = [
     "END_STATES",
@@ -49,6 +64,8 @@ __all__ = [
 
 _U16 = 0xFFFF
 _U32 = 0xFFFFFFFF
+STALL_PROBES = 3
+"""A gap between two inputs counts at most this many probe intervals of a peer's silence."""
 
 
 class StreamKey(NamedTuple):
@@ -79,11 +96,11 @@ class PeerEvent(Enum):
     """Inputs of the liveness machine."""
 
     HEARD = "heard"
-    """An ACK or NACK arrived from the peer."""
+    """Any valid datagram arrived from the peer."""
     TIMEOUT = "timeout"
-    """A retransmission timer towards the peer expired."""
+    """A retransmission timer towards the peer expired, or a probe went unanswered."""
     EXPIRED = "expired"
-    """Silence lasted past the dead-peer limit (checked at a timeout)."""
+    """Enough probes went unanswered over enough active silence (checked at a probe)."""
 
 
 PEER_TRANSITIONS: dict[tuple[PeerState, PeerEvent], PeerState] = {
@@ -93,13 +110,19 @@ PEER_TRANSITIONS: dict[tuple[PeerState, PeerEvent], PeerState] = {
     (PeerState.SUSPECT, PeerEvent.HEARD): PeerState.ALIVE,
     (PeerState.SUSPECT, PeerEvent.TIMEOUT): PeerState.SUSPECT,
     (PeerState.SUSPECT, PeerEvent.EXPIRED): PeerState.DEAD,
+    (PeerState.DEAD, PeerEvent.HEARD): PeerState.ALIVE,  # it came back (GM: resume)
+    (PeerState.DEAD, PeerEvent.TIMEOUT): PeerState.DEAD,
+    (PeerState.DEAD, PeerEvent.EXPIRED): PeerState.DEAD,
 }
-END_STATES = frozenset({PeerState.DEAD})
-"""States no input leaves; checked before the table."""
+END_STATES: frozenset[PeerState] = frozenset()
+"""States no input leaves: none (DEAD is left when the peer is heard again)."""
 
 
 class _Peer:
-    __slots__ = ("last_heard", "node", "rtt", "state", "timeouts")
+    __slots__ = (
+        "busy", "last_heard", "node", "probe_at", "probes", "quiet_since", "rtt", "state",
+        "timeouts",
+    )  # fmt: skip
 
     def __init__(self, node: int, rtt: RttEstimator) -> None:
         self.node = node
@@ -107,6 +130,14 @@ class _Peer:
         self.state = PeerState.ALIVE
         self.last_heard: float | None = None
         self.timeouts = 0  # retransmission timeouts since we last heard from it
+        self.busy: set[StreamKey] = set()
+        """Our streams to it with data queued or in flight (it is watched while any)."""
+        self.probe_at: float | None = None
+        """When the next PING goes (watched only)."""
+        self.probes = 0
+        """PINGs sent since we last heard from it."""
+        self.quiet_since = 0.0
+        """Active time (:attr:`Transport.active`) of the last life or the start of the watch."""
 
 
 class Transport:
@@ -127,6 +158,10 @@ class Transport:
         self._control_handlers: dict[
             MsgType, Callable[[GbnSender, ControlPacket, float], list[TransportAction]]
         ] = {MsgType.ACK: self._on_ack, MsgType.NACK: self._on_nack}
+        self._watched: dict[int, _Peer] = {}  # peers with a probe timer
+        self._last_input: float | None = None
+        self.active = 0.0
+        """Time our loop ran, from input to input, with stalls discounted (see module doc)."""
 
     # -- local requests ---------------------------------------------------------------------
 
@@ -150,8 +185,9 @@ class Transport:
         ``config.max_message``; a DEAD destination gives SendFailed ``peer_dead`` at once.
         """
         self._check_send(src_port, dst_node, dst_port, payload, am_handler, args, mcast_group)
+        self._tick(now)
         peer = self._peer(dst_node)
-        if peer.state in END_STATES:
+        if peer.state is PeerState.DEAD:
             self._stats.failed["peer_dead"] += 1
             return [SendFailed(src_port, handle, dst_node, "peer_dead")]
         key = StreamKey(src_port, dst_node, dst_port)
@@ -166,7 +202,7 @@ class Transport:
             msg_type=msg_type, payload=payload, handle=handle,
             am_handler=am_handler, args=args, mcast_group=mcast_group,
         )  # fmt: skip
-        self._busy[key] = sender
+        self._set_busy(key, sender, now)
         return sender.transmit(now=now)
 
     def resume_port(self, port: int, *, now: float) -> list[TransportAction]:
@@ -190,7 +226,7 @@ class Transport:
         for key, sender in self._senders.items():
             if key.src_port == port:
                 out += sender.close()
-                self._track_sender(key, sender)
+                self._track_sender(key, sender, now)
         for rkey, receiver in self._receivers.items():
             if rkey.dst_port == port:
                 receiver.drop_partial()
@@ -200,6 +236,7 @@ class Transport:
 
     def on_data(self, packet: DataPacket, *, now: float) -> list[TransportAction]:
         """A data packet addressed to this node arrived."""
+        out: list[TransportAction] = self.heard(packet.src_node, now=now)
         key = RecvKey(packet.src_node, packet.src_port, packet.dst_port)
         receiver = self._receivers.get(key)
         if receiver is None:
@@ -208,7 +245,7 @@ class Transport:
                 dst_port=packet.dst_port, config=self.config, stats=self._stats,
             )  # fmt: skip
             self._receivers[key] = receiver
-        out = receiver.on_data(packet, now=now, admit=self._admit)
+        out += receiver.on_data(packet, now=now, admit=self._admit)
         if receiver.ack_pending:
             self._pending_acks[key] = receiver
         else:
@@ -222,46 +259,76 @@ class Transport:
         return out
 
     def on_control(self, packet: ControlPacket, *, now: float) -> list[TransportAction]:
-        """An ACK or NACK arrived; anything else is a counted drop."""
+        """An ACK, NACK, PING or PONG arrived; anything else is a counted drop."""
         drops = self._stats.drops
-        handler = self._control_handlers.get(packet.msg_type)
-        if handler is None:
+        msg_type = packet.msg_type
+        handler = self._control_handlers.get(msg_type)
+        if handler is None and msg_type is not MsgType.PING and msg_type is not MsgType.PONG:
             drops["unexpected_control"] += 1
             return []
         if packet.to_node != self.node_id:
             drops["misrouted"] += 1
             return []
-        peer = self._peer(packet.from_node)
-        if peer.state in END_STATES:
-            drops["from_dead_peer"] += 1
-            return []
-        self._heard(peer, now)
+        out = self.heard(packet.from_node, now=now)
+        if handler is None:
+            if msg_type is MsgType.PING:  # answered here, whatever our ports do
+                self._stats.probes_answered += 1
+                out.append(self._probe_packet(MsgType.PONG, packet.from_node, packet.seq))
+            return out
         key = StreamKey(packet.src_port, packet.from_node, packet.dst_port)
         sender = self._senders.get(key)
         if sender is None:
             drops["unknown_stream"] += 1
+            return out
+        out += handler(sender, packet, now)
+        self._track_sender(key, sender, now)
+        return out
+
+    def heard(self, node: int, *, now: float) -> list[TransportAction]:
+        """A valid datagram from ``node`` arrived (the NIC calls this for every one, also
+        those it routes elsewhere): the peer is alive; a DEAD one is usable again (its
+        orphaned packets go out again, so the streams' sequences stay whole)."""
+        self._tick(now)
+        peer = self._peers.get(node)
+        if peer is None:
+            peer = self._peer(node)
+        peer.last_heard = now
+        peer.timeouts = 0
+        peer.probes = 0
+        peer.quiet_since = self.active
+        if peer.probe_at is not None:
+            peer.probe_at = now + self.config.probe_interval_s
+        if peer.state is not PeerState.DEAD:
+            if peer.state is not PeerState.ALIVE:
+                self._move(peer, PeerEvent.HEARD)
             return []
-        out = handler(sender, packet, now)
-        self._track_sender(key, sender)
+        self._move(peer, PeerEvent.HEARD)
+        self._stats.peers_revived += 1
+        out: list[TransportAction] = []
+        for key, sender in self._senders.items():
+            if key.dst_node == node and not sender.idle:
+                out += sender.revive(now=now)
+                self._set_busy(key, sender, now)
         return out
 
     # -- timers -----------------------------------------------------------------------------
 
     def on_timer(self, *, now: float) -> list[TransportAction]:
         """Fire every stored deadline that has passed."""
+        self._tick(now)
         out: list[TransportAction] = []
+        for peer in list(self._watched.values()):
+            if peer.probe_at is not None and now >= peer.probe_at:
+                out += self._probe(peer, now)
         for key, sender in list(self._busy.items()):
-            if self._busy.get(key) is not sender:
-                continue  # its peer died earlier in this loop
             deadline = sender.rto_deadline()
             if deadline is not None and now >= deadline:
                 peer = self._peers[key.dst_node]
-                if self._timed_out(peer, sender, now):
-                    out += self._declare_dead(peer)
-                    continue
+                peer.timeouts += 1
+                self._move(peer, PeerEvent.TIMEOUT)
                 out += sender.on_timeout(now=now)
             out += sender.on_timer(now=now)
-            self._track_sender(key, sender)
+            self._track_sender(key, sender, now)
         if self._pending_acks:
             out += self.flush(now=now)
         return out
@@ -281,6 +348,7 @@ class Transport:
     def next_deadline(self) -> float | None:
         """The earliest timer of any stream (retransmission or delayed ACK), or None."""
         deadlines = [d for s in self._busy.values() if (d := s.next_deadline()) is not None]
+        deadlines += [p.probe_at for p in self._watched.values() if p.probe_at is not None]
         deadlines += [r.ack_due for r in self._pending_acks.values() if r.ack_due is not None]
         return min(deadlines) if deadlines else None
 
@@ -310,6 +378,10 @@ class Transport:
             "timeouts": s.timeouts,
             "loss_events": s.loss_events,
             "refusal_retries": s.refusal_retries,
+            "probes_sent": s.probes_sent,
+            "probes_answered": s.probes_answered,
+            "stalls": s.stalls,
+            "peers_revived": s.peers_revived,
             "streams_out": len(self._senders),
             "streams_busy": len(self._busy),
             "streams_in": len(self._receivers),
@@ -322,6 +394,7 @@ class Transport:
                     "rtt_samples": peer.rtt.samples,
                     "karn_ignored": peer.rtt.ignored,
                     "timeouts_in_row": peer.timeouts,
+                    "probes_unanswered": peer.probes,
                 }
                 for node, peer in sorted(self._peers.items())
             },
@@ -358,39 +431,75 @@ class Transport:
             return
         peer.state = PEER_TRANSITIONS[(peer.state, event)]
 
-    def _heard(self, peer: _Peer, now: float) -> None:
-        peer.last_heard = now
-        peer.timeouts = 0
-        self._move(peer, PeerEvent.HEARD)
+    def _tick(self, now: float) -> None:
+        """Advance the active clock: a gap between inputs counts at most a few probe
+        intervals (a longer one is our own stall, not the peers' silence)."""
+        last = self._last_input
+        if last is not None and now > last:
+            cap = STALL_PROBES * self.config.probe_interval_s
+            gap = now - last
+            if gap > cap:
+                self._stats.stalls += 1
+                gap = cap
+            self.active += gap
+        if last is None or now > last:
+            self._last_input = now
 
-    def _timed_out(self, peer: _Peer, sender: GbnSender, now: float) -> bool:
-        """Count a timeout towards ``peer``; True when it is now past the dead-peer limit."""
-        peer.timeouts += 1
-        self._move(peer, PeerEvent.TIMEOUT)
-        silent_since = sender.oldest_first_sent()
-        if silent_since is None:
-            return False
-        if peer.last_heard is not None:
-            silent_since = max(silent_since, peer.last_heard)
+    def _probe(self, peer: _Peer, now: float) -> list[TransportAction]:
+        """A probe is due: declare the peer dead if its silence is past both limits, else
+        PING it again (fixed interval, no backoff)."""
         c = self.config
-        return (
-            peer.timeouts >= c.dead_peer_min_retries and now - silent_since >= c.dead_peer_timeout_s
-        )
+        if peer.probes >= c.dead_peer_probes and self.active - peer.quiet_since >= (
+            c.dead_peer_timeout_s
+        ):
+            return self._declare_dead(peer)
+        peer.probes += 1
+        if peer.probes == 1:
+            self._move(peer, PeerEvent.TIMEOUT)
+        peer.probe_at = now + c.probe_interval_s
+        self._stats.probes_sent += 1
+        return [self._probe_packet(MsgType.PING, peer.node, peer.probes)]
+
+    def _probe_packet(self, msg_type: MsgType, node: int, seq: int) -> SendPacket:
+        packet = ControlPacket(msg_type, seq & _U32, self.node_id, node, 0, 0, None)
+        return SendPacket(node, packet)
 
     def _declare_dead(self, peer: _Peer) -> list[TransportAction]:
+        """Fail every message to the peer ``peer_dead`` (the packets on the link stay as
+        orphans, for the peer may come back); stop its timers."""
         self._move(peer, PeerEvent.EXPIRED)
         out: list[TransportAction] = []
-        for key in [k for k in self._senders if k.dst_node == peer.node]:
-            out += self._senders.pop(key).fail_all("peer_dead")
+        for key in list(peer.busy):
+            sender = self._senders[key]
+            out += sender.close("peer_dead")
             self._busy.pop(key, None)
+        peer.busy.clear()
+        peer.probe_at = None
+        self._watched.pop(peer.node, None)
         out.append(PeerDead(peer.node))
         return out
 
-    def _track_sender(self, key: StreamKey, sender: GbnSender) -> None:
-        if sender.idle:
+    def _set_busy(self, key: StreamKey, sender: GbnSender, now: float) -> None:
+        self._busy[key] = sender
+        peer = self._peers[key.dst_node]
+        if not peer.busy:  # the watch starts: silence is counted from now at the earliest
+            peer.probes = 0
+            peer.quiet_since = self.active
+            peer.probe_at = now + self.config.probe_interval_s
+            self._watched[peer.node] = peer
+        peer.busy.add(key)
+
+    def _track_sender(self, key: StreamKey, sender: GbnSender, now: float) -> None:
+        peer = self._peers[key.dst_node]
+        if sender.idle or peer.state is PeerState.DEAD:
             self._busy.pop(key, None)
+            if key in peer.busy:
+                peer.busy.discard(key)
+                if not peer.busy:
+                    peer.probe_at = None
+                    self._watched.pop(peer.node, None)
         else:
-            self._busy[key] = sender
+            self._set_busy(key, sender, now)
 
     def _check_send(
         self,
@@ -433,10 +542,16 @@ def _check_config(c: TransportConfig) -> None:
         raise UsageError(f"mtu {c.mtu} must be in 1..{_U16} (16-bit fragment length)")
     if c.window < 1 or c.ack_every < 1:
         raise UsageError("window and ack_every must be at least 1")
-    if c.no_buffer_retry_s <= 0 or c.dead_peer_timeout_s <= 0:
-        raise UsageError("no_buffer_retry_s and dead_peer_timeout_s must be positive")
-    if c.dead_peer_min_retries < 0:
-        raise UsageError("dead_peer_min_retries must not be negative")
+    if (
+        min(c.no_buffer_retry_s, c.dead_peer_timeout_s, c.probe_interval_s) <= 0
+        or min(c.no_port_timeout_s, c.no_buffer_timeout_s) <= 0
+    ):
+        raise UsageError(
+            "no_buffer_retry_s, dead_peer_timeout_s, probe_interval_s, no_port_timeout_s and "
+            "no_buffer_timeout_s must be positive"
+        )
+    if c.dead_peer_probes < 0:
+        raise UsageError("dead_peer_probes must not be negative")
     if not 0 <= c.max_message <= _U32:
         raise UsageError(f"max_message must be in 0..{_U32} (32-bit message length)")
     RttEstimator(initial_s=c.rto_initial_s, min_s=c.rto_min_s, max_s=c.rto_max_s)

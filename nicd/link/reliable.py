@@ -203,12 +203,13 @@ class GbnSender:
         self.high_sent = max(self.high_sent, self.send_next)
         return out
 
-    def close(self) -> list[TransportAction]:
-        """The source port closed: every message fails ``closed``. Messages never on the link
-        are dropped (their sequence numbers were never seen); the rest stay as orphans and
-        are still carried, so the receiver's sequence stays whole (they may still arrive)."""
+    def close(self, reason: str = "closed") -> list[TransportAction]:
+        """The source port closed (or the peer died: ``reason``): every message fails.
+        Messages never on the link are dropped (their sequence numbers were never seen); the
+        rest stay as orphans and are still carried, so the receiver's sequence stays whole
+        (they may still arrive, e.g. to a peer that comes back)."""
         out: list[TransportAction] = [
-            self._failure(m, "closed") for m in self._messages if not m.orphan
+            self._failure(m, reason) for m in self._messages if not m.orphan
         ]
         for message in self._messages:
             message.orphan = True
@@ -219,8 +220,17 @@ class GbnSender:
         self.next_seq = self.base + len(self._packets)
         return out
 
+    def revive(self, *, now: float) -> list[TransportAction]:
+        """The peer came back after being declared dead: forget the backoff and the refusal,
+        go back to ``base`` (orphans first, so the receiver's sequence stays whole)."""
+        self._clear_refusal()
+        self.rto.on_progress()
+        self._go_back(self.base, now)
+        return self.transmit(now=now)
+
     def fail_all(self, reason: str) -> list[TransportAction]:
-        """Fail every queued and in-flight message (the peer is dead); the stream empties."""
+        """Fail every queued and in-flight message (the receiver refused them all from
+        ``base`` on); the stream empties and those sequence numbers are reused."""
         out: list[TransportAction] = [
             self._failure(m, reason) for m in self._messages if not m.orphan
         ]
@@ -283,11 +293,12 @@ class GbnSender:
         return self._packets[0].last_sent + self.rto.value()
 
     def timer_deadline(self) -> float | None:
-        """When a refused stream retries (or gives up after NO_PORT lasted too long)."""
+        """When a refused stream retries (or gives up after the refusal lasted too long)."""
         if not self._paused:
             return None
-        if self.refusal is NackReason.NO_PORT and self._refused_since is not None:
-            return min(self._retry_at, self._refused_since + self.config.dead_peer_timeout_s)
+        limit = self._refusal_limit()
+        if limit is not None:
+            return min(self._retry_at, limit)
         return self._retry_at
 
     def next_deadline(self) -> float | None:
@@ -304,19 +315,16 @@ class GbnSender:
         return self.transmit(now=now)
 
     def on_timer(self, *, now: float) -> list[TransportAction]:
-        """Fire the refusal timer if due: fail on a lasting NO_PORT, else retry with a probe."""
+        """Fire the refusal timer if due: fail on a lasting NO_PORT or NO_BUFFER (each with
+        its own reason, never ``peer_dead``: the peer answered), else retry with a probe."""
         deadline = self.timer_deadline()
         if deadline is None or now < deadline:
             return []
-        since = self._refused_since
-        if (
-            self.refusal is NackReason.NO_PORT
-            and since is not None
-            and now >= since + self.config.dead_peer_timeout_s
-        ):
+        limit = self._refusal_limit()
+        if limit is not None and now >= limit and self.refusal is not None:
             # The receiver's NACK said it expects ``base`` and refuses all from there: the
             # failed messages' sequence numbers are free for the next ones.
-            return self.fail_all("no_port")
+            return self.fail_all(self.refusal.name.lower())
         self._paused = False
         self._probing = True
         self._retries += 1
@@ -337,6 +345,17 @@ class GbnSender:
         return None
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _refusal_limit(self) -> float | None:
+        """When the current refusal has lasted too long, if it is one that can."""
+        since = self._refused_since
+        if since is None:
+            return None
+        if self.refusal is NackReason.NO_PORT:
+            return since + self.config.no_port_timeout_s
+        if self.refusal is NackReason.NO_BUFFER:
+            return since + self.config.no_buffer_timeout_s
+        return None
 
     def _free(self, upto: int, *, now: float, sample: bool) -> list[TransportAction]:
         count = upto - self.base

@@ -100,13 +100,19 @@ class MsgType(IntEnum):
     MGMT_HELLO = 17
     MGMT_ROUTING = 18
     MGMT_STATS = 19
+    PING = 20
+    """Liveness probe: the receiving NIC's transport answers PONG, whatever its ports do."""
+    PONG = 21
+    """The answer to a PING (its sequence number echoed)."""
 
     def is_control(self) -> bool:
         """True for the short-form control messages."""
         return self in CONTROL_TYPES
 
 
-CONTROL_TYPES = frozenset({MsgType.ACK, MsgType.NACK, MsgType.MCAST_ACK})
+CONTROL_TYPES = frozenset(
+    {MsgType.ACK, MsgType.NACK, MsgType.MCAST_ACK, MsgType.PING, MsgType.PONG}
+)
 SIGNAL_TYPES = frozenset({MsgType.AB_COLL})
 """Types whose arrival signals a host that enabled signals on its port (DESIGN §5); no other
 traffic ever does."""

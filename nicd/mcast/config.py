@@ -27,7 +27,14 @@ class McastConfig:
     ack_delay_s: float = 0.001
     """... otherwise this long after the first of them (delayed ACK)."""
     max_retries: int = 8
-    """Timeouts in a row without progress before a child is dead (McastChildDead)."""
+    """Timeouts in a row with nothing heard from a child before it can be dead
+    (McastChildDead), and only after ``dead_child_timeout_s`` of silence too."""
+    probe_interval_s: float = 0.1
+    """A child's retransmission timer never exceeds this (its resends are the probes the
+    child's NIC answers whatever its port does: an ACK, a GAP or a BUSY)."""
+    dead_child_timeout_s: float = 3.0
+    """Silence of a child with data outstanding, in time this sender's loop ran (a stall of
+    ours counts a few probe intervals), before it can be dead."""
     forward_first: bool = False
     """At an internal node, send a completing packet on to the children before delivering
     the message to the host; False delivers first, as the paper does (§5.2)."""
@@ -48,6 +55,7 @@ class McastConfig:
             mtu=t.mtu, window=t.window, ack_every=t.ack_every, ack_delay_s=t.ack_delay_s,
             rto_initial_s=t.rto_initial_s, rto_min_s=t.rto_min_s, rto_max_s=t.rto_max_s,
             max_message=config.max_message, forward_first=config.mcast_forward_first,
+            probe_interval_s=t.probe_interval_s, dead_child_timeout_s=t.dead_peer_timeout_s,
         )  # fmt: skip
 
 

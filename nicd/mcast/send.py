@@ -12,10 +12,13 @@ Invariants: records hold consecutive sequence numbers ``[base, next_seq)``; a re
 child in ``pending`` exactly when the child is live and its ``acked`` <= the record's seq; a
 record is released (from the front only, so in order) only when ``pending`` is empty, i.e.
 when every live child acknowledged it; a root message ends in exactly one McastDone, when
-its LAST record is released; a child that times out more than ``max_retries`` times in a row
-is dead (McastChildDead once) and leaves every pending set. No credits (§5.4): the only limit
-is ``window`` packets in flight per child. Sequence numbers are unbounded here, 32-bit on
-the wire. Pure: no clock, callers pass ``now``.
+its LAST record is released; a child is dead (McastChildDead once) and leaves every pending
+set when it timed out more than ``max_retries`` times in a row with nothing heard from it
+*and* was silent ``dead_child_timeout_s`` of this sender's active time (issue 14: any ACK of
+the child is life, its timer never exceeds ``probe_interval_s`` so the resends are probes at a
+fixed interval, and a stall of our own loop counts only a few probe intervals). No credits
+(§5.4): the only limit is ``window`` packets in flight per child. Sequence numbers are
+unbounded here, 32-bit on the wire. Pure: no clock, callers pass ``now``.
 """
 
 from __future__ import annotations
@@ -36,7 +39,10 @@ if TYPE_CHECKING:
     from nicd.link.rto import RttEstimator
     from nicd.mcast.config import McastConfig, McastStats
 
-__all__ = ["McastSender", "earliest", "rewrite"]
+__all__ = ["STALL_PROBES", "McastSender", "earliest", "rewrite"]
+
+STALL_PROBES = 3
+"""A gap between two inputs counts at most this many probe intervals of a child's silence."""
 
 
 @dataclass(slots=True)
@@ -77,7 +83,9 @@ class _Child:
     high_sent: int
     """One past the highest sequence number ever sent to it."""
     retries: int = 0
-    """Timeouts in a row without progress."""
+    """Timeouts in a row with nothing heard from the child."""
+    quiet_since: float = 0.0
+    """The sender's active time of the child's last ACK, or of the start of its timer."""
     timer_start: float | None = None
     """When its retransmission timer started; None with nothing in flight to it."""
     hold_until: float = float("-inf")
@@ -118,6 +126,9 @@ class McastSender:
         """Live children in sending order."""
         self.dead: set[int] = set()
         self._messages: deque[_Message] = deque()
+        self.active = 0.0
+        """Time this sender's loop ran, input to input, with stalls discounted."""
+        self._last_input: float | None = None
 
     # -- new packets ----------------------------------------------------------------------------
 
@@ -139,6 +150,7 @@ class McastSender:
     def transmit(self, *, now: float) -> list[McastAction]:
         """Send each record to every live child the window allows, packet by packet (each
         packet goes to all children before the next one goes to any)."""
+        self._tick(now)
         out: list[McastAction] = []
         live = [c for c in self.children.values() if c.hold_until <= now]
         if not live:
@@ -162,6 +174,8 @@ class McastSender:
                     stats.data_sent += 1
                 if child.timer_start is None:
                     child.timer_start = now
+                    if not child.retries:  # a silence can only start now
+                        child.quiet_since = self.active
                 record.sent[node] = now
                 child.send_next = seq + 1
                 child.high_sent = max(child.high_sent, seq + 1)
@@ -184,6 +198,9 @@ class McastSender:
         if upto > child.high_sent:
             self.stats.drops["ack_beyond_sent"] += 1
             return []
+        self._tick(now)
+        child.retries = 0  # any ACK is life: stale, duplicate, GAP or BUSY
+        child.quiet_since = self.active
         out: list[McastAction] = []
         if upto > child.acked:
             self._progress(child, upto, now)
@@ -214,7 +231,9 @@ class McastSender:
         return earliest(self._deadline(c) for c in self.children.values())
 
     def on_timer(self, *, now: float) -> list[McastAction]:
-        """Fire every child timer that has passed: roll that child back, or declare it dead."""
+        """Fire every child timer that has passed: roll that child back, or declare it dead
+        (``max_retries`` timeouts in a row and ``dead_child_timeout_s`` of active silence)."""
+        self._tick(now)
         out: list[McastAction] = []
         for child in list(self.children.values()):
             deadline = self._deadline(child)
@@ -225,7 +244,9 @@ class McastSender:
                 continue
             self.stats.timeouts += 1
             child.retries += 1
-            if child.retries > self.config.max_retries:
+            config = self.config
+            silent = self.active - child.quiet_since
+            if child.retries > config.max_retries and silent >= config.dead_child_timeout_s:
                 out += self.kill(child.node, "retries")
                 continue
             child.rto.on_timeout()
@@ -313,9 +334,18 @@ class McastSender:
                 out.append(McastDone(message.port, self.group, message.handle, failed, reason))
         return out
 
+    def _tick(self, now: float) -> None:
+        """Advance the active clock; a gap between inputs counts at most a few probe
+        intervals (a longer one is our own stall, not the children's silence)."""
+        last = self._last_input
+        if last is not None and now > last:
+            self.active += min(now - last, STALL_PROBES * self.config.probe_interval_s)
+        if last is None or now > last:
+            self._last_input = now
+
     def _deadline(self, child: _Child) -> float | None:
         if child.timer_start is not None and child.send_next > child.acked:
-            return child.timer_start + child.rto.value()
+            return child.timer_start + min(child.rto.value(), self.config.probe_interval_s)
         if child.hold_until != float("-inf"):
             return child.hold_until
         return None

@@ -84,7 +84,7 @@ def test_config(**overrides: object) -> TransportConfig:
         "rto_max_s": 0.2,
         "no_buffer_retry_s": 0.004,
         "dead_peer_timeout_s": 30.0,
-        "dead_peer_min_retries": 4,
+        "dead_peer_probes": 20,
         "max_message": 1 << 16,
     }
     fields.update(overrides)
@@ -245,6 +245,16 @@ class Net:
         self.bad: Counter[str] = Counter()
         """Datagrams the receiving side refused to decode, by BadPacket reason."""
         self.events = 0
+        self.stalled: dict[int, float] = {}
+        """node -> when its stall ends: until then it takes no input (arrivals wait)."""
+        self._backlog: dict[int, list[bytes]] = {}
+
+    def stall(self, node_id: int, seconds: float) -> None:
+        """Stop ``node_id``'s loop for ``seconds`` (a stalled process): no timers run there
+        and its arrivals queue up. When it resumes, its due timers run first, then the
+        queued datagrams arrive (what an event loop does after a long pause)."""
+        self.stalled[node_id] = self.now + seconds
+        self._backlog.setdefault(node_id, [])
 
     # -- driving ----------------------------------------------------------------------------
 
@@ -291,7 +301,11 @@ class Net:
 
     def next_time(self) -> float | None:
         """When something next happens: an arrival or a transport deadline."""
-        times = [d for n in self.nodes if (d := n.transport.next_deadline()) is not None]
+        times = [
+            d for i, n in enumerate(self.nodes)
+            if i not in self.stalled and (d := n.transport.next_deadline()) is not None
+        ]  # fmt: skip
+        times += self.stalled.values()
         if self._wire:
             times.append(self._wire[0][0])
         return min(times) if times else None
@@ -304,13 +318,26 @@ class Net:
         self.events += 1
         self.now = max(self.now, when)
         touched: set[int] = set()
+        for node_id, until in list(self.stalled.items()):
+            if until <= self.now:  # resumes: timers first, then what queued up
+                del self.stalled[node_id]
+                node = self.nodes[node_id]
+                self.apply(node_id, node.transport.on_timer(now=self.now))
+                for data in self._backlog.pop(node_id, []):
+                    self._arrive(node_id, data)
+                touched.add(node_id)
         while self._wire and self._wire[0][0] <= self.now:
             _, _, dst, data = heapq.heappop(self._wire)
+            if dst in self.stalled:
+                self._backlog[dst].append(data)
+                continue
             self._arrive(dst, data)
             touched.add(dst)
         for node_id in sorted(touched):
             self.apply(node_id, self.nodes[node_id].transport.flush(now=self.now))
         for node_id, node in enumerate(self.nodes):
+            if node_id in self.stalled:
+                continue
             deadline = node.transport.next_deadline()
             if deadline is not None and deadline <= self.now:
                 self.apply(node_id, node.transport.on_timer(now=self.now))

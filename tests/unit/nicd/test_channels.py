@@ -137,7 +137,7 @@ def test_unreachable_peer_fails_its_sends_and_the_others_complete(
     loss: float, seed: int, cut_at: float, plan: list[tuple[float, int, int, int, int, int]]
 ) -> None:
     n, lost = 3, 2
-    config = test_config(dead_peer_timeout_s=3.0, dead_peer_min_retries=4)
+    config = test_config(dead_peer_timeout_s=3.0, dead_peer_probes=20)
     bad = BadNetwork(seed, loss=loss, dup=0.05, reorder=0.05)
     bad.cut_off(lost, at=cut_at)
     net = Net(n, config, bad)
@@ -300,12 +300,12 @@ def test_port_opened_late_gets_its_messages() -> None:
 
 
 def test_port_never_opened_fails_the_stream_with_no_port_then_the_stream_works_again() -> None:
-    config = test_config(dead_peer_timeout_s=0.5)
+    config = test_config(no_port_timeout_s=0.5)
     net = Net(2, config, open_ports=())
     handles = [net.send(0, 1, bytes([i]) * 70, dst_port=3) for i in range(3)]
     net.run(lambda: len(net.nodes[0].failed) == 3)
     assert [(f.handle, f.reason) for f in net.nodes[0].failed] == [(h, "no_port") for h in handles]
-    assert net.now >= config.dead_peer_timeout_s
+    assert net.now >= config.no_port_timeout_s
     assert net.nodes[0].transport.peer_state(1) is PeerState.ALIVE  # it answered all along
     assert net.nodes[0].dead == []
     net.run()
@@ -319,7 +319,7 @@ def test_port_never_opened_fails_the_stream_with_no_port_then_the_stream_works_a
 
 
 def test_silent_peer_goes_suspect_then_dead_and_its_sends_fail() -> None:
-    config = test_config(dead_peer_timeout_s=1.0, dead_peer_min_retries=4)
+    config = test_config(dead_peer_timeout_s=1.0, dead_peer_probes=4)
     net = Net(3, config, drop_where(lambda t: t.dst == 2))  # type: ignore[arg-type]
     a = net.send(0, 2, b"x" * 150)
     b = net.send(0, 2, b"y", src_port=1)
@@ -345,12 +345,60 @@ def test_silent_peer_goes_suspect_then_dead_and_its_sends_fail() -> None:
     assert node.dead == [PeerDead(2)]  # once
 
 
-def test_death_needs_the_minimum_number_of_timeouts_too() -> None:
-    config = test_config(dead_peer_timeout_s=0.001, dead_peer_min_retries=6, rto_max_s=0.01)
+def test_death_needs_the_minimum_number_of_unanswered_probes_too() -> None:
+    config = test_config(dead_peer_timeout_s=0.001, dead_peer_probes=6, probe_interval_s=0.01)
     net = Net(2, config, drop_where(lambda t: t.dst == 1))  # type: ignore[arg-type]
     net.send(0, 1, b"x")
     net.run(lambda: bool(net.nodes[0].failed))
-    assert net.nodes[0].transport.stats()["timeouts"] == 5  # the 6th one declares it dead
+    assert net.nodes[0].transport.stats()["probes_sent"] == 6  # the 7th round declares it dead
+    assert len(net.controls(src=0)) == 6  # all PINGs, at a fixed interval
+    assert {c.msg_type for c in net.controls(src=0)} == {MsgType.PING}
+
+
+def test_a_silent_peer_with_data_outstanding_is_probed_and_its_answers_keep_it_alive() -> None:
+    def drop_data(t: Transit) -> bool:  # only data is lost: PING and PONG get through
+        return isinstance(t.packet, DataPacket)
+
+    net = Net(2, test_config(dead_peer_timeout_s=0.5, dead_peer_probes=3), drop_where(drop_data))  # type: ignore[arg-type]
+    net.send(0, 1, b"x")
+    net.advance(5.0)
+    node = net.nodes[0]
+    assert node.dead == []
+    assert node.failed == []
+    assert node.transport.stats()["probes_sent"] >= 40
+    assert net.nodes[1].transport.stats()["probes_answered"] >= 40
+
+
+def test_a_dead_peer_that_comes_back_is_usable_again_and_failed_sends_stay_failed() -> None:
+    bad = BadNetwork(1)
+    bad.cut_off(1, at=0.0)
+    net = Net(2, test_config(dead_peer_timeout_s=0.5, dead_peer_probes=3), bad)
+    lost = net.send(0, 1, b"a" * 100)
+    net.run(lambda: bool(net.nodes[0].dead))
+    node = net.nodes[0]
+    assert [(f.handle, f.reason) for f in node.failed] == [(lost, "peer_dead")]
+    refused = net.send(0, 1, b"b")
+    assert node.failed[-1].handle == refused  # still DEAD: fails at once
+    del bad.cut[1]
+    net.send(1, 0, b"hello")  # anything from it is life
+    net.run(lambda: node.transport.peer_state(1) is PeerState.ALIVE)
+    later = net.send(0, 1, b"c")
+    net.run()
+    assert [c.handle for c in node.completed] == [later]
+    assert [f.handle for f in node.failed] == [lost, refused]
+    assert net.nodes[1].delivered[-1].payload == b"c"
+    assert node.transport.stats()["peers_revived"] == 1
+
+
+def test_a_refusal_that_lasts_ends_no_buffer_never_peer_dead() -> None:
+    config = test_config(no_buffer_timeout_s=2.0, dead_peer_timeout_s=0.5, dead_peer_probes=3)
+    net = Net(2, config, BadNetwork(3, loss=0.3), open_ports=())
+    net.nodes[1].ports.open(0, tokens=0)
+    handle = net.send(0, 1, b"x" * 100)
+    net.run(lambda: bool(net.nodes[0].failed))
+    assert [(f.handle, f.reason) for f in net.nodes[0].failed] == [(handle, "no_buffer")]
+    assert net.now >= config.no_buffer_timeout_s
+    assert net.nodes[0].dead == []
 
 
 def test_control_from_a_suspect_peer_makes_it_alive_again() -> None:

@@ -25,6 +25,7 @@ from nicd.link.wire import (
     decode_mcast_ack_untrusted,
     mcast_ack_packet,
 )
+from nicd.mcast.config import McastConfig
 from nicd.mcast.engine import GroupSpec, McastEngine
 from tests.unit.mcastsim import GROUP, PORT, McastNet, fast_config
 from tests.unit.netsim import BadNetwork
@@ -136,7 +137,7 @@ def test_losing_one_childs_acks_only_costs_that_child() -> None:
 
 
 def test_dead_child_becomes_an_error_at_its_parent_not_a_hang() -> None:
-    engine = root_engine(max_retries=3)
+    engine = root_engine(max_retries=3, dead_child_timeout_s=0.001)
     engine.multicast(GROUP, bytes(100), handle=5, now=0.0)
     engine.on_ack(ack(1, 2), now=0.001)
     engine.on_ack(ack(2, 2), now=0.001)
@@ -460,3 +461,91 @@ def test_internal_host_is_not_needed_for_forwarding() -> None:
     assert got_at[4] < got_at[6]
     assert all(p.src_node == 4 for p in net.data_to(5) + net.data_to(6))
     assert net.payloads(5) == net.payloads(6) == [b"skewed"]
+
+
+# -- liveness of children (issue 14) ----------------------------------------------------------
+
+
+def child_death_run(seed: int, *, loss: float, busy: bool, horizon: float,
+                    kill_at: float | None = None, stall: tuple[float, float] | None = None,
+                    every: float | None = None) -> tuple[float | None, int]:  # fmt: skip
+    """Root with children 1-3 over a seeded lossy link (both ways); child 3 answers BUSY
+    (no receive token) when ``busy``, and is gone from ``kill_at`` on. The root's loop is
+    frozen during ``stall`` = (start, length): no timers, and the ACKs wait. With ``every``,
+    the root multicasts a new message that often. Return when the root declared a child
+    dead (None: never) and the rounds run."""
+    rng = random.Random(seed)
+    config = McastConfig(mtu=64, window=8, ack_every=1, ack_delay_s=0.0)
+    engine = McastEngine(node_id=ROOT, config=config)
+    engine.create_group(GroupSpec(GROUP, ROOT, None, KIDS, PORT))
+    engine.multicast(GROUP, bytes(100), handle=1, now=0.0)
+    expected = {1: 0, 2: 0, 3: 0}
+    now, rounds, handle = 0.0, 0, 1
+    next_send = every if every is not None else None
+    pending: list[tuple[float, int, int, McastAckKind]] = []
+    while now < horizon:
+        rounds += 1
+        if stall is not None and stall[0] <= now < stall[0] + stall[1]:
+            now = stall[0] + stall[1]
+            events = engine.on_timer(now=now)  # timers first after a stall, then the ACKs
+        else:
+            deadline = engine.next_deadline()
+            arrival = min((p[0] for p in pending), default=None)
+            if deadline is None and arrival is None and next_send is None:
+                return None, rounds
+            now = min(t for t in (deadline, arrival, next_send) if t is not None)
+            events = engine.on_timer(now=now) if deadline is not None and deadline <= now else []
+            if next_send is not None and every is not None and next_send <= now:
+                handle += 1
+                events += engine.multicast(GROUP, bytes(100), handle=handle, now=now)
+                next_send = now + every
+        for when, child, seq, kind in sorted(pending):
+            if when <= now:
+                pending.remove((when, child, seq, kind))
+                events += engine.on_ack(ack(child, seq, kind), now=now)
+        for event in events:
+            if isinstance(event, McastChildDead):
+                return now, rounds
+            if not (isinstance(event, SendPacket) and isinstance(event.packet, DataPacket)):
+                continue
+            child = event.node
+            if (kill_at is not None and child == 3 and now >= kill_at) or rng.random() < loss:
+                continue
+            packet = event.packet
+            if busy and child == 3:
+                kind = McastAckKind.BUSY
+            elif packet.seq == expected[child]:
+                expected[child] += 1
+                kind = McastAckKind.ACK
+            else:
+                kind = McastAckKind.GAP if packet.seq > expected[child] else McastAckKind.ACK
+            if rng.random() >= loss:  # the ACK's own trip
+                pending.append((now + 100e-6, child, expected[child], kind))
+    return None, rounds
+
+
+@pytest.mark.parametrize("busy", [True, False], ids=["busy", "answering"])
+def test_no_child_is_declared_dead_falsely_at_30_percent_loss(busy: bool) -> None:
+    # 100 seeds x 100 s of children that are alive: one refusing (BUSY) the only message, or
+    # all answering a new message every 0.5 s.
+    deaths = []
+    for seed in range(100):
+        every = None if busy else 0.5
+        died, _ = child_death_run(seed, loss=0.3, busy=busy, horizon=100.0, every=every)
+        if died is not None:
+            deaths.append((seed, died))
+    assert deaths == [], f"{len(deaths)} of 100 live children declared dead: {deaths}"
+
+
+@pytest.mark.parametrize("loss", [0.0, 0.3])
+def test_killed_child_is_detected_within_5_s(loss: float) -> None:
+    for seed in range(20):
+        died, _ = child_death_run(seed, loss=loss, busy=True, horizon=20.0, kill_at=1.0)
+        assert died is not None, f"seed {seed}: never declared dead"
+        assert died - 1.0 <= 5.0, f"seed {seed}: dead only at {died} s"
+
+
+def test_a_stall_of_the_roots_loop_does_not_kill_a_live_child() -> None:
+    for seed in range(20):
+        died, _ = child_death_run(seed, loss=0.1, busy=True, horizon=20.0, stall=(1.0, 10.0))
+        assert died is None, f"seed {seed}: a stall killed a live child at {died} s"

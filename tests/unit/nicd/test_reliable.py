@@ -321,7 +321,7 @@ def test_no_buffer_pauses_then_retries_one_probe_then_resume_opens_the_window() 
 
 
 def test_lasting_no_port_fails_the_stream_and_reuses_the_refused_seqs() -> None:
-    s, stats = sender(dead_peer_timeout_s=2.0)
+    s, stats = sender(no_port_timeout_s=2.0)
     queue(s, 1, handle=1)
     queue(s, 100, handle=2)
     s.transmit(now=0.0)

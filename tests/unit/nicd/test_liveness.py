@@ -1,0 +1,110 @@
+"""The dead-peer rule on the virtual network (issue 14): a live peer is never declared dead,
+a killed one is, quickly, and a stall of our own loop is not the peer's silence.
+
+Many seeds, a fake clock, production timers (only the MTU is small): nothing sleeps."""
+
+from __future__ import annotations
+
+import pytest
+
+from nicd import hostlink as hl
+from nicd.config import FaultConfig, NicConfig, TransportConfig
+from tests.unit.netsim import BadNetwork, Net, NicNet
+
+SEEDS = range(100)
+HORIZON_S = 100.0  # 100 seeds x 100 s = 10,000 simulated peer-seconds per case
+LOSS = 0.3
+
+
+def live_config(**overrides: object) -> TransportConfig:
+    """The production transport settings, with a small MTU and message bound."""
+    fields: dict[str, object] = {"mtu": 256, "max_message": 1 << 16}
+    fields.update(overrides)
+    return TransportConfig(**fields)  # type: ignore[arg-type]
+
+
+def steady_sender(net: Net, src: int, dst: int, *, every_s: float, until_s: float) -> None:
+    """Node ``src`` sends ``dst`` a small message every ``every_s`` until ``until_s``."""
+    while net.now < until_s and not net.nodes[src].dead:
+        net.send(src, dst, b"m" * 300)
+        net.advance(every_s)
+
+
+def refusing_net(seed: int, loss: float) -> Net:
+    """Two nodes; node 1's port 0 is open without receive tokens (a host that never posts
+    buffers: every message to it is refused NO_BUFFER)."""
+    net = Net(2, live_config(), BadNetwork(seed, loss=loss, dup=0.02, reorder=0.02))
+    net.nodes[1].ports.open(0, tokens=0)
+    return net
+
+
+@pytest.mark.parametrize("refusing", [True, False], ids=["refusing", "accepting"])
+def test_no_false_death_in_10000_peer_seconds_at_30_percent_loss(refusing: bool) -> None:
+    deaths: list[tuple[int, float]] = []
+    for seed in SEEDS:
+        if refusing:
+            net = refusing_net(seed, LOSS)
+            net.send(0, 1, b"x" * 300)
+            net.advance(HORIZON_S)
+        else:
+            net = Net(2, live_config(), BadNetwork(seed, loss=LOSS, dup=0.02, reorder=0.02))
+            steady_sender(net, 0, 1, every_s=0.5, until_s=HORIZON_S)
+        node = net.nodes[0]
+        if node.dead or any(f.reason == "peer_dead" for f in node.failed):
+            deaths.append((seed, net.now))
+    assert deaths == [], f"{len(deaths)} of {len(SEEDS)} live peers declared dead: {deaths}"
+
+
+@pytest.mark.parametrize("loss", [0.0, LOSS])
+def test_killed_peer_is_detected_within_5_s(loss: float) -> None:
+    kill_at = 1.0
+    for seed in range(20):
+        bad = BadNetwork(seed, loss=loss)
+        bad.cut_off(1, at=kill_at)
+        net = Net(2, live_config(), bad)
+        steady_sender(net, 0, 1, every_s=0.05, until_s=kill_at + 10.0)
+        node = net.nodes[0]
+        assert [d.node for d in node.dead] == [1], f"seed {seed}: never declared dead"
+        failed_at = net.now
+        assert node.failed
+        assert {f.reason for f in node.failed} == {"peer_dead"}
+        # steady_sender stops within one send interval of the death
+        assert failed_at - kill_at <= 5.0 + 0.05, f"seed {seed}: dead only after {failed_at} s"
+
+
+@pytest.mark.parametrize("probes", [20, 0], ids=["default", "time_only"])
+@pytest.mark.parametrize("refusing", [True, False], ids=["refusing", "accepting"])
+def test_a_stall_of_our_own_loop_does_not_kill_a_live_peer(refusing: bool, probes: int) -> None:
+    # time_only: no minimum of unanswered probes, so only the discount of the stall from the
+    # silence protects the peer (with the minimum, a stall adds one probe round at most).
+    config = live_config(dead_peer_probes=probes)
+    for seed in range(20):
+        net = Net(2, config, BadNetwork(seed, loss=0.1))
+        if refusing:
+            net.nodes[1].ports.open(0, tokens=0)
+        for _ in range(5):
+            net.send(0, 1, b"y" * 2000)
+        net.advance(0.5)
+        net.stall(0, 10.0)  # data outstanding (refused, or queued behind a lost window)
+        net.advance(15.0)
+        assert net.nodes[0].dead == [], f"seed {seed}: a stall killed a live peer"
+        assert net.nodes[0].transport.stats()["stalls"] >= 1
+
+
+@pytest.mark.parametrize("opened", [True, False], ids=["no_buffers", "never_opened"])
+def test_whole_nics_keep_a_refusing_peer_alive_at_30_percent_loss(opened: bool) -> None:
+    # The audit's sans-IO reproduction (finding 1) as a test: NicCores, node 1's host posts no
+    # receive buffers (or never opens the port); the PINGs cross the NIC whatever the port does.
+    for seed in range(10):
+        configs = [NicConfig(i, "/tmp", faults=FaultConfig(loss=0.3, seed=seed * 2 + i))
+                   for i in range(2)]  # fmt: skip
+        net = NicNet(configs)
+        net.request(0, hl.OpenReq(0))
+        if opened:
+            net.request(1, hl.OpenReq(0))
+        net.request(0, hl.SendReq(1, 1, 0, b"x" * 100))
+        while net.now < 60.0 and net.step():
+            pass
+        errors = [r for r in net.hosts[0] if isinstance(r, hl.ErrorEvent)]
+        assert errors == [], f"seed {seed}: {errors}"
+        assert net.cores[0].stats()["transport"]["probes_sent"] > 0  # type: ignore[index]
