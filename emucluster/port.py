@@ -25,12 +25,12 @@ import select
 import socket
 import time
 from dataclasses import dataclass
-from multiprocessing import resource_tracker, shared_memory
 from typing import TYPE_CHECKING, TypeVar
 
 from emucluster.config import ENV_WAIT, HostConfig
 from emucluster.errors import EmuclusterError
 from emucluster.portstate import Event, PortState, RecordRefused, UnexpectedRecord
+from emucluster.sharedmem import SealedSegment
 from emucluster.wait import Waiter, WaitPolicy
 from nicd import hostlink as hl
 from nicd.hostlink import ErrorEvent, McastErrorEvent, RecvEvent, RmWriteEvent, SentEvent
@@ -63,21 +63,19 @@ _NO_ARGS: _Args = (0, 0, 0, 0)
 
 @dataclass(slots=True)
 class Region:
-    """Registered memory: a shared-memory segment this host and its NIC both map."""
+    """Registered memory: a sealed memfd segment this host and its NIC both map."""
 
     id: int
     """The region id peers name in remote-memory writes."""
     name: str
-    """The POSIX shared-memory name (``emu_<job>_...``, swept by emurun)."""
+    """The memfd's name (``emu_<job>_...``), for diagnostics only: it is not in /dev/shm."""
     size: int
-    shm: shared_memory.SharedMemory
+    segment: SealedSegment
 
     @property
     def buf(self) -> memoryview:
         """The memory itself."""
-        view = self.shm.buf
-        assert view is not None
-        return view[: self.size]
+        return self.segment.buf
 
 
 class PortError(EmuclusterError):
@@ -255,10 +253,10 @@ class Port:
         self._next_region += 1
         job = HostConfig.from_env().job_id or str(os.getpid())
         name = f"emu_{job}_{self.node_id}_{self.port_id}_{region_id}"
-        shm = shared_memory.SharedMemory(name=name, create=True, size=max(1, size))
-        region = Region(region_id, name, size, shm)
+        segment = SealedSegment(name, max(1, size))
+        region = Region(region_id, name, size, segment)
         self._regions[region_id] = region
-        self.send_record(hl.RegisterReq(region_id, max(1, size), name))
+        self.send_record(hl.RegisterReq(region_id, max(1, size), name), fd=segment.fd)
         registered = self.state.registered
         if not self.wait_until(lambda: region_id in registered, time.monotonic() + timeout):
             self.deregister_memory(region)
@@ -272,7 +270,7 @@ class Port:
         self.state.registered.discard(region.id)
         if not self._closed:
             self.send_record(hl.DeregisterReq(region.id))
-        _free_shared_memory(region.shm)
+        region.segment.close()
 
     def provide_receive_buffers(self, count: int) -> None:
         """Give the NIC ``count`` more receive tokens."""
@@ -280,12 +278,17 @@ class Port:
         if req is not None:
             self.send_record(req)
 
-    def send_record(self, record: hl.HostRecord) -> None:
-        """Write one record to the NIC (a service's request: GRIM, NICVM)."""
+    def send_record(self, record: hl.HostRecord, *, fd: int | None = None) -> None:
+        """Write one record to the NIC (a service's request: GRIM, NICVM); ``fd``, if given,
+        travels with the record's first chunk (SCM_RIGHTS)."""
         for chunk in hl.encode_record(record):
             while True:
                 try:
-                    self._sock.send(chunk)
+                    if fd is None:
+                        self._sock.send(chunk)
+                    else:
+                        socket.send_fds(self._sock, [chunk], [fd])
+                        fd = None
                     break
                 except (BlockingIOError, InterruptedError):
                     # The NIC is behind: take in what it has for us, then wait to write.
@@ -375,7 +378,7 @@ class Port:
             return
         self._closed = True
         for region in list(self._regions.values()):
-            _free_shared_memory(region.shm)
+            region.segment.close()
         self._regions.clear()
         try:
             self._sock.setblocking(True)
@@ -502,11 +505,3 @@ class Port:
 
 def _deadline(timeout: float | None) -> float | None:
     return None if timeout is None else time.monotonic() + timeout
-
-
-def _free_shared_memory(shm: shared_memory.SharedMemory) -> None:
-    shm.close()
-    try:
-        shm.unlink()
-    except FileNotFoundError:
-        resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import mmap
 import os
 import signal
 import socket
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, cast
 from nicd import hostlink as hl
 from nicd.actions import RaiseSignal, ToHost, Transmit
 from nicd.errors import ProtocolViolation, UsageError
+from nicd.memfd import map_sealed_memfd
 from nicd.nic import Addr, NicCore
 from nicd.ready import Ready, decode_routes_untrusted, encode_ready, socket_path
 
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "load_routes",
-    "map_shared_memory",
     "peer_pid",
     "resolve_routes",
     "run",
@@ -47,7 +46,6 @@ log = logging.getLogger("nicd")
 UDP_BUFFER_BYTES = 4 * 1024 * 1024  # kernel socket buffers asked for on the link
 HOST_BUFFER_BYTES = 1024 * 1024  # ... and on each PCI connection
 LINK_RETRY_S = 0.0005  # when the link said EAGAIN, try the control queue again after this
-SHM_DIR = "/dev/shm"  # where POSIX shm_open names live on Linux
 
 
 def resolve_routes(table: dict[int, tuple[str, int]]) -> dict[int, Addr]:
@@ -57,24 +55,6 @@ def resolve_routes(table: dict[int, tuple[str, int]]) -> dict[int, Addr]:
         info = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM)
         resolved[int(node)] = (str(info[0][4][0]), int(port))
     return resolved
-
-
-def map_shared_memory(name: str, size: int) -> memoryview | None:
-    """Map the POSIX shared-memory segment ``name`` (what the host created with
-    ``multiprocessing.shared_memory``); None if it is not there or too small. The mapping
-    lives as long as the returned view is referenced."""
-    if not name or "/" in name or name.startswith(".") or size <= 0:
-        return None
-    try:
-        fd = os.open(os.path.join(SHM_DIR, name), os.O_RDWR)
-    except OSError:
-        return None
-    try:
-        if os.fstat(fd).st_size < size:
-            return None
-        return memoryview(mmap.mmap(fd, size))
-    finally:
-        os.close(fd)
 
 
 def load_routes(path: str) -> dict[int, tuple[str, int]]:
@@ -104,7 +84,7 @@ _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
 class _HostConn:
-    __slots__ = ("assembler", "conn_id", "outq", "pid", "sock", "writing")
+    __slots__ = ("assembler", "conn_id", "fds", "outq", "pid", "sock", "writing")
 
     def __init__(self, conn_id: int, sock: socket.socket, max_message: int) -> None:
         self.conn_id = conn_id
@@ -113,6 +93,22 @@ class _HostConn:
         self.assembler = hl.Assembler(max_message)
         self.outq: deque[bytes] = deque()
         self.writing = False
+        self.fds: list[int] = []
+        """Descriptors received with the chunks of the record being assembled (at most one
+        a chunk: recv_fds asks for one, the kernel closes any more)."""
+
+    def take_fds(self, fds: list[int]) -> None:
+        self.fds.extend(fds)
+
+    def pop_fd(self) -> int | None:
+        fd = self.fds.pop(0) if self.fds else None
+        self.close_fds()
+        return fd
+
+    def close_fds(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds.clear()
 
 
 class _Shell(asyncio.DatagramProtocol):
@@ -191,7 +187,7 @@ class _Shell(asyncio.DatagramProtocol):
     def _readable(self, conn: _HostConn) -> None:
         while conn.conn_id in self.conns:
             try:
-                record = conn.sock.recv(hl.MAX_RECORD_BYTES)
+                record, fds, _, _ = socket.recv_fds(conn.sock, hl.MAX_RECORD_BYTES, 1)
             except (BlockingIOError, InterruptedError):
                 break
             except OSError:
@@ -199,6 +195,7 @@ class _Shell(asyncio.DatagramProtocol):
             if not record:
                 self._disconnect(conn)
                 break
+            conn.take_fds(fds)
             try:
                 whole = conn.assembler.feed(record)
             except ProtocolViolation as exc:
@@ -212,12 +209,16 @@ class _Shell(asyncio.DatagramProtocol):
             if isinstance(whole, hl.SetRoutesReq):
                 whole = hl.SetRoutesReq(resolve_routes(whole.routes))
             elif isinstance(whole, hl.RegisterReq):
-                memory = map_shared_memory(whole.name, whole.size)
+                memory, why = map_sealed_memfd(conn.pop_fd(), whole.size)
+                if memory is None:
+                    log.warning("host connection %d: region %d refused: %s", conn.conn_id,
+                                whole.region, why)
                 self._execute(self.core.on_register(conn.conn_id, whole, memory, now=now))
                 continue
             elif isinstance(whole, hl.DeregisterReq):
                 self.core.on_deregister(conn.conn_id, whole.region)
                 continue
+            conn.close_fds()  # a descriptor that came with any other record is not wanted
             self._execute(self.core.on_host(conn.conn_id, whole, now=now))
         self._rearm()
 
@@ -228,6 +229,7 @@ class _Shell(asyncio.DatagramProtocol):
         if conn.writing:
             self.loop.remove_writer(conn.sock.fileno())
         conn.sock.close()
+        conn.close_fds()
         self._execute(self.core.on_disconnect(conn.conn_id, now=time.monotonic()))
 
     def _write_host(self, conn: _HostConn, records: list[bytes]) -> None:

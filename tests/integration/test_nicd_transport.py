@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from emubench.localcluster import NicCluster, run_hosts
-from emucluster.port import Port, RmWriteEvent, SendFailedError
+from emucluster.port import Port, PortError, RmWriteEvent, SendFailedError
+from nicd import hostlink as hl
 
 HOSTS = Path(__file__).parent / "hosts"
 pytestmark = pytest.mark.slow
@@ -163,7 +164,35 @@ def test_remote_memory_write_lands_in_registered_shared_memory(tmp_path: Path) -
         a.rm_write(1, b.port_id, region.id, 99_999, b"zz")  # past the end: refused
         with pytest.raises(SendFailedError, match="no_port"):
             a.flush(timeout=60)
-        assert os.path.exists(f"/dev/shm/{region.name}")
+        assert not os.path.exists(f"/dev/shm/{region.name}")  # a memfd: nothing named
         b.close()
         a.close()
-        assert not os.path.exists(f"/dev/shm/{region.name}")
+
+
+def test_registered_memory_cannot_shrink_under_the_nic(tmp_path: Path) -> None:
+    """Audit finding 5: a segment truncated after registration used to SIGBUS nicd on the next
+    remote write. The region is a sealed memfd now: truncating it fails, writes still land,
+    and a descriptor without seals (or none at all) is refused at registration."""
+    with NicCluster(2, tmp_path) as cluster:
+        a = Port.open(cluster.sockets[0])
+        b = Port.open(cluster.sockets[1], receive_buffers=0, auto_replenish=False)
+        region = b.register_memory(8192)
+        with pytest.raises(PermissionError):
+            os.ftruncate(region.segment.fd, 0)
+        a.rm_write(1, b.port_id, region.id, 8000, b"still here")
+        assert isinstance(b.wait(timeout=30), RmWriteEvent)
+        assert bytes(region.buf[8000:8010]) == b"still here"
+        unsealed = os.memfd_create("unsealed", os.MFD_CLOEXEC)
+        os.ftruncate(unsealed, 8192)
+        b.send_record(hl.RegisterReq(77, 8192, "unsealed"), fd=unsealed)
+        os.close(unsealed)
+        with pytest.raises(PortError, match="cannot map"):
+            b.wait(timeout=30)
+        b.send_record(hl.RegisterReq(78, 8192, "no-descriptor"))
+        with pytest.raises(PortError, match="cannot map"):
+            b.wait(timeout=30)
+        a.rm_write(1, b.port_id, region.id, 0, b"nicd alive")
+        assert isinstance(b.wait(timeout=30), RmWriteEvent)
+        assert cluster.stats(1)["node"] == 1
+        b.close()
+        a.close()
