@@ -169,6 +169,13 @@ class NicvmConfig:
     """Start all of a module's sends at once instead of one at a time (Fig 4.8)."""
     allow_remote_upload: bool = False
     """Accept ``NICVM_SOURCE`` packets from other nodes (refused by default, §4.2.5)."""
+    max_hops: int = 64
+    """Module sends a packet may go through: a module invoked on a packet that already made
+    this many does not send (counted ``hop_limit``), so no module can bounce traffic between
+    NICs forever. 64 covers a chain over the largest job; a tree needs log2(nodes)."""
+    max_sends_outstanding: int = 1024
+    """Module sends this NIC keeps in flight at once; an invocation whose sends do not fit is
+    not sent (counted ``send_budget``, its packet still delivered per its result)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -225,7 +225,7 @@ class NicvmEngine(NicService):
         if loaded is None:
             self.counters["no_module"] += 1
             return [*out, ToHost(conn, event)]
-        return out + self._invoke(loaded, d.port, conn, event, pre.name, None, now)
+        return out + self._invoke(loaded, d.port, conn, event, pre.name, None, now, pre.hops)
 
     def _delegate(
         self, conn: int, port: int, req: hl.NicvmDelegateReq, now: float
@@ -243,9 +243,10 @@ class NicvmEngine(NicService):
 
     def _invoke(
         self, loaded: Loaded, port: int, conn: int, event: hl.RecvEvent, name: str,
-        handle: int | None, now: float,
+        handle: int | None, now: float, hops: int = 0,
     ) -> list[EngineAction]:  # fmt: skip
-        """Run ``loaded`` on ``event`` (as received on ``port``) and act on its result."""
+        """Run ``loaded`` on ``event`` (as received on ``port``, after ``hops`` module sends)
+        and act on its result."""
         nodes = self._nodes(port, event.mcast_group)
         rank = -1 if nodes is None else _index(nodes, self.node_id)
         counters = loaded.counters
@@ -279,7 +280,8 @@ class NicvmEngine(NicService):
         out: list[EngineAction] = []
         if delivery is None and handle is None:
             out += self._give_back(port, now)
-        if not result.sends:
+        sends = self._within_budget(result.sends, hops)
+        if not sends:
             if delivery is not None and handle is None:
                 out.append(delivery)
             elif handle is not None:
@@ -287,13 +289,29 @@ class NicvmEngine(NicService):
                 if delivery is not None:
                     out.append(delivery)
             return out
-        message = encode_preamble(name, event.am_handler, event.mcast_group) + bytes(payload)
-        counters["sends"] += len(result.sends)
-        ctx = _SendContext(port, deque(_targets(nodes, result.sends, message, new_args)),
+        preamble = encode_preamble(name, event.am_handler, event.mcast_group, hops + 1)
+        message = preamble + bytes(payload)
+        counters["sends"] += len(sends)
+        ctx = _SendContext(port, deque(_targets(nodes, sends, message, new_args)),
                            delivery=delivery,
                            done=None if handle is None else (conn, handle),
                            result=int(result.result))  # fmt: skip
         return out + self._start_sends(ctx, now)
+
+    def _within_budget(
+        self, sends: tuple[SendDescriptor, ...], hops: int
+    ) -> tuple[SendDescriptor, ...]:
+        """The module's sends, or none when the packet made its last hop or this NIC has too
+        many module sends in flight (each dropped send counted)."""
+        if not sends:
+            return sends
+        if hops >= self.config.max_hops:
+            self.counters["hop_limit"] += len(sends)
+            return ()
+        if len(self._contexts) + len(sends) > self.config.max_sends_outstanding:
+            self.counters["send_budget"] += len(sends)
+            return ()
+        return sends
 
     def _failed(
         self, loaded: Loaded, conn: int, event: hl.RecvEvent, handle: int | None, outcome: str,
@@ -350,6 +368,8 @@ class NicvmEngine(NicService):
                 continue
             ctx.outstanding += 1
             self._contexts[(ctx.port, handle)] = ctx
+            if len(self._contexts) > self.counters["max_sends_outstanding"]:
+                self.counters["max_sends_outstanding"] = len(self._contexts)
             for action in actions:
                 if isinstance(action, SendFailed) and action.handle == handle:
                     del self._contexts[(ctx.port, handle)]  # failed at once (dead peer)

@@ -5,7 +5,10 @@ which they're associated." A ``NICVM_DATA`` message's payload starts with this p
 module sees only what follows it (``packet_length()`` and the payload primitives), and the host
 gets the same part with ``root`` and ``comm`` in its RecvEvent. Big-endian::
 
-    root rank (16) | communicator id (16) | name length (8) | name (UTF-8, 1..MAX_NAME_BYTES)
+    root rank (16) | communicator id (16) | hops (8) | name length (8) | name (UTF-8, 1..64)
+
+``hops`` is 0 when a host sends the packet and one more on each module send that forwards it,
+so a module that re-sends what it receives stops after ``NicvmConfig.max_hops`` NICs.
 
 No I/O; ``decode_preamble_untrusted`` raises only ``BadPacket``.
 """
@@ -18,6 +21,7 @@ from typing import NamedTuple
 from nicd.errors import BadPacket
 
 __all__ = [
+    "MAX_HOPS",
     "MAX_NAME_BYTES",
     "Preamble",
     "check_name",
@@ -26,8 +30,9 @@ __all__ = [
 ]
 
 MAX_NAME_BYTES = 64
-# root rank (16) | communicator id (16) | name length (8)
-_HEAD = struct.Struct(">HHB")
+# root rank (16) | communicator id (16) | hops (8) | name length (8)
+_HEAD = struct.Struct(">HHBB")
+MAX_HOPS = 0xFF
 
 
 class Preamble(NamedTuple):
@@ -37,6 +42,8 @@ class Preamble(NamedTuple):
     root: int
     comm: int
     body_offset: int
+    hops: int = 0
+    """Module sends this packet went through before it reached this NIC."""
 
 
 def check_name(name: str) -> bytes:
@@ -47,17 +54,18 @@ def check_name(name: str) -> bytes:
     return raw
 
 
-def encode_preamble(name: str, root: int, comm: int) -> bytes:
-    """The preamble naming module ``name``, root rank ``root``, communicator ``comm``."""
+def encode_preamble(name: str, root: int, comm: int, hops: int = 0) -> bytes:
+    """The preamble naming module ``name``, root rank ``root``, communicator ``comm``, after
+    ``hops`` module sends (0 from a host)."""
     raw = check_name(name)
-    return _HEAD.pack(root & 0xFFFF, comm & 0xFFFF, len(raw)) + raw
+    return _HEAD.pack(root & 0xFFFF, comm & 0xFFFF, min(hops, MAX_HOPS), len(raw)) + raw
 
 
 def decode_preamble_untrusted(payload: bytes) -> Preamble:
     """Decode the preamble at the start of ``payload``; BadPacket if it is not one."""
     if len(payload) < _HEAD.size:
         raise BadPacket("nicvm_truncated", f"{len(payload)} bytes")
-    root, comm, length = _HEAD.unpack_from(payload)
+    root, comm, hops, length = _HEAD.unpack_from(payload)
     end = _HEAD.size + length
     if length == 0 or length > MAX_NAME_BYTES or len(payload) < end:
         raise BadPacket("nicvm_bad_name", f"name length {length}")
@@ -67,4 +75,4 @@ def decode_preamble_untrusted(payload: bytes) -> Preamble:
         raise BadPacket("nicvm_bad_name", "not UTF-8") from None
     if not name.isprintable():
         raise BadPacket("nicvm_bad_name", "not printable")
-    return Preamble(name, root, comm, end)
+    return Preamble(name, root, comm, end, hops)

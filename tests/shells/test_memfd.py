@@ -30,15 +30,18 @@ def test_unsealed_short_foreign_or_missing_descriptors_are_refused() -> None:
     unsealed = os.memfd_create("u", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.ftruncate(unsealed, 4096)
     view, why = map_sealed_memfd(unsealed, 4096)
-    assert view is None and "not sealed" in why
+    assert view is None
+    assert "not sealed" in why
     segment = SealedSegment("short", 100)
     view, why = map_sealed_memfd(os.dup(segment.fd), 4096)
-    assert view is None and "holds 100 B" in why
+    assert view is None
+    assert "holds 100 B" in why
     segment.close()
     with tempfile.TemporaryFile(dir="/dev/shm") as named:
         named.truncate(4096)
         view, why = map_sealed_memfd(os.dup(named.fileno()), 4096)
-        assert view is None and "not sealed" in why
+        assert view is None
+        assert "not sealed" in why
     with tempfile.TemporaryFile() as disk:
         disk.truncate(4096)
         view, why = map_sealed_memfd(os.dup(disk.fileno()), 4096)
@@ -50,6 +53,6 @@ def test_the_descriptor_is_closed_whatever_the_outcome() -> None:
     segment = SealedSegment("c", 64)
     fd = os.dup(segment.fd)
     map_sealed_memfd(fd, 1 << 40)  # too large: refused
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="Bad file descriptor"):
         os.fstat(fd)
     segment.close()

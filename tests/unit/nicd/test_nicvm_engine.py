@@ -279,3 +279,39 @@ def test_port_closing_with_module_sends_in_flight_drops_them_cleanly() -> None:
     assert engine is not None
     assert engine.stats()["sends_outstanding"] == 0
     assert engine.modules == {}  # purged with its port
+
+
+# A module that sends every packet it gets to the other rank and to itself ... forever: the
+# audit's amplification (finding 4). Each invocation doubles the traffic.
+PING_PONG = (
+    "func main()\n"
+    "    mpi_send_message(GM_ST_RELIABLE_NICVM_NIC_DATA, 1 - mpi_get_rank());\n"
+    "    mpi_send_message(GM_ST_RELIABLE_NICVM_NIC_DATA, 1 - mpi_get_rank());\n"
+    "    return NICVM_RESULT_PACKET_CONSUMED;\n"
+    "end func;\n"
+)
+
+
+def test_a_module_cannot_amplify_across_nics_forever() -> None:
+    net = Net(2, NicvmConfig(pipelined=True, max_hops=6))
+    for node in (0, 1):
+        net.host(node, hl.NicvmLoadReq("pp", PING_PONG))
+        assert net.reply(node).ok
+    net.host(0, hl.SendReq(1, 1, PORT, encode_preamble("pp", 0, 0) + b"x", msg_type=DATA))
+    engines = [core.nicvm for core in net.cores]
+    assert all(e is not None for e in engines)
+    invocations = sum(e.modules["pp"].counters["invocations"] for e in engines if e)
+    assert invocations == 2**7 - 1  # hops 0..6: a binary tree of depth 6, then nothing
+    assert sum(e.counters["hop_limit"] for e in engines if e) == 2 * 2**6
+    assert all(e.stats()["sends_outstanding"] == 0 for e in engines if e)
+
+
+def test_module_sends_outstanding_at_once_are_bounded() -> None:
+    net = Net(2, NicvmConfig(pipelined=True, max_hops=40, max_sends_outstanding=8))
+    for node in (0, 1):
+        net.host(node, hl.NicvmLoadReq("pp", PING_PONG))
+        assert net.reply(node).ok
+    net.host(0, hl.SendReq(1, 1, PORT, encode_preamble("pp", 0, 0) + b"x", msg_type=DATA))
+    engines = [e for e in (core.nicvm for core in net.cores) if e is not None]
+    assert sum(e.counters["send_budget"] for e in engines) > 0
+    assert all(e.counters["max_sends_outstanding"] <= 8 for e in engines)
