@@ -196,6 +196,11 @@ class NicConfig:
     """JSON routing table ``{node_id: [host, port]}``; without it, the launcher sends one."""
     max_ports: int = 16
     """GM ports (endpoints) per NIC."""
+    max_nic_sends: int = 256
+    """Messages the NIC sends on its own behalf (RM read and status replies, registry
+    replies) in flight at once; more are refused (a read is answered BUSY)."""
+    max_nic_send_bytes: int = 64 << 20
+    """Payload bytes of those messages in flight at once."""
     send_tokens: int = 64
     """Send tokens a port gets at open: most outstanding sends per port."""
     max_message: int = 1 << 24

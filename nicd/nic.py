@@ -51,6 +51,7 @@ from nicd.actions import (
 from nicd.errors import BadPacket, UsageError
 from nicd.gm import PortTable
 from nicd.gmservice import HOST_MSG_TYPES, GmService
+from nicd.grim.quota import NicSendQuota, busy_reply
 from nicd.grim.service import GrimNic
 from nicd.hostlink.grim import NIC_PORT
 from nicd.link.channels import Transport
@@ -93,6 +94,8 @@ class NicCore:
         """ACK/NACKs the link refused, sent before anything else once it is writable."""
         self.gm = GmService(config, self.ports, self.link)
         """The port path: opening, tokens, host sends, plain delivery, completions."""
+        self.nic_sends = NicSendQuota(config.max_nic_sends, config.max_nic_send_bytes)
+        """The bound on messages the NIC sends itself (they take no host send token)."""
         self.grim = GrimNic(config.node_id, self.ports, max_message=config.max_message)
         """GRIM remote memory, translation and the AM registry (seed 002)."""
         self.mcast = McastNic(config.node_id, McastConfig.for_nic(config), self.ports)
@@ -297,6 +300,7 @@ class NicCore:
             "gm": self.ports.stats(),
             "faults": self.faults.stats(),
             "grim": self.grim.stats(),
+            "nic_sends": self.nic_sends.stats(),
             "mcast": self.mcast.stats(),
             "nicvm": None if self.nicvm is None else self.nicvm.stats(),
         }
@@ -346,6 +350,8 @@ class NicCore:
         return self.gm.on_deliver(d, state, now=now) or []
 
     def _step_done(self, done: SendComplete | SendFailed, now: float) -> Sequence[CoreAction]:
+        if done.port == NIC_PORT and self.nic_sends.release(done.handle):
+            return []
         for service in self._services:
             taken = service.on_done(done, now=now)
             if taken is not None:
@@ -373,13 +379,20 @@ class NicCore:
         return out
 
     def _step_nic_send(self, o: NicSend, now: float) -> list[CoreAction]:
+        handle = self.nic_sends.admit(len(o.payload))
+        if handle is None:
+            if o.payload and o.msg_type is MsgType.RM_READ_REPLY:
+                return self._step_nic_send(busy_reply(o), now)  # the reader hears BUSY
+            self.link.drop("nic_send_quota")
+            return []
         try:
             return list(self.transport.send(
                 now=now, src_port=NIC_PORT, dst_node=o.dst_node, dst_port=o.dst_port,
-                msg_type=o.msg_type, payload=o.payload, handle=0, am_handler=o.am_handler,
+                msg_type=o.msg_type, payload=o.payload, handle=handle, am_handler=o.am_handler,
                 args=o.args,
             ))  # fmt: skip
         except UsageError:
+            self.nic_sends.release(handle)
             self.link.drop("grim_reply_unsendable")
             return []
 

@@ -115,6 +115,8 @@ class RmStatus(IntEnum):
     """The notify word is not inside registered memory."""
     BAD_REPLY = 5
     """RM-RV: the reply address is not registered memory at the reader."""
+    BUSY = 6
+    """The target NIC has too many replies of its own in flight; try again later."""
 
 
 class ReplyKind(IntEnum):

@@ -328,3 +328,42 @@ def test_a_read_longer_than_the_transport_carries_is_refused() -> None:
     p.cores[1].grim.max_message = 4
     p.host_send(0, PORT, MsgType.RM_READ, READ_META.pack(0, 0), 0, (VBASE, 6, VBASE, 12))
     assert p.statuses(0) == [(12, RmStatus.OUT_OF_RANGE)]
+
+
+def test_a_read_flood_at_a_refusing_reader_keeps_the_targets_replies_bounded() -> None:
+    """Audit test 15: read replies take no host send token; a reader whose host never
+    answers its translation upcall refuses them all, and the target used to queue every one
+    (up to 16 MiB each). Now at most ``max_nic_sends`` are in flight; a refused read is
+    answered BUSY while a slot is free, and dropped (counted) when none is."""
+    p = Pair()
+    p.block(1, VBASE, 4096, 0, static=True)
+    silent = p.answer
+    p.answer = lambda node, rec: None if node == 0 else silent(node, rec)  # type: ignore[misc]
+    quota = p.cores[1].nic_sends
+    quota.max_sends, quota.max_bytes = 8, 4 * 1024
+    meta = READ_META.pack(0, 0)
+    reads = 100
+    for req in range(reads):
+        p.request(0, hl.SendReq(1, 1, PORT, meta, int(MsgType.RM_READ), 0,
+                                (VBASE, 1024, VBASE + 8192 + req, req)))  # fmt: skip
+    run_for(p, 5.0)
+    stats = quota.stats()
+    assert stats["in_flight"] <= 8
+    assert stats["bytes_in_flight"] <= 4 * 1024
+    refused = stats.get("refused_sends", 0) + stats.get("refused_bytes", 0)
+    assert stats["admitted"] + refused > reads  # every read and every BUSY asked for a slot
+    assert p.cores[1].link.drops["nic_send_quota"] > 0
+    p.answer = silent  # the reader's host wakes up: no translation there, replies refused
+    for rec in [r for r in p.host[0] if isinstance(r, RmXlateReq)]:
+        p.request(0, p._answer(0, rec))
+    run_for(p, 30.0)
+    assert p.cores[1].nic_sends.stats()["in_flight"] == 0  # nothing stays queued
+
+
+def run_for(net: NicNet, seconds: float) -> None:
+    """Step the network for ``seconds`` of virtual time (or until it is idle)."""
+    end = net.now + seconds
+    for _ in range(200_000):
+        if net.now >= end or not net.step():
+            return
+    raise AssertionError("the network did not get through the time")
