@@ -73,6 +73,10 @@ STATIC_ENTRIES = 32  # static translation-cache entries per port
 DYNAMIC_ENTRIES = 16  # dynamic (filled on miss) entries per port
 _WORD = struct.Struct("<I")  # notification words: 32-bit, little-endian (the hosts' order)
 _RM_TYPES = frozenset({MsgType.RM_WRITE_V, MsgType.RM_READ, MsgType.RM_READ_REPLY})
+MAX_UPCALLS_PER_PORT = 64
+"""Translation upcalls a port's host may owe at once; a miss beyond waits for a later retry."""
+MAX_NEGATIVE = 4096
+"""Remembered "nothing there" answers; the oldest is forgotten first (and asked again)."""
 _Pin = list[Translation | None]
 _StreamId = tuple[int, int, int]  # (src node, src port, dst port)
 
@@ -110,7 +114,9 @@ class GrimNic(NicService):
         self._caches: dict[int, TranslationCache] = {}
         self._pinned: dict[_StreamId, _Pin] = {}
         self._asking: set[tuple[int, int]] = set()  # (port, vaddr) upcalls outstanding
-        self._negative: set[tuple[int, int]] = set()  # host said: nothing there
+        self._asking_per_port: Counter[int] = Counter()
+        # host said: nothing there (insertion-ordered: the oldest answer is forgotten first)
+        self._negative: dict[tuple[int, int], None] = {}
         self._watched: set[int] = set()  # ports whose host waits on its memory (RmWatch)
         self.registry = Registry() if node_id == REGISTRY_NODE else None
         self.counts: Counter[str] = Counter()
@@ -159,14 +165,19 @@ class GrimNic(NicService):
         if missing:
             upcalls: list[TransportAction] = []
             for vaddr, length in missing:
-                if (port, vaddr) not in self._asking:
+                if (port, vaddr) in self._asking:
+                    continue
+                if self._asking_per_port[port] >= MAX_UPCALLS_PER_PORT:
+                    self.counts["upcalls_deferred"] += 1  # asked again on a later retry
+                else:
                     self._asking.add((port, vaddr))
+                    self._asking_per_port[port] += 1
                     self.counts["upcalls"] += 1
                     upcalls.append(ToPort(port, RmXlateReq(vaddr, length), interrupt=True))
             self.counts["refused_for_translation"] += 1
             return Admission.NO_BUFFER, upcalls
         for vaddr, _ in ranges:
-            self._negative.discard((port, vaddr))
+            self._negative.pop((port, vaddr), None)
         self._pinned[(first.src_node, first.src_port, port)] = found
         return Admission.OK, []
 
@@ -329,12 +340,17 @@ class GrimNic(NicService):
             cache.invalidate(record.vaddr)
             return []
         if isinstance(record, RmXlateReply):
-            self._asking.discard((port, record.asked))
+            if (port, record.asked) in self._asking:
+                self._asking.discard((port, record.asked))
+                self._asking_per_port[port] -= 1
             if record.size:
                 t = Translation(record.vaddr, record.size, record.region, record.offset)
                 cache.fill(t)
             else:
-                self._negative.add((port, record.asked))
+                self._negative[(port, record.asked)] = None
+                if len(self._negative) > MAX_NEGATIVE:
+                    del self._negative[next(iter(self._negative))]
+                    self.counts["negative_evicted"] += 1
             return [ResumePort(port)]
         if isinstance(record, RmUpcallSignals):
             state.upcall_signals = record.enable
@@ -355,7 +371,8 @@ class GrimNic(NicService):
         self._caches.pop(port, None)
         self._watched.discard(port)
         self._asking = {k for k in self._asking if k[0] != port}
-        self._negative = {k for k in self._negative if k[0] != port}
+        self._asking_per_port.pop(port, None)
+        self._negative = {k: None for k in self._negative if k[0] != port}
         self._pinned = {k: v for k, v in self._pinned.items() if k[2] != port}
 
     # -- queries ----------------------------------------------------------------------------

@@ -367,3 +367,28 @@ def run_for(net: NicNet, seconds: float) -> None:
         if net.now >= end or not net.step():
             return
     raise AssertionError("the network did not get through the time")
+
+
+def test_a_peer_probing_many_addresses_cannot_grow_upcalls_or_answers_without_bound() -> None:
+    """Audit finding 6e: every vaddr a peer probes (each on its own stream) used to add an
+    upcall and, once answered 'nothing there', a remembered answer, without limit."""
+    from nicd.grim.service import MAX_NEGATIVE, MAX_UPCALLS_PER_PORT
+    from nicd.link.wire import DataPacket, FragFlags
+
+    p = Pair()
+    grim = p.cores[1].grim
+    upcalls = 0
+    for i in range(MAX_UPCALLS_PER_PORT * 3):
+        first = DataPacket(MsgType.RM_WRITE_V, FragFlags(0), 0, 0, 0, i % 200 + 1, 1, PORT, 1,
+                           0, b"x", args=(VBASE + 16 * i, 0, 0, i))  # fmt: skip
+        verdict = grim.admit(first)
+        assert verdict is not None
+        upcalls += len(verdict[1])
+    assert upcalls == MAX_UPCALLS_PER_PORT
+    assert grim.counts["upcalls_deferred"] == MAX_UPCALLS_PER_PORT * 2
+    state = p.cores[1].ports.get(PORT)
+    assert state is not None
+    for i in range(MAX_NEGATIVE + 100):  # answers the NIC never asked for: still bounded
+        grim.on_host(state, RmXlateReply(VBASE + i, 0, 0, 0, 0), now=p.now)
+    assert len(grim._negative) <= MAX_NEGATIVE
+    assert grim.counts["negative_evicted"] >= 100
