@@ -7,11 +7,11 @@ files live in the run directory. The sweep finds all three by those marks, so it
 cleans up after a host's own children, which the supervisor never saw.
 
 A launcher that was killed (``kill -9 emurun``) cannot sweep. Its run directory names its
-owner (``owner.json``: the launcher's pid and start time) and every process it started carries
-``EMU_JOB_OWNER`` = that pid, so the next launcher's `sweep_stale` finds jobs whose owner is
-gone and sweeps exactly those: processes with both marks, the job's segments (unless a live
-launcher runs a job of the same id), the directory. A job whose owner lives, or whose owner
-cannot be told, is never touched.
+owner (``owner.json``: the launcher's pid, start time and pid namespace) and every process it
+started carries ``EMU_JOB_OWNER`` = that pid, so the next launcher's `sweep_stale` finds jobs
+whose owner is gone and sweeps exactly those: processes with both marks, the job's segments
+(unless a live launcher runs a job of the same id), the directory. A job whose owner lives,
+or whose owner cannot be told (no owner file, another pid namespace), is never touched.
 """
 
 from __future__ import annotations
@@ -127,9 +127,17 @@ def sweep(
 def claim_run_dir(run_dir: str, job_id: str) -> None:
     """Write ``run_dir``'s owner file: this process, its start time, the job."""
     me = psutil.Process()
-    doc = {"pid": me.pid, "started": me.create_time(), "job": job_id}
+    doc = {"pid": me.pid, "started": me.create_time(), "job": job_id, "pidns": _pid_namespace()}
     with open(os.path.join(run_dir, OWNER_FILE), "w", encoding="utf-8") as f:
         json.dump(doc, f)
+
+
+def _pid_namespace() -> str:
+    """Our pid namespace (``pid:[4026531836]``): an owner pid means something only in it."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +151,11 @@ def _read_owner(run_dir: Path) -> _Owner | None:
     try:
         doc = json.loads((run_dir / OWNER_FILE).read_text(encoding="utf-8"))
         owner = _Owner(int(doc["pid"]), float(doc["started"]), str(doc["job"]))
-    except (OSError, ValueError, TypeError, KeyError, RecursionError, OverflowError):
+        namespace = str(doc.get("pidns", ""))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
+    if namespace != _pid_namespace():
+        return None  # another container's job, sharing this TMPDIR: we cannot tell its owner
     if not run_dir.name.startswith(f"{RUN_DIR_PREFIX}{owner.job}-"):
         return None
     return owner

@@ -8,6 +8,7 @@ asserts a duration.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -123,14 +124,15 @@ def test_sweep_stale_scopes_by_owner_and_job(tmp_path: Path) -> None:
     tmp.mkdir()
     shm.mkdir()
     dead, me = _dead_pid(), psutil.Process()
+    pidns = os.readlink("/proc/self/ns/pid")
     job_a, job_b = f"a{uuid.uuid4().hex[:8]}", f"b{uuid.uuid4().hex[:8]}"
 
-    def run_dir(job_id: str, pid: int | None, started: float = 0.0) -> Path:
+    def run_dir(job_id: str, pid: int | None, started: float = 0.0, pidns: str = pidns) -> Path:
         path = Path(tempfile.mkdtemp(prefix=f"emurun-{job_id}-", dir=tmp))
         (path / "nic0.sock").touch()
         if pid is not None:
-            doc = f'{{"pid": {pid}, "started": {started}, "job": "{job_id}"}}'
-            (path / OWNER_FILE).write_text(doc)
+            doc = {"pid": pid, "started": started, "job": job_id, "pidns": pidns}
+            (path / OWNER_FILE).write_text(json.dumps(doc))
         return path
 
     def sleeper(job_id: str, owner: int) -> subprocess.Popen[bytes]:
@@ -141,6 +143,7 @@ def test_sweep_stale_scopes_by_owner_and_job(tmp_path: Path) -> None:
     reused_pid = run_dir(job_a, me.pid, started=me.create_time() - 100)  # same pid, not us
     live = run_dir(job_b, me.pid, started=me.create_time())
     unowned = run_dir(job_b, None)
+    elsewhere = run_dir(job_a, dead, pidns="pid:[1]")  # another container's: not ours to judge
     (shm / f"emu_{job_a}_0_0_1").touch()
     (shm / f"emu_{job_b}_0_0_1").touch()
     orphans = [sleeper(job_a, dead), sleeper(job_a, me.pid)]
@@ -157,6 +160,7 @@ def test_sweep_stale_scopes_by_owner_and_job(tmp_path: Path) -> None:
         assert not reused_pid.exists()
         assert live.exists()
         assert unowned.exists()
+        assert elsewhere.exists()
         assert sorted(p.name for p in shm.iterdir()) == [f"emu_{job_b}_0_0_1"]
     finally:
         for proc in orphans + bystanders:
