@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 ENV_JOB_OWNER = "EMU_JOB_OWNER"  # the pid of the launcher that started the process
-OWNER_FILE = "owner.json"  # in the run directory: {"pid", "started", "job"}
+OWNER_FILE = "owner.json"  # in the run directory: {"pid", "started", "job", "pidns"}
 RUN_DIR_PREFIX = "emurun-"  # run directories are <tmp>/emurun-<job>-<random>
 
 SHM_DIR = Path("/dev/shm")
