@@ -33,6 +33,7 @@ from emucluster.portstate import Event, PortState, RecordRefused, UnexpectedReco
 from emucluster.sharedmem import SealedSegment
 from emucluster.wait import Waiter, WaitPolicy
 from nicd import hostlink as hl
+from nicd import lifeline
 from nicd.hostlink import ErrorEvent, McastErrorEvent, RecvEvent, RmWriteEvent, SentEvent
 from nicd.link.wire import MsgType
 
@@ -159,6 +160,7 @@ class Port:
         path = socket_path or HostConfig.from_env().nic_socket
         if not path:
             raise PortError("no NIC socket: pass socket_path or run under emurun (EMU_NIC_SOCKET)")
+        lifeline.watch()  # started by a launcher: stop when it dies (no-op otherwise)
         env_policy, spin_s = wait_policy_from_env()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:

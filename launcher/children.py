@@ -3,6 +3,9 @@
 Each child gets its own process group (so a Ctrl-C on the terminal reaches emurun alone, and
 stopping a host also stops what it started) and a pidfd: exactly one watcher task waits on it,
 reads the CPU times of the zombie (which still holds them), then reaps it and sets ``exited``.
+With a lifeline (`nicd.lifeline`) the child also gets its read end and learns the launcher's
+pid (``EMU_JOB_OWNER``): it stops itself when the launcher dies, and a later sweep can tell
+which launcher it belonged to.
 """
 
 from __future__ import annotations
@@ -18,10 +21,13 @@ from typing import TYPE_CHECKING
 import psutil  # type: ignore[import-untyped,unused-ignore]
 import trio
 
+from launcher.cleanup import ENV_JOB_OWNER
 from launcher.report import ProcessUsage
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+
+    from nicd.lifeline import Lifeline
 
 __all__ = [
     "Child",
@@ -98,16 +104,30 @@ class Child:
 
 
 async def spawn(
-    role: str, node: int, argv: Sequence[str], env: Mapping[str, str], *, pipe_stderr: bool = True
+    role: str,
+    node: int,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    pipe_stderr: bool = True,
+    lifeline: Lifeline | None = None,
 ) -> Child:
-    """Start one process (stdout and stderr piped, stdin from /dev/null, its own group)."""
+    """Start one process (stdout and stderr piped, stdin from /dev/null, its own group), with
+    ``lifeline``'s read end and the launcher's pid when given."""
+    child_env = dict(env)
+    pass_fds: tuple[int, ...] = ()
+    if lifeline is not None:
+        child_env.update(lifeline.environ())
+        child_env[ENV_JOB_OWNER] = str(os.getpid())
+        pass_fds = (lifeline.read_fd,)
     process = await trio.lowlevel.open_process(
         list(argv),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE if pipe_stderr else None,
-        env=dict(env),
+        env=child_env,
         process_group=0,
+        pass_fds=pass_fds,
     )
     try:
         pidfd = os.pidfd_open(process.pid)

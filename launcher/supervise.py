@@ -5,7 +5,9 @@ output forwarders and the signal handler. The job itself runs in ``run_scope``: 
 wait for every NICD_READY, install the routing table, start hosts, wait for them. Whatever ends
 it (all hosts done, the first failure, ``--timeout``, a signal) the shielded stop sequence is the
 same: hosts (SIGTERM to the group, then SIGKILL), then nicds (they write their stats on
-SIGTERM), then the psutil sweep, then the run directory.
+SIGTERM), then the psutil sweep, then the run directory. Every child holds the job's lifeline
+(`nicd.lifeline`), so if emurun itself is killed they stop on their own; the run directory
+names its owner, so the next emurun sweeps what such a job left (`cleanup.sweep_stale`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import signal
 import tempfile
 import time
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
@@ -41,6 +45,7 @@ from launcher.errors import (
 from launcher.rendezvous import Rendezvous
 from launcher.report import job_json, render
 from nicd import manage
+from nicd.lifeline import Lifeline
 from nicd.ready import LOG_TAG_START, log_tag, socket_path
 
 if TYPE_CHECKING:
@@ -69,9 +74,10 @@ class Outcome:
 class Job:
     """One run of a plan."""
 
-    def __init__(self, plan: LaunchPlan, run_dir: str) -> None:
+    def __init__(self, plan: LaunchPlan, run_dir: str, lifeline: Lifeline | None = None) -> None:
         self.plan = plan
         self.run_dir = run_dir
+        self.lifeline = lifeline
         self.rendezvous = Rendezvous(plan.np)
         self.nicds: list[Child] = []
         self.hosts: list[Child] = []
@@ -133,7 +139,7 @@ class Job:
         for node in range(self.plan.np):
             argv = planmod.nicd_argv(self.plan, node, self.run_dir)
             try:
-                child = await spawn("nicd", node, argv, env)
+                child = await spawn("nicd", node, argv, env, lifeline=self.lifeline)
             except OSError as exc:
                 self.fail(EXIT_INTERNAL, f"cannot start the nicd of node {node}: {exc}")
                 return
@@ -178,7 +184,9 @@ class Job:
             sock = self.rendezvous.socket(rank)
             env = planmod.host_env(self.plan, rank, self.run_dir, sock, os.environ)
             try:
-                child = await spawn("host", rank, self.plan.program.argv, env)
+                child = await spawn(
+                    "host", rank, self.plan.program.argv, env, lifeline=self.lifeline
+                )
             except OSError as exc:
                 code = EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_NOT_EXECUTABLE
                 self.fail(code, f"cannot start {self.plan.program.display} as rank {rank}: {exc}")
@@ -298,7 +306,9 @@ class Job:
             self.say(f"{child.name} (pid {child.pid}) would not die", always=True)
 
     async def _sweep(self) -> None:
-        report = await trio.to_thread.run_sync(cleanup.sweep, self.plan.job_id, None)
+        report = await trio.to_thread.run_sync(
+            partial(cleanup.sweep, self.plan.job_id, None, owner=os.getpid())
+        )
         cleanup.reap_orphans()
         if report.killed:
             self.say(f"cleanup killed leftover processes: {', '.join(report.killed)}")
@@ -325,15 +335,32 @@ class Job:
         return [c.usage for c in self.nicds + self.hosts if c.usage is not None]
 
 
+def _sweep_stale_jobs(plan: LaunchPlan) -> None:
+    """Sweep what killed launchers left in our TMPDIR (their processes, segments, dirs)."""
+    for job_id, report in cleanup.sweep_stale(Path(tempfile.gettempdir())):
+        if plan.quiet:
+            continue
+        what = [f"killed {', '.join(report.killed)}"] if report.killed else []
+        what += [f"removed {', '.join(report.segments)}"] if report.segments else []
+        what.append("removed its run directory")
+        write_all(2, f"emurun: swept stale job {job_id} (its emurun died): "
+                  f"{'; '.join(what)}\n".encode())  # fmt: skip
+
+
 def run_job(plan: LaunchPlan) -> int:
     """Run ``plan`` to its end, clean up, report; return emurun's exit status."""
     started = time.monotonic()
     if plan.stats_dir is not None:
         os.makedirs(plan.stats_dir, exist_ok=True)
-    run_dir = tempfile.mkdtemp(prefix=f"emurun-{plan.job_id}-")
-    job = Job(plan, run_dir)
+    _sweep_stale_jobs(plan)
+    run_dir = tempfile.mkdtemp(prefix=f"{cleanup.RUN_DIR_PREFIX}{plan.job_id}-")
+    cleanup.claim_run_dir(run_dir, plan.job_id)
+    lifeline = Lifeline.create()
+    job = Job(plan, run_dir, lifeline)
+    me = os.getpid()
     if len(socket_path(run_dir, plan.np - 1)) > _SOCKET_PATH_MAX:
-        cleanup.sweep(plan.job_id, run_dir)
+        cleanup.sweep(plan.job_id, run_dir, owner=me)
+        lifeline.close()
         job.say(f"run directory {run_dir} is too long for a socket path: shorten TMPDIR",
                 always=True)  # fmt: skip
         return EXIT_INTERNAL
@@ -343,8 +370,9 @@ def run_job(plan: LaunchPlan) -> int:
     except KeyboardInterrupt:  # before the signal handler was installed
         code = 128 + signal.SIGINT
     finally:
-        cleanup.sweep(plan.job_id, run_dir)
+        cleanup.sweep(plan.job_id, run_dir, owner=me)
         cleanup.reap_orphans()
+        lifeline.close()
     wall = time.monotonic() - started
     if plan.cpu_report:
         write_all(2, (render(job.usages(), wall) + "\n").encode())

@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 
+from nicd import lifeline
 from nicd.config import FAULT_ENV, FaultConfig, NicConfig, NicvmConfig, TransportConfig
 from nicd.errors import UsageError
 from nicd.ready import READY_PREFIX, log_tag
@@ -144,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``nicd`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    lifeline.watch()  # a launcher that dies (even by SIGKILL) takes this nicd with it
     logging.basicConfig(
         level=args.log_level.upper(), format=f"{log_tag(args.node_id)} %(levelname)s %(message)s"
     )

@@ -127,7 +127,12 @@ class FakeCluster:
         self._pids = 10_000_000  # never a real pid: nothing is signalled for real
 
     async def spawn(
-        self, role: str, node: int, argv: Sequence[str], env: Mapping[str, str]
+        self,
+        role: str,
+        node: int,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        lifeline: object = None,
     ) -> FakeChild:
         self._pids += 1
         child = FakeChild(role, node, self._pids, self.log)

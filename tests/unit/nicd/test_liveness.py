@@ -108,3 +108,55 @@ def test_whole_nics_keep_a_refusing_peer_alive_at_30_percent_loss(opened: bool) 
         errors = [r for r in net.hosts[0] if isinstance(r, hl.ErrorEvent)]
         assert errors == [], f"seed {seed}: {errors}"
         assert net.cores[0].stats()["transport"]["probes_sent"] > 0  # type: ignore[index]
+
+
+def test_all_pairs_traffic_at_30_percent_loss_never_kills_a_peer_under_a_short_limit() -> None:
+    # Audit test 2: every node both sends and receives, so each peer's data and ACKs are its
+    # life; a limit of 1 s (a third of the default) still kills nobody.
+    config = live_config(dead_peer_timeout_s=1.0, dead_peer_probes=5)
+    nodes = 4
+    for seed in range(20):
+        net = Net(nodes, config, BadNetwork(seed, loss=LOSS, dup=0.02, reorder=0.02))
+        sent = 0
+        while net.now < 20.0:
+            for src in range(nodes):
+                for dst in range(nodes):
+                    if src != dst:
+                        net.send(src, dst, b"d" * 300)
+                        sent += 1
+            net.advance(0.1)
+        net.advance(60.0)  # the backlog of 30 % loss drains
+        for node in net.nodes:
+            assert node.dead == [], f"seed {seed}: {node.dead}"
+            assert node.failed == [], f"seed {seed}: {node.failed[:3]}"
+        assert sum(len(node.delivered) for node in net.nodes) == sent
+        assert sum(len(node.completed) for node in net.nodes) == sent
+
+
+def _death_of_a_killed_peer(streams: int) -> tuple[float, int]:
+    """Node 0 has ``streams`` streams (one per source port) busy towards node 1, which is cut
+    off at 1 s; return when node 0 declared it dead and how many probes it sent."""
+    net = Net(2, live_config(), BadNetwork(0, loss=0.0), open_ports=tuple(range(streams)))
+    bad = net.route
+    assert isinstance(bad, BadNetwork)
+    bad.cut_off(1, at=1.0)
+    while net.now < 12.0 and not net.nodes[0].dead:
+        for port in range(streams):
+            net.send(0, 1, b"k" * 300, src_port=port, dst_port=port)
+        net.advance(0.05)
+    assert len(net.nodes[0].dead) == 1
+    assert {f.reason for f in net.nodes[0].failed} == {"peer_dead"}
+    probes = net.nodes[0].transport.stats()["probes_sent"]
+    assert isinstance(probes, int)
+    return net.now, probes
+
+
+def test_k_busy_streams_to_a_dead_peer_count_one_probe_round_not_k() -> None:
+    # Audit test 4 (second half): the rule counts per peer and per probe round, so eight busy
+    # streams neither detect the death sooner nor probe more than one stream does.
+    one_at, one_probes = _death_of_a_killed_peer(1)
+    many_at, many_probes = _death_of_a_killed_peer(8)
+    interval = live_config().probe_interval_s
+    assert abs(many_at - one_at) <= 0.05 + interval
+    assert many_at - 1.0 >= live_config().dead_peer_timeout_s - interval
+    assert abs(many_probes - one_probes) <= 1
