@@ -462,8 +462,8 @@ class GbnSender:
             stats.retransmissions += 1
             stats.recovery["holes_resent"] += 1
             out.append(SendPacket(self.dst_node, entry.packet))
-        if out:
-            self._loss_event(now)
+        # No window cut here: the held packets keep the window from sliding past the hole
+        # anyway, and loss on this link is injected, not congestion (timeouts still cut).
         return out
 
     def _tail_probe(self, now: float) -> list[TransportAction]:

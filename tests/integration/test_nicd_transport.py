@@ -15,15 +15,16 @@ import pytest
 
 from emubench.localcluster import NicCluster, run_hosts
 from emucluster.port import Port, RmWriteEvent, SendFailedError
+from nicd.config import FaultConfig
 
 HOSTS = Path(__file__).parent / "hosts"
 pytestmark = pytest.mark.slow
 
 
 def test_all_pairs_exchange_survives_loss_dup_reorder(tmp_path: Path) -> None:
-    faults = ["--loss", "0.2", "--dup", "0.05", "--reorder", "0.05", "--fault-seed", "7"]
+    faults = FaultConfig(loss=0.2, dup=0.05, reorder=0.05, seed=7)  # one seed per node
     per_node = 2500  # 4 nodes x 2500 = 10,000 messages, 0 B .. 64 KiB
-    with NicCluster(4, tmp_path, faults) as cluster:
+    with NicCluster(4, tmp_path, faults=faults) as cluster:
         results = run_hosts(HOSTS / "exchange.py", cluster.sockets, [str(per_node), "11"], 400)
         stats = [cluster.stats(n) for n in range(4)]
     for result in results:
