@@ -37,6 +37,26 @@ def test_all_pairs_exchange_survives_loss_dup_reorder(tmp_path: Path) -> None:
         assert s["transport"]["retransmissions"] > 0
 
 
+@pytest.mark.parametrize("recovery", ["selective", "gbn"])
+def test_exchange_at_30_percent_loss_is_exactly_once_with_either_recovery(
+    tmp_path: Path, recovery: str
+) -> None:
+    faults = FaultConfig(loss=0.3, dup=0.05, reorder=0.1, seed=3)
+    per_node = 150  # 3 nodes x 150 messages, 0 B .. 64 KiB, all pairs
+    with NicCluster(3, tmp_path, ["--recovery", recovery], faults=faults) as cluster:
+        results = run_hosts(HOSTS / "exchange.py", cluster.sockets, [str(per_node), "5"], 600)
+        stats = [cluster.stats(n) for n in range(3)]
+    for result in results:
+        assert result["errors"] == [], result
+        assert result["received"] == result["expected"] > 0
+    assert sum(r["received"] for r in results) == 3 * per_node
+    held = sum(s["transport"]["recovery"].get("held", 0) for s in stats)
+    assert (held > 0) == (recovery == "selective")
+    for s in stats:
+        assert s["faults"]["dropped"] > 0
+        assert s["link"]["peers_dead"] == []
+
+
 def test_stats_file_written_on_sigterm(tmp_path: Path) -> None:
     cluster = NicCluster(2, tmp_path)
     with cluster, Port.open(cluster.sockets[0]) as a, Port.open(cluster.sockets[1]) as b:
