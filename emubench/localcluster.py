@@ -1,7 +1,9 @@
 """Start N real nicd processes on loopback and exchange their routes, without the launcher.
 
 For the nicd port benchmark (`emubench.nicd_port`) and integration tests; emurun does the same
-for whole jobs.
+for whole jobs. Fault injection is given as a :class:`~nicd.config.FaultConfig` and each nicd
+gets its own seed, derived as emurun derives it (:func:`launcher.plan.fault_seed_for`), so the
+nodes do not lose the same packets.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from launcher.plan import fault_seed_for
 from nicd import manage
 from nicd.ready import Ready, decode_ready_untrusted
 
@@ -22,18 +26,31 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
+    from nicd.config import FaultConfig
+
 __all__ = ["NicCluster", "run_hosts"]
 
 READY_TIMEOUT_S = 30.0
 
 
 class NicCluster:
-    """N nicds with routes exchanged, as emurun's rendezvous does."""
+    """N nicds with routes exchanged, as emurun's rendezvous does. ``args`` go to every nicd;
+    ``faults`` too, with node ``i``'s seed ``fault_seed_for(faults.seed, i)`` (as emurun)."""
 
-    def __init__(self, n: int, run_dir: Path, args: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        n: int,
+        run_dir: Path,
+        args: Sequence[str] = (),
+        *,
+        faults: FaultConfig | None = None,
+    ) -> None:
+        if "--fault-seed" in args:
+            raise ValueError("give faults=FaultConfig(...): NicCluster derives per-node seeds")
         self.n = n
         self.run_dir = run_dir
         self.args = list(args)
+        self.faults = faults
         self.procs: list[subprocess.Popen[bytes]] = []
         self.udp: dict[int, tuple[str, int]] = {}
         self.sockets: dict[int, str] = {}
@@ -53,6 +70,7 @@ class NicCluster:
         for node in range(self.n):
             cmd = [sys.executable, "-m", "nicd", "--node-id", str(node)]
             cmd += ["--run-dir", str(self.run_dir), "--stats", str(self.stats_path(node))]
+            cmd += self.node_fault_flags(node)
             self.procs.append(
                 subprocess.Popen(cmd + self.args, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
             )
@@ -65,6 +83,12 @@ class NicCluster:
         routes = {**self.udp, **(extra_routes or {})}
         for path in self.sockets.values():
             manage.set_routes(path, routes, timeout=10)
+
+    def node_fault_flags(self, node: int) -> list[str]:
+        """The fault flags of node ``node``'s nicd (none without ``faults``)."""
+        if self.faults is None:
+            return []
+        return replace(self.faults, seed=fault_seed_for(self.faults.seed, node)).flags()
 
     def stats_path(self, node: int) -> Path:
         return self.run_dir / f"stats{node}.json"

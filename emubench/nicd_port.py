@@ -2,6 +2,10 @@
 nicds, beside the floor: a plain-Python relay over the same three hops (Unix socket, UDP, Unix
 socket) with the same wait policy on the hosts.
 
+Then the loss sweep (issue 14): the 64 KiB stream at 0, 1, 5 and 10 % injected loss with each
+loss recovery (``nicd --recovery gbn`` and ``selective``). ``--quick`` is a smoke run with few
+iterations; ``--sweep-only`` measures only the sweep.
+
 Every figure comes from one run on this machine; compare the ratios, not the absolutes.
 ``--json FILE`` writes the environment, parameters, raw samples and summary.
 """
@@ -33,10 +37,14 @@ from emubench.common import (
 )
 from emubench.localcluster import NicCluster
 from emucluster.port import Port, WaitPolicy
+from nicd.config import RECOVERY_MODES, FaultConfig
 
 __all__ = ["main"]
 
 SIZES = (8, 4096, 65536)
+SWEEP_LOSSES = (0.0, 0.01, 0.05, 0.10)
+SWEEP_MODES = RECOVERY_MODES
+QUICK = {"iters": 200, "stream": 2000, "sweep_messages": 200}
 RELAY_MTU = 4096
 NICD_RT_PRIORITY = 10  # SCHED_FIFO priority, as emurun gives nicd
 _FRAG = struct.Struct(">II")  # relay fragment header: message length, offset
@@ -77,6 +85,36 @@ def _bench_ports(
             streamer = functools.partial(_stream, port, size, count)
             elapsed = _run_peer(ctx, peer, wait, "sink", count, streamer)
             out[key] = count / elapsed if size == 8 else count * size / elapsed / 1e6
+    return out
+
+
+def _bench_stream(sockets: dict[int, str], wait: WaitPolicy, count: int) -> float:
+    """MB/s of ``count`` 64 KiB messages from node 0 to node 1, sent back to back."""
+    ctx = mp.get_context("fork")
+    with Port.open(sockets[0], 0, receive_buffers=128, wait=wait) as port:
+        streamer = functools.partial(_stream, port, 65536, count)
+        elapsed = _run_peer(ctx, sockets[1], wait, "sink", count, streamer)
+    return float(count * 65536 / elapsed / 1e6)
+
+
+def _loss_sweep(run_dir: Path, args: argparse.Namespace, env: dict[str, Any]) -> dict[str, Any]:
+    """The 64 KiB stream for every recovery mode and loss rate: MB/s and the counters."""
+    out: dict[str, Any] = {"MB_per_s": {}, "stats": {}}
+    for mode in SWEEP_MODES:
+        out["MB_per_s"][mode] = {}
+        out["stats"][mode] = {}
+        for loss in SWEEP_LOSSES:
+            key = f"{loss * 100:g}"
+            sub = run_dir / f"sweep-{mode}-{key}"
+            sub.mkdir()
+            faults = FaultConfig(loss=loss, seed=1)
+            with NicCluster(2, sub, ["--recovery", mode], faults=faults) as cluster:
+                if args.nic_priority == "rt":
+                    _realtime([proc.pid for proc in cluster.procs], env)
+                out["MB_per_s"][mode][key] = _bench_stream(
+                    cluster.sockets, args.wait, args.sweep_messages
+                )
+                out["stats"][mode][key] = [cluster.stats(n)["transport"] for n in range(2)]
     return out
 
 
@@ -226,14 +264,25 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "environment": environment(
             load_average(), wait_policy=args.wait, nicd_priority=args.nic_priority, nodes=2
         ),
-        "parameters": {"iters": args.iters, "stream": args.stream, "mtu": 4096},
+        "parameters": {
+            "iters": args.iters,
+            "stream": args.stream,
+            "mtu": 4096,
+            "sweep_messages": args.sweep_messages,
+            "sweep_losses": list(SWEEP_LOSSES),
+        },
     }
     with tempfile.TemporaryDirectory(prefix="nicd-bench-") as run_dir:
+        results["loss_sweep"] = _loss_sweep(Path(run_dir), args, results["environment"])
+        if args.sweep_only:
+            results["environment"]["load_average"]["after"] = load_average()
+            results["summary"] = _sweep_summary(results)
+            return results
         results["relay"] = _bench_relay(run_dir, args.wait, args.iters, results["environment"])
-        for label, flags in (("nicd", []), ("nicd_loss5", ["--loss", "0.05", "--fault-seed", "1"])):
+        for label, faults in (("nicd", None), ("nicd_loss5", FaultConfig(loss=0.05, seed=1))):
             sub = Path(run_dir) / label
             sub.mkdir()
-            with NicCluster(2, sub, flags) as cluster:
+            with NicCluster(2, sub, faults=faults) as cluster:
                 if args.nic_priority == "rt":
                     _realtime([proc.pid for proc in cluster.procs], results["environment"])
                 results[label] = _bench_ports(cluster.sockets, args.wait, args.iters, args.stream)
@@ -247,11 +296,31 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "rate_msgs_per_s": results["nicd"]["rate_msgs_per_s"],
         "bandwidth_MB_per_s": results["nicd"]["bandwidth_MB_per_s"],
         "bandwidth_MB_per_s_loss5": results["nicd_loss5"]["bandwidth_MB_per_s"],
+        **_sweep_summary(results),
     }
     return results
 
 
+def _sweep_summary(results: dict[str, Any]) -> dict[str, Any]:
+    sweep = results["loss_sweep"]["MB_per_s"]
+    return {f"bandwidth_MB_per_s_loss5_{mode}": sweep[mode]["5"] for mode in SWEEP_MODES}
+
+
+def _print_sweep(results: dict[str, Any]) -> None:
+    sweep = results["loss_sweep"]["MB_per_s"]
+    keys = [f"{loss * 100:g}" for loss in SWEEP_LOSSES]
+    print_table(
+        "64 KiB stream (MB/s) by injected loss and recovery",
+        ("recovery", *(f"{k} % loss" for k in keys)),
+        [(mode, *(f"{sweep[mode][k]:.1f}" for k in keys)) for mode in SWEEP_MODES],
+    )
+    print(f"selective at 5 % loss: {sweep['selective']['5']:.0f} MB/s (target > 100)")
+
+
 def _print(results: dict[str, Any]) -> None:
+    _print_sweep(results)
+    if "relay" not in results:
+        return
     env = results["environment"]
     rows: list[tuple[object, ...]] = []
     for size in SIZES:
@@ -277,7 +346,13 @@ def _print(results: dict[str, Any]) -> None:
 def _plot(results: dict[str, Any], path: str) -> None:
     plt = pyplot()  # the bench extra; only for --png
 
-    fig, (lat, thr) = plt.subplots(1, 2, figsize=(11, 4.2))
+    if "relay" not in results:  # --sweep-only
+        fig, sweep_ax = plt.subplots(1, 1, figsize=(5.5, 4.2))
+        _plot_sweep(sweep_ax, results)
+        save_figure(fig, path, dpi=110)
+        return
+    fig, (lat, thr, sweep_ax) = plt.subplots(1, 3, figsize=(16, 4.2))
+    _plot_sweep(sweep_ax, results)
     width = 0.27
     series = (("relay", "raw relay floor"), ("nicd", "nicd"), ("nicd_loss5", "nicd, 5 % loss"))
     for i, (key, label) in enumerate(series):
@@ -308,6 +383,22 @@ def _plot(results: dict[str, Any], path: str) -> None:
     save_figure(fig, path, dpi=110)
 
 
+def _plot_sweep(ax: Any, results: dict[str, Any]) -> None:
+    sweep = results["loss_sweep"]["MB_per_s"]
+    xs = [loss * 100 for loss in SWEEP_LOSSES]
+    for mode, label in (("gbn", "go-back-N"), ("selective", "selective (SACK + TLP)")):
+        ys = [sweep[mode][f"{x:g}"] for x in xs]
+        ax.plot(xs, ys, marker="o", label=label)
+    ax.axhline(100, ls=":", c="k", lw=1)
+    ax.text(xs[-1], 102, "100 MB/s target, 5 % loss", fontsize=7, va="bottom", ha="right")
+    ax.set_xticks(xs, [f"{x:g} %" for x in xs])
+    ax.set_xlabel("injected loss (each direction)")
+    ax.set_ylabel("64 KiB stream (MB/s)")
+    ax.set_title("loss recovery: bandwidth vs loss")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print a table."""
     p = argparse.ArgumentParser(prog="emubench nicd", description=__doc__)
@@ -320,10 +411,25 @@ def main(argv: list[str] | None = None) -> int:
         default="rt",
         help="run the nicds at SCHED_FIFO (default, where permitted) or normal priority",
     )
+    p.add_argument(
+        "--sweep-messages",
+        type=int,
+        default=1000,
+        help="64 KiB messages per point of the loss sweep (%(default)s)",
+    )
+    p.add_argument("--sweep-only", action="store_true", help="measure only the loss sweep")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: " + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in QUICK.items()),
+    )
     p.add_argument("--json", metavar="FILE", help="write all results here")
     p.add_argument("--png", metavar="FILE", help="draw the figure here (needs matplotlib)")
     args = p.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else argv
+    if args.quick:
+        for key, value in QUICK.items():
+            setattr(args, key, value)
     results = _run(args)
     _print(results)
     if args.json:

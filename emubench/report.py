@@ -230,9 +230,11 @@ def _mpi(d: dict[str, Any]) -> str:
 
 def _nicd(d: dict[str, Any]) -> str:
     s = d["summary"]
+    selective = s.get("bandwidth_MB_per_s_loss5_selective")  # the loss sweep, when measured
+    tail = "" if selective is None else f" (selective recovery: {selective:.0f} MB/s)"
     return (
         f"8 B {s['latency_ratio_8B']:.2f}x the relay; {s['bandwidth_MB_per_s']:.0f} MB/s; "
-        f"{s['bandwidth_MB_per_s_loss5']:.0f} MB/s at 5 % loss"
+        f"{s['bandwidth_MB_per_s_loss5']:.0f} MB/s at 5 % loss{tail}"
     )
 
 

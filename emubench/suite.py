@@ -64,7 +64,7 @@ JOBS: tuple[Job, ...] = (
          "--min-time", "0.005"),
         ("unexpected_queue.json", "unexpected_queue.png")),
     Job("nicd", _json_png("nicd_bench"),
-        (*_json_png("nicd_bench"), "--iters", "200", "--stream", "2000"),
+        (*_json_png("nicd_bench"), "--iters", "200", "--stream", "2000", "--sweep-messages", "200"),
         ("nicd_bench.json", "nicd_bench.png")),
     Job("grim", _json_png("grim"),
         (*_json_png("grim"), "--iters", "5", "--reps", "2", "--bw-bytes", "400000"),

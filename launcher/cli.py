@@ -19,7 +19,7 @@ from emucluster import coll
 from launcher.errors import EXIT_USAGE, LaunchError, UsageError
 from launcher.plan import LaunchPlan, resolve_program, validate_job_id
 from nicd import errors as nicd_errors
-from nicd.config import FAULT_ENV, FaultConfig
+from nicd.config import FAULT_ENV, RECOVERY_MODES, FaultConfig
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -97,6 +97,7 @@ def build_parser() -> _Parser:
         help="seconds between SIGTERM and SIGKILL when stopping a process (%(default)s)",
     )
     p.option("--nicd-args", default="", metavar="ARGS", help="extra nicd flags, one string")
+    p.option("--recovery", choices=RECOVERY_MODES, help="nicd loss recovery (nicd's default: gbn)")
     p.option("--job-id", metavar="ID", help="job id (letters and digits; default random)")
     p.option("-q", "--quiet", action="store_true", help="report nothing but failures")
     c = p.add_argument_group(
@@ -229,6 +230,7 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         bind_to=args.bind_to,
         nic_priority=args.nic_priority,
         nicd_args=nicd_args,
+        recovery=args.recovery,
         stop_grace=args.stop_grace,
         quiet=args.quiet,
     )

@@ -21,7 +21,7 @@ from emucluster.config import (  # the variables a host learns its place from
     ENV_STATS_DIR,
 )
 from launcher.errors import EXIT_NOT_EXECUTABLE, ProgramNotFound, UsageError
-from nicd.config import FAULT_ENV, FaultConfig
+from nicd.config import FAULT_ENV, FaultConfig, Recovery
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -87,6 +87,8 @@ class LaunchPlan:
     """``rt``: nicd at SCHED_FIFO, falling back to ``nice`` (hosts at nice 19) if refused."""
     nicd_args: tuple[str, ...] = ()
     """Extra nicd flags (``--nicd-args``), after the ones emurun sets."""
+    recovery: Recovery | None = None
+    """nicd ``--recovery`` (None: nicd's default, go-back-N)."""
     listen_host: str = "127.0.0.1"
     """Address every nicd binds its UDP link to."""
     ready_timeout: float = 60.0
@@ -180,6 +182,8 @@ def nicd_argv(plan: LaunchPlan, node: int, run_dir: str) -> list[str]:
         argv += ["--stats", f"{plan.stats_dir}/nic{node}.json"]
     # every fault flag explicit: an EMU_LOSS left in the environment must not leak in
     argv += replace(plan.faults, seed=fault_seed_for(plan.faults.seed, node)).flags()
+    if plan.recovery is not None:
+        argv += ["--recovery", plan.recovery]
     argv += plan.nicd_args
     return argv
 

@@ -8,7 +8,14 @@ import os
 import sys
 
 from nicd import lifeline
-from nicd.config import FAULT_ENV, FaultConfig, NicConfig, NicvmConfig, TransportConfig
+from nicd.config import (
+    FAULT_ENV,
+    RECOVERY_MODES,
+    FaultConfig,
+    NicConfig,
+    NicvmConfig,
+    TransportConfig,
+)
 from nicd.errors import UsageError
 from nicd.ready import READY_PREFIX, log_tag
 
@@ -52,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=defaults.dead_peer_timeout_s,
         help="seconds a peer with data outstanding may be silent to our probes (%(default)s)",
+    )
+    t.add_argument(
+        "--recovery",
+        choices=RECOVERY_MODES,
+        default=defaults.recovery,
+        help="loss recovery: go-back-N or selective (SACK + tail-loss probe) (%(default)s)",
     )
     t.add_argument(
         "--no-buffer-timeout-s",
@@ -116,6 +129,7 @@ def config_from_args(args: argparse.Namespace) -> NicConfig:
         dead_peer_timeout_s=args.dead_peer_s,
         no_buffer_timeout_s=args.no_buffer_timeout_s,
         max_message=args.max_message,
+        recovery=args.recovery,
     )
     faults = FaultConfig.from_values({name: getattr(args, name) for name in FAULT_ENV}, os.environ)
     return NicConfig(

@@ -8,14 +8,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 from nicd.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["FAULT_ENV", "FaultConfig", "NicConfig", "NicvmConfig", "TransportConfig", "fault_flag"]
+__all__ = [
+    "FAULT_ENV",
+    "RECOVERY_MODES",
+    "FaultConfig",
+    "NicConfig",
+    "NicvmConfig",
+    "Recovery",
+    "TransportConfig",
+    "fault_flag",
+]
+
+Recovery = Literal["gbn", "selective"]
+RECOVERY_MODES: tuple[Recovery, ...] = ("gbn", "selective")
+"""``nicd --recovery``: go-back-N (the default, the papers' figures) or selective."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +73,12 @@ class TransportConfig:
     ``no_buffer`` (the peer stays alive; GM itself waits for ever)."""
     max_message: int = 1 << 24
     """Largest message a receiver reassembles, in bytes; a longer one is a counted drop."""
+    recovery: Recovery = "gbn"
+    """Loss recovery. ``gbn``: a receiver drops what arrives out of order and NACKs the gap;
+    the sender goes back N. ``selective``: a receiver holds out-of-order packets within the
+    window and SACKs them; the sender resends only the holes, and probes a silent tail after
+    ~2 RTT (tail-loss probe) instead of waiting for the RTO. Modes interoperate (a sender
+    handles SACKs and GAP NACKs alike); the receiver's mode decides which it gets."""
 
 
 FAULT_ENV: Final[Mapping[str, str]] = MappingProxyType(

@@ -71,3 +71,5 @@ class TransportStats:
     """Gaps between our own inputs long enough to be discounted from a peer's silence."""
     peers_revived: int = 0
     """DEAD peers heard from again (usable again for new sends)."""
+    recovery: Counter[str] = field(default_factory=Counter)
+    """Selective recovery: packets held out of order, SACKs, holes resent, tail probes..."""

@@ -37,6 +37,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, NamedTuple
 
 from nicd.actions import PeerDead, SendFailed, SendPacket
+from nicd.config import RECOVERY_MODES
 from nicd.errors import UsageError
 from nicd.link.reliable import Admission, Admit, GbnReceiver, GbnSender
 from nicd.link.rto import Rto, RttEstimator
@@ -157,7 +158,7 @@ class Transport:
         self._refused: dict[int, dict[RecvKey, GbnReceiver]] = {}  # by local port
         self._control_handlers: dict[
             MsgType, Callable[[GbnSender, ControlPacket, float], list[TransportAction]]
-        ] = {MsgType.ACK: self._on_ack, MsgType.NACK: self._on_nack}
+        ] = {MsgType.ACK: self._on_ack, MsgType.NACK: self._on_nack, MsgType.SACK: self._on_sack}
         self._watched: dict[int, _Peer] = {}  # peers with a probe timer
         self._last_input: float | None = None
         self.active = 0.0
@@ -382,6 +383,7 @@ class Transport:
             "probes_answered": s.probes_answered,
             "stalls": s.stalls,
             "peers_revived": s.peers_revived,
+            "recovery": dict(s.recovery),
             "streams_out": len(self._senders),
             "streams_busy": len(self._busy),
             "streams_in": len(self._receivers),
@@ -407,6 +409,13 @@ class Transport:
     ) -> list[TransportAction]:
         self._stats.acks_received += 1
         return sender.on_ack(packet.seq, now=now)
+
+    def _on_sack(
+        self, sender: GbnSender, packet: ControlPacket, now: float
+    ) -> list[TransportAction]:
+        self._stats.acks_received += 1
+        self._stats.recovery["sacks_received"] += 1
+        return sender.on_sack(packet.seq, packet.sack, now=now)
 
     def _on_nack(
         self, sender: GbnSender, packet: ControlPacket, now: float
@@ -550,6 +559,8 @@ def _check_config(c: TransportConfig) -> None:
             "no_buffer_retry_s, dead_peer_timeout_s, probe_interval_s, no_port_timeout_s and "
             "no_buffer_timeout_s must be positive"
         )
+    if c.recovery not in RECOVERY_MODES:
+        raise UsageError(f"recovery {c.recovery!r} must be one of {', '.join(RECOVERY_MODES)}")
     if c.dead_peer_probes < 0:
         raise UsageError("dead_peer_probes must not be negative")
     if not 0 <= c.max_message <= _U32:

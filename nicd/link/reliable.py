@@ -1,4 +1,5 @@
-"""Go-back-N sender and receiver for one stream (GRIM 4.2-4.3, adapted to lossy UDP).
+"""Go-back-N sender and receiver for one stream (GRIM 4.2-4.3, adapted to lossy UDP), with
+selective recovery as an option (``TransportConfig.recovery``).
 
 A stream is one (source LC, destination node, destination LC) triple: GRIM 4.3.2's any-to-any
 sequencing, so a NACK or a rollback here never touches another stream. The sender owns the
@@ -17,6 +18,17 @@ fragment arrives at ``expected`` after every earlier fragment was taken in order
 called only for a FIRST fragment at ``expected``; a bad peer is a counted drop, never raised.
 Sequence numbers are unbounded here and 32-bit on the wire (:func:`unwrap` maps back).
 
+Selective recovery (``recovery="selective"``, RFC 2018/6675 and RFC 8985's tail-loss probe in
+miniature): the receiver holds packets that arrive ahead of ``expected`` (bounded by
+:class:`~nicd.link.selective.HoldBuffer`, never while it refuses the stream), takes them in
+order once the hole is filled, and answers with SACK instead of a GAP NACK. Any sender, in
+either mode, handles a SACK: it frees what the cumulative part covers, marks the held packets
+(never sent again unless a refusal or a long backoff makes the mark doubtful), and resends each
+hole below the highest held packet at most once per RTT. A selective sender also resends its
+last unacknowledged packet once after ~2 RTT without progress, so a lost tail is found by the
+SACK it provokes rather than by the RTO. A go-back-N receiver never SACKs, so a selective sender
+talking to it goes back N on its GAP NACKs: mixed modes interoperate, the receiver decides.
+
 Longer than 500 lines on purpose: the two halves of one protocol share the sequence arithmetic,
 the refusal rules and the control-packet shape, and are read side by side.
 """
@@ -30,6 +42,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from nicd.actions import Deliver, SendComplete, SendFailed, SendPacket
+from nicd.link.selective import HoldBuffer, sacked
 from nicd.link.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
 
 if TYPE_CHECKING:
@@ -55,6 +68,8 @@ _HALF = 1 << (SEQ_BITS - 1)
 TOKEN_MASK = 0xFFFF  # the NI token is the low 16 bits of the sequence number
 REFUSAL_HOLD = 0.5  # fraction of no_buffer_retry_s a refused receiver ignores retransmissions
 RETRY_BACKOFF_CAP = 16  # doublings of the refusal retry delay, at most
+TLP_RTTS = 2.0  # a selective sender probes its tail after this many RTTs without progress
+SACK_DOUBT_BACKOFF = 2  # after this many timeouts in a row the SACK marks are forgotten
 
 
 class Admission(IntEnum):
@@ -100,6 +115,8 @@ class _Outgoing:
     first_sent: float = 0.0
     last_sent: float = 0.0
     sends: int = 0
+    sacked: bool = False
+    """The receiver said (SACK) it holds this packet: not sent again while the mark holds."""
 
 
 class GbnSender:
@@ -145,6 +162,9 @@ class GbnSender:
         self._probing = False
         self._retry_at = 0.0
         self._retries = 0
+        self._selective = config.recovery == "selective"
+        self._tlp_at: float | None = None
+        """When the tail-loss probe goes (selective only; once per stretch without progress)."""
 
     # -- local requests ---------------------------------------------------------------------
 
@@ -191,6 +211,9 @@ class GbnSender:
         stats = self.stats
         while self.send_next < stop:
             entry = self._packets[self.send_next - self.base]
+            if entry.sacked:  # the receiver holds it (SACK)
+                self.send_next += 1
+                continue
             if entry.sends:
                 stats.retransmissions += 1
             else:
@@ -201,6 +224,8 @@ class GbnSender:
             out.append(SendPacket(self.dst_node, entry.packet))
             self.send_next += 1
         self.high_sent = max(self.high_sent, self.send_next)
+        if out and self._selective and self._tlp_at is None:
+            self._tlp_at = now + TLP_RTTS * self._rtt_guard()
         return out
 
     def close(self, reason: str = "closed") -> list[TransportAction]:
@@ -224,6 +249,7 @@ class GbnSender:
         """The peer came back after being declared dead: forget the backoff and the refusal,
         go back to ``base`` (orphans first, so the receiver's sequence stays whole)."""
         self._clear_refusal()
+        self._forget_sacks()
         self.rto.on_progress()
         self._go_back(self.base, now)
         return self.transmit(now=now)
@@ -253,6 +279,31 @@ class GbnSender:
         out = self._free(upto, now=now, sample=True)
         return out + self.transmit(now=now)
 
+    def on_sack(self, seq: int, bitmap: int, *, now: float) -> list[TransportAction]:
+        """A SACK: everything before ``seq`` arrived, and the packets of ``bitmap`` (bit i =
+        ``seq + 1 + i``) are held; resend the holes below the highest held one (each at most
+        once per RTT), then what the window allows."""
+        upto = unwrap(seq, self.base)
+        if upto > self.high_sent:
+            self.stats.drops["ack_beyond_sent"] += 1
+            return []
+        if upto < self.base:
+            self.stats.drops["stale_sack"] += 1
+            return []
+        out = self._free(upto, now=now, sample=True) if upto > self.base else []
+        top = self.base - 1
+        for held in sacked(upto, bitmap):
+            if held >= self.high_sent:
+                break
+            entry = self._packets[held - self.base]
+            if not entry.sacked:
+                entry.sacked = True
+                self.stats.recovery["sacked"] += 1
+            top = held
+        if top >= self.base and not self._paused:
+            out += self._resend_holes(top, now)
+        return out + self.transmit(now=now)
+
     def on_nack(self, reason: NackReason, seq: int, *, now: float) -> list[TransportAction]:
         """A NACK: everything before ``seq`` arrived; ``seq`` was refused for ``reason``."""
         wanted = unwrap(seq, self.base)
@@ -272,6 +323,7 @@ class GbnSender:
                 self._go_back(wanted, now)
         else:  # NO_BUFFER / NO_PORT: GRIM 4.2.1 rollback, then wait for RESUME or the retry
             self.send_next = wanted
+            self._forget_sacks()  # a refusing receiver drops what it held
             self._rolled_back_at = now
             if self.refusal is not reason or self._refused_since is None:
                 self._refused_since = now  # how long *this* refusal lasts
@@ -293,8 +345,11 @@ class GbnSender:
         return self._packets[0].last_sent + self.rto.value()
 
     def timer_deadline(self) -> float | None:
-        """When a refused stream retries (or gives up after the refusal lasted too long)."""
+        """When a refused stream retries (or gives up after the refusal lasted too long), or
+        a selective stream probes its tail."""
         if not self._paused:
+            if self._tlp_at is not None and self.send_next > self.base:
+                return self._tlp_at
             return None
         limit = self._refusal_limit()
         if limit is not None:
@@ -304,12 +359,18 @@ class GbnSender:
     def next_deadline(self) -> float | None:
         """The earlier of the two timers."""
         rto = self.rto_deadline()
-        return rto if rto is not None else self.timer_deadline()
+        other = self.timer_deadline()
+        if rto is None or other is None:
+            return rto if other is None else other
+        return min(rto, other)
 
     def on_timeout(self, *, now: float) -> list[TransportAction]:
         """The retransmission timer expired (the caller checked): back off, go back N."""
         self.stats.timeouts += 1
         self.rto.on_timeout()
+        if self.rto.backoff >= SACK_DOUBT_BACKOFF:
+            self._forget_sacks()  # reneging, or marks from a receiver that restarted
+        self._tlp_at = None
         self._loss_event(now)
         self._go_back(self.base, now)
         return self.transmit(now=now)
@@ -320,6 +381,8 @@ class GbnSender:
         deadline = self.timer_deadline()
         if deadline is None or now < deadline:
             return []
+        if not self._paused:
+            return self._tail_probe(now)
         limit = self._refusal_limit()
         if limit is not None and now >= limit and self.refusal is not None:
             # The receiver's NACK said it expects ``base`` and refuses all from there: the
@@ -377,9 +440,49 @@ class GbnSender:
                     out.append(SendComplete(message.port, message.handle))
             self.base += 1
         self.send_next = max(self.send_next, self.base)
+        if self._selective:
+            in_flight = self.send_next > self.base
+            self._tlp_at = now + TLP_RTTS * self._rtt_guard() if in_flight else None
         self.cwnd = min(float(self.config.window), self.cwnd + count / self.cwnd)
         self._clear_refusal()
         return out
+
+    def _resend_holes(self, top: int, now: float) -> list[TransportAction]:
+        """Resend every packet in ``[base, top)`` that was sent, is not held by the receiver
+        and did not go out within the last RTT (selective recovery; ``send_next`` stays)."""
+        out: list[TransportAction] = []
+        guard = self._rtt_guard()
+        stats = self.stats
+        for index in range(min(top, self.send_next) - self.base):
+            entry = self._packets[index]
+            if entry.sacked or not entry.sends or now - entry.last_sent < guard:
+                continue
+            entry.sends += 1
+            entry.last_sent = now
+            stats.retransmissions += 1
+            stats.recovery["holes_resent"] += 1
+            out.append(SendPacket(self.dst_node, entry.packet))
+        # No window cut here: the held packets keep the window from sliding past the hole
+        # anyway, and loss on this link is injected, not congestion (timeouts still cut).
+        return out
+
+    def _tail_probe(self, now: float) -> list[TransportAction]:
+        """No progress for ~2 RTT: resend the last unacknowledged packet on the link once,
+        so the receiver's SACK tells us which of the tail were lost (RFC 8985 §7)."""
+        self._tlp_at = None
+        for index in range(self.send_next - self.base - 1, -1, -1):
+            entry = self._packets[index]
+            if not entry.sacked and entry.sends:
+                entry.sends += 1
+                entry.last_sent = now
+                self.stats.retransmissions += 1
+                self.stats.recovery["tail_probes"] += 1
+                return [SendPacket(self.dst_node, entry.packet)]
+        return []
+
+    def _forget_sacks(self) -> None:
+        for entry in self._packets:
+            entry.sacked = False
 
     def _clear_refusal(self) -> None:
         self.refusal = None
@@ -458,6 +561,10 @@ class GbnReceiver:
         self._refused_at = 0.0
         self._gap_nacked: int | None = None
         self._reassembly: _Reassembly | None = None
+        self._held: HoldBuffer | None = (
+            HoldBuffer(config.window) if config.recovery == "selective" else None
+        )
+        """Selective recovery: packets that arrived ahead of ``expected``."""
 
     def on_data(self, p: DataPacket, *, now: float, admit: Admit) -> list[TransportAction]:
         """One data packet of this stream arrived."""
@@ -469,11 +576,50 @@ class GbnReceiver:
             self.ack_due = now
             return []
         if seq > self.expected:
+            if self._held is not None:
+                return self._ahead(seq, p, now)
             stats.drops["out_of_order"] += 1
             if self.refusal is None and self._gap_nacked != self.expected:
                 self._gap_nacked = self.expected  # once per gap; the sender's RTO covers loss
                 return [self._control(MsgType.NACK, NackReason.GAP)]
             return []
+        held = self._held
+        if held is None or not held:
+            return self._in_order(p, now, admit)
+        out = self._in_order(p, now, admit)
+        while self.refusal is None and (q := held.pop(self.expected)) is not None:
+            self.stats.recovery["held_taken"] += 1
+            out += self._in_order(q, now, admit)
+        if self.refusal is not None and held:
+            self.stats.recovery["held_discarded"] += held.clear()
+        if held and not self.ack_pending:  # tell the sender what is still missing
+            self.ack_pending = True
+            self.ack_due = now
+        return out
+
+    def _ahead(self, seq: int, p: DataPacket, now: float) -> list[TransportAction]:
+        """Selective: a packet beyond ``expected``. Hold it if it is within reach and the
+        stream is not refused; either way SACK at the end of the burst."""
+        held = self._held
+        assert held is not None
+        recovery = self.stats.recovery
+        if self.refusal is not None:
+            self.stats.drops["out_of_order"] += 1  # the sender goes back to ``expected``
+            return []
+        if seq in held:
+            self.stats.drops["duplicate"] += 1
+        elif not held.fits(seq, self.expected):
+            self.stats.drops["beyond_window"] += 1
+        else:
+            held.hold(seq, p)
+            recovery["held"] += 1
+        self.ack_pending = True
+        self.ack_due = now
+        return []
+
+    def _in_order(self, p: DataPacket, now: float, admit: Admit) -> list[TransportAction]:
+        """A packet at ``expected``: admission for a FIRST fragment, then reassembly."""
+        stats = self.stats
         raised: list[TransportAction] = []
         if FragFlags.FIRST in p.flags:
             refused, raised = self._start(p, now, admit)
@@ -524,6 +670,8 @@ class GbnReceiver:
         hold = REFUSAL_HOLD * self.config.no_buffer_retry_s
         if self.refusal is not None and now < self._refused_at + hold:
             stats.drops["refused"] += 1
+            if self._held:
+                stats.recovery["held_discarded"] += self._held.clear()
             return [], []
         if self._reassembly is not None:
             stats.drops["abandoned"] += 1  # only a sender that gave up mid-message does this
@@ -577,12 +725,17 @@ class GbnReceiver:
         self.unacked = 0
         self.ack_pending = False
         self.ack_due = None
+        bitmap = 0
         if reason is None:
             self.stats.acks_sent += 1
+            if self._held:
+                msg_type = MsgType.SACK
+                bitmap = self._held.bitmap(self.expected)
+                self.stats.recovery["sacks_sent"] += 1
         else:
             self.stats.nacks_sent[reason.name.lower()] += 1
         packet = ControlPacket(
             msg_type, self.expected & SEQ_MASK, self.node_id, self.src_node,
-            self.src_port, self.dst_port, reason,
+            self.src_port, self.dst_port, reason, b"", bitmap,
         )  # fmt: skip
         return SendPacket(self.src_node, packet)

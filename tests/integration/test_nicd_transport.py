@@ -16,15 +16,16 @@ import pytest
 from emubench.localcluster import NicCluster, run_hosts
 from emucluster.port import Port, PortError, RmWriteEvent, SendFailedError
 from nicd import hostlink as hl
+from nicd.config import FaultConfig
 
 HOSTS = Path(__file__).parent / "hosts"
 pytestmark = pytest.mark.slow
 
 
 def test_all_pairs_exchange_survives_loss_dup_reorder(tmp_path: Path) -> None:
-    faults = ["--loss", "0.2", "--dup", "0.05", "--reorder", "0.05", "--fault-seed", "7"]
+    faults = FaultConfig(loss=0.2, dup=0.05, reorder=0.05, seed=7)  # one seed per node
     per_node = 2500  # 4 nodes x 2500 = 10,000 messages, 0 B .. 64 KiB
-    with NicCluster(4, tmp_path, faults) as cluster:
+    with NicCluster(4, tmp_path, faults=faults) as cluster:
         results = run_hosts(HOSTS / "exchange.py", cluster.sockets, [str(per_node), "11"], 400)
         stats = [cluster.stats(n) for n in range(4)]
     for result in results:
@@ -35,6 +36,26 @@ def test_all_pairs_exchange_survives_loss_dup_reorder(tmp_path: Path) -> None:
         assert s["faults"]["dropped"] > 0
         assert s["faults"]["duplicated"] > 0
         assert s["transport"]["retransmissions"] > 0
+
+
+@pytest.mark.parametrize("recovery", ["selective", "gbn"])
+def test_exchange_at_30_percent_loss_is_exactly_once_with_either_recovery(
+    tmp_path: Path, recovery: str
+) -> None:
+    faults = FaultConfig(loss=0.3, dup=0.05, reorder=0.1, seed=3)
+    per_node = 150  # 3 nodes x 150 messages, 0 B .. 64 KiB, all pairs
+    with NicCluster(3, tmp_path, ["--recovery", recovery], faults=faults) as cluster:
+        results = run_hosts(HOSTS / "exchange.py", cluster.sockets, [str(per_node), "5"], 600)
+        stats = [cluster.stats(n) for n in range(3)]
+    for result in results:
+        assert result["errors"] == [], result
+        assert result["received"] == result["expected"] > 0
+    assert sum(r["received"] for r in results) == 3 * per_node
+    held = sum(s["transport"]["recovery"].get("held", 0) for s in stats)
+    assert (held > 0) == (recovery == "selective")
+    for s in stats:
+        assert s["faults"]["dropped"] > 0
+        assert s["link"]["peers_dead"] == []
 
 
 def test_stats_file_written_on_sigterm(tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ from nicd.actions import (
 )
 from nicd.config import NicConfig, TransportConfig
 from nicd.errors import BadPacket
+from nicd.gm import PortState, PortTable
 from nicd.link.channels import Admission, Transport
 from nicd.link.wire import ControlPacket, DataPacket, MsgType, decode_untrusted, encode
 from nicd.nic import NicCore
@@ -172,37 +173,65 @@ class BadNetwork:
 
 
 class Ports:
-    """A node's GM ports as the transport sees them: open or not, and receive tokens."""
+    """A node's GM ports as the transport sees them, admitted through production's
+    :class:`nicd.gm.PortTable` (audit test 19): a port that was never opened answers
+    NO_BUFFER (its host is still starting) for as long as that lasts, one that was open and
+    closed answers NO_PORT, an open one without receive tokens NO_BUFFER."""
 
-    def __init__(self) -> None:
-        self.tokens: dict[int, float] = {}
+    def __init__(self, max_ports: int = 64) -> None:
+        self.table = PortTable(max_ports=max_ports, send_tokens=1)
+        self.tokens = _Tokens(self.table)
+        """Receive tokens by open port (read and set; ``math.inf`` is unlimited)."""
         self.admitted: list[tuple[int, int, int, int]] = []
         self.refused: list[tuple[int, Admission]] = []
 
     def open(self, port: int, tokens: float = math.inf) -> None:
+        """Open ``port`` with ``tokens`` receive tokens (an open one just gets the tokens)."""
+        if self.table.get(port) is None:
+            self.table.open(_conn_of(port), port)
         self.tokens[port] = tokens
 
     def close(self, port: int) -> None:
-        self.tokens.pop(port, None)
+        self.table.close_conn(_conn_of(port))
 
     def verdict(self, first: DataPacket) -> Verdict:
         """The transport's admission hook: :meth:`admit`, raising nothing."""
         return self.admit(first), []
 
     def admit(self, first: DataPacket) -> Admission:
-        dst_port, src_node, src_port, msg_len = (
-            first.dst_port, first.src_node, first.src_port, first.msg_len
-        )  # fmt: skip
-        tokens = self.tokens.get(dst_port)
-        if tokens is None:
-            self.refused.append((dst_port, Admission.NO_PORT))
-            return Admission.NO_PORT
-        if tokens <= 0:
-            self.refused.append((dst_port, Admission.NO_BUFFER))
-            return Admission.NO_BUFFER
-        self.tokens[dst_port] = tokens - 1
-        self.admitted.append((dst_port, src_node, src_port, msg_len))
-        return Admission.OK
+        verdict = self.table.admit(first)
+        if verdict is Admission.OK:
+            self.admitted.append((first.dst_port, first.src_node, first.src_port, first.msg_len))
+        else:
+            self.refused.append((first.dst_port, verdict))
+        return verdict
+
+
+def _conn_of(port: int) -> int:
+    return port + 1  # one host connection per port
+
+
+class _Tokens:
+    """``ports.tokens[port]``: the receive tokens of an open port in the PortTable."""
+
+    def __init__(self, table: PortTable) -> None:
+        self._table = table
+
+    def _state(self, port: int) -> PortState:
+        state = self._table.get(port)
+        if state is None:
+            raise KeyError(port)
+        return state
+
+    def __getitem__(self, port: int) -> float:
+        return self._state(port).receive_tokens
+
+    def __setitem__(self, port: int, tokens: float) -> None:
+        self._state(port).receive_tokens = tokens  # type: ignore[assignment]  # inf: unlimited
+
+    def get(self, port: int) -> float | None:
+        state = self._table.get(port)
+        return None if state is None else state.receive_tokens
 
 
 @dataclass

@@ -290,8 +290,9 @@ def test_port_opened_late_gets_its_messages() -> None:
     net.send(0, 1, b"early", dst_port=3)
     net.advance(0.02)
     nacks = net.nodes[1].transport.stats()["nacks_sent"]
-    assert list(nacks) == ["no_port"]  # type: ignore[call-overload]
-    assert 1 <= nacks["no_port"] <= 4  # type: ignore[index]  # once, then once per retry
+    # Production admission (gm.PortTable): a never-opened port is not ready yet, not gone.
+    assert list(nacks) == ["no_buffer"]  # type: ignore[call-overload]
+    assert 1 <= nacks["no_buffer"] <= 4  # type: ignore[index]  # once, then once per retry
     net.nodes[1].ports.open(3)
     net.apply(1, net.nodes[1].transport.resume_port(3, now=net.now))
     net.run()
@@ -299,9 +300,24 @@ def test_port_opened_late_gets_its_messages() -> None:
     assert net.nodes[0].failed == []
 
 
-def test_port_never_opened_fails_the_stream_with_no_port_then_the_stream_works_again() -> None:
+def test_a_never_opened_port_is_refused_no_buffer_until_that_times_out() -> None:
+    config = test_config(no_port_timeout_s=0.1, no_buffer_timeout_s=0.5)
+    net = Net(2, config, open_ports=())
+    handles = [net.send(0, 1, bytes([i]) * 70, dst_port=3) for i in range(2)]
+    net.run(lambda: len(net.nodes[0].failed) == 2)
+    assert [(f.handle, f.reason) for f in net.nodes[0].failed] == [
+        (h, "no_buffer") for h in handles
+    ]
+    assert net.now >= config.no_buffer_timeout_s  # not the shorter NO_PORT limit
+    assert net.nodes[1].transport.stats()["nacks_sent"].get("no_port", 0) == 0  # type: ignore[attr-defined]
+    assert net.nodes[0].dead == []
+
+
+def test_port_closed_fails_the_stream_with_no_port_then_the_stream_works_again() -> None:
     config = test_config(no_port_timeout_s=0.5)
     net = Net(2, config, open_ports=())
+    net.nodes[1].ports.open(3)
+    net.nodes[1].ports.close(3)  # it was open, now it is gone: NO_PORT
     handles = [net.send(0, 1, bytes([i]) * 70, dst_port=3) for i in range(3)]
     net.run(lambda: len(net.nodes[0].failed) == 3)
     assert [(f.handle, f.reason) for f in net.nodes[0].failed] == [(h, "no_port") for h in handles]

@@ -18,6 +18,7 @@ from nicd.link.wire import (
     DATA_HEADER,
     MAX_NODE,
     MAX_PORT,
+    SACK_TRAILER,
     SIGNAL_TYPES,
     ControlPacket,
     DataPacket,
@@ -114,6 +115,17 @@ EXPECTED: dict[str, DataPacket | ControlPacket] = {
         dst_port=4,
         reason=None,
         route=b"",
+    ),
+    "sack": ControlPacket(
+        msg_type=MsgType.SACK,
+        seq=57,
+        from_node=3,
+        to_node=1,
+        src_port=2,
+        dst_port=4,
+        reason=None,
+        route=b"",
+        sack=0x8000_0000_0000_0005,
     ),
     **{
         f"nack_{reason.name.lower()}": ControlPacket(
@@ -216,7 +228,8 @@ def test_vector_encodes_to_the_exact_bytes(name: str) -> None:
         assert len(raw) == 1 + len(expected.route) + DATA_HEADER.size + len(expected.payload) + 4
     else:
         assert encode_control(expected) == raw
-        assert len(raw) == 1 + len(expected.route) + CONTROL_HEADER.size + 4
+        trailer = SACK_TRAILER.size if expected.msg_type is MsgType.SACK else 0
+        assert len(raw) == 1 + len(expected.route) + CONTROL_HEADER.size + trailer + 4
 
 
 def test_decode_accepts_bytearray_and_memoryview(vector: bytes) -> None:
@@ -380,6 +393,7 @@ def control_packets(draw: st.DrawFn) -> ControlPacket:
         dst_port=draw(st.integers(0, MAX_PORT)),
         reason=reason,
         route=draw(routes),
+        sack=draw(st.integers(0, (1 << 64) - 1)) if msg_type is MsgType.SACK else 0,
     )
 
 
