@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "mpi-micro": ("emubench.mpi_micro", "the MPI micro-benchmark ranks of mpi-compare"),
     "unexpected-queue": ("emubench.unexpected_queue", "unexpected-queue search (seed 004 Fig 4)"),
     "nicd": ("emubench.nicd_port", "nicd port-to-port latency and bandwidth"),
+    "containers": ("emubench.containers", "N containers (docker-compose) vs N local nodes"),
 }
 """Subcommand -> (module whose ``main(argv)`` it runs, what it measures)."""
 DEFAULT_DIR = Path("docs/figures")
