@@ -8,6 +8,8 @@
 #
 #   docker/dockerd-up.sh            # start (root), log in ${DOCKERD_LOG:-/var/log/emucluster-dockerd.log}
 #   DOCKERD_TIMEOUT=120 docker/dockerd-up.sh
+# On cgroup v1 kernels with RT group scheduling it also gives Docker's cgroup a real-time budget
+# (DOCKERD_RT_RUNTIME_US, default 600000 us per second per CPU) for SCHED_FIFO nicds in containers.
 set -euo pipefail
 
 log="${DOCKERD_LOG:-/var/log/emucluster-dockerd.log}"
@@ -35,9 +37,16 @@ if [ -z "$driver" ]; then
     if grep -qw overlay /proc/filesystems; then driver=overlay2; else driver=vfs; fi
 fi
 
-echo "dockerd-up: starting dockerd (storage $driver, bridge $bip, pool $pool), log $log"
+# cgroup v1 with RT group scheduling: Docker's cgroup gets a real-time budget that containers
+# can share (docker-compose.yml's EMU_RT_RUNTIME); without it SCHED_FIFO is refused in them
+rt=()
+if [ -f /sys/fs/cgroup/cpu/cpu.rt_runtime_us ]; then
+    rt=(--cpu-rt-runtime "${DOCKERD_RT_RUNTIME_US:-600000}")
+fi
+
+echo "dockerd-up: starting dockerd (storage $driver, bridge $bip, pool $pool ${rt[*]}), log $log"
 mkdir -p "$(dirname "$log")"
-nohup dockerd --bip "$bip" --default-address-pool "$pool" --storage-driver "$driver" \
+nohup dockerd --bip "$bip" --default-address-pool "$pool" --storage-driver "$driver" "${rt[@]}" \
     >>"$log" 2>&1 </dev/null &
 pid=$!
 for _ in $(seq 1 "$timeout_s"); do

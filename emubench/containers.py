@@ -66,6 +66,7 @@ def _micro_args(args: argparse.Namespace, out: Path) -> list[str]:
 
 def _local(args: argparse.Namespace, out: Path) -> subprocess.CompletedProcess[str]:
     return run_emurun(args.nodes, MICRO, _micro_args(args, out), capture=True, check=False,
+                      emurun_args=["--nic-priority", args.nic_priority],
                       timeout_s=args.timeout, wall_timeout=args.timeout + 60)  # fmt: skip
 
 
@@ -79,7 +80,7 @@ def _containers(args: argparse.Namespace, out: Path) -> subprocess.CompletedProc
         "NODES": str(args.nodes),
         "NP": str(args.nodes),
         "APP": f"-m {MICRO} {micro}",
-        "EMURUN_ARGS": f"-q --timeout {args.timeout:g}",
+        "EMURUN_ARGS": f"-q --timeout {args.timeout:g} --nic-priority {args.nic_priority}",
         "EMU_SUBNET": args.subnet,
     }
     up = [*base, "up", "--scale", f"node={args.nodes}", "--exit-code-from", "head", "--no-color"]
@@ -136,7 +137,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "argv"
         },
         "command": command_line("containers", args.argv),
-        "environment": environment(load_before, bind_to="core (local) / per container"),
+        "environment": environment(
+            load_before, nicd_priority=args.nic_priority, bind_to="core (local) / per container"
+        ),
         "note": "one machine: containers share its cores; this is the container and bridge "
         "path's cost, not what a machine per node buys",
         "runs": runs,
@@ -183,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--blocks", type=int, default=5, help="ping-pong blocks (median taken)")
     p.add_argument("--coll-iters", type=int, default=200, help="Bcast iterations")
     p.add_argument("--quick", action="store_true", help="few iterations: a smoke run")
+    p.add_argument("--nic-priority", choices=("rt", "nice", "none"), default="nice",
+                   help="both sides (default nice: containers get no real-time budget unless "
+                   "EMU_RT_RUNTIME is set, and then are throttled; see the README)")  # fmt: skip
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per job")
     p.add_argument("--project-dir", type=Path, default=Path.cwd(),
                    help="where docker-compose.yml is (default: the current directory)")  # fmt: skip

@@ -79,6 +79,7 @@ def test_every_service_has_init_shm_and_sys_nice(name: str) -> None:
     unit = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[size.group(2)]
     assert int(size.group(1)) * unit >= 128 << 20
     assert "SYS_NICE" in service["cap_add"]
+    assert service["cpu_rt_runtime"] == "0ms", "an RT budget by default fails on most engines"
     assert "ports" not in service, "no published ports (no NAT on the fabric)"
     assert "container_name" not in service, "a fixed name breaks --scale"
     assert "network_mode" not in service
