@@ -47,17 +47,19 @@ def load(env: dict[str, str] | None = None) -> dict[str, Any]:
 
 
 def shell_words(service: dict[str, Any]) -> list[str]:
-    """The words of the service's command; ``sh -c SCRIPT`` is split at its ``exec``."""
+    """The words of the service's command (``sh -c SCRIPT``: the script's words)."""
     command = service["command"]
     script = command[-1] if command[0] == "sh" else shlex.join(command)
-    return shlex.split(script.replace(";", " ; "))
+    return shlex.split(script.replace(";", " ; ").replace("&", " & "))
 
 
-def exec_argv(service: dict[str, Any]) -> list[str]:
+def program_argv(service: dict[str, Any], program: str) -> list[str]:
+    """The argv the service's script runs ``program`` with (up to the next ``;`` or ``&``)."""
     words = shell_words(service)
-    start = words.index("exec") + 1
-    end = words.index(";", start) if ";" in words[start:] else len(words)
-    return words[start:end]
+    assert words.count(program) == 1, words
+    start = words.index(program)
+    ends = [i for i, word in enumerate(words) if word in (";", "&") and i > start]
+    return words[start : min(ends, default=len(words))]
 
 
 def option(argv: list[str], name: str) -> str:
@@ -127,7 +129,7 @@ def test_head_runs_emurun_waiting_for_the_nodes_agents() -> None:
         "EMURUN_ARGS": "--bcast nic-mcast",
     }
     doc = load(values)
-    argv = exec_argv(doc["services"]["head"])
+    argv = program_argv(doc["services"]["head"], "emurun")
     assert argv[:3] == ["emurun", "--launcher", "none"]
     assert option(argv, "--agents") == "6"
     assert option(argv, "-np") == "12"
@@ -141,8 +143,8 @@ def test_head_runs_emurun_waiting_for_the_nodes_agents() -> None:
 
 def test_nodes_dial_the_head_on_its_listening_port() -> None:
     doc = load({"SLOTS": "2"})
-    head = exec_argv(doc["services"]["head"])
-    node = exec_argv(doc["services"]["node"])
+    head = program_argv(doc["services"]["head"], "emurun")
+    node = program_argv(doc["services"]["node"], "emuproxy")
     assert node[0] == "emuproxy"
     assert option(node, "--connect") == "head:" + option(head, "--listen").rsplit(":", 1)[1]
     assert option(node, "--token-file") == option(head, "--token-file")
@@ -153,7 +155,7 @@ def test_the_head_command_parses_with_emuruns_own_parser() -> None:
     parser = build_parser()
     if "--launcher" not in parser._option_string_actions:
         pytest.skip("emurun has no --launcher yet (the multi-host launcher of branch i16-agent)")
-    argv = exec_argv(load()["services"]["head"])
+    argv = program_argv(load()["services"]["head"], "emurun")
     ours, theirs = split_argv(argv[1:], parser.valued)
     parser.parse_args(ours)
     assert theirs == ["examples/demo.py"]
@@ -185,8 +187,13 @@ def test_the_documented_command_takes_the_exit_code_from_the_head() -> None:
     assert "--exit-code-from head" in section
     assert "docker-compose up" in section
     assert "docker compose up" in section
-    for service in load()["services"].values():
+    services = load()["services"]
+    for service in services.values():
         assert "restart" not in service, "a restarted container would outlive the job"
+    # a node whose agent is done must not end first: compose would stop the head (SIGTERM)
+    node_script = services["node"]["command"][-1]
+    assert node_script.rstrip().endswith("sleep infinity & wait")
+    assert "exec emuproxy" not in node_script
 
 
 def test_the_dockerfile_builds_without_a_registry() -> None:
