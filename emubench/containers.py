@@ -66,7 +66,7 @@ def _micro_args(args: argparse.Namespace, out: Path) -> list[str]:
 
 def _local(args: argparse.Namespace, out: Path) -> subprocess.CompletedProcess[str]:
     return run_emurun(args.nodes, MICRO, _micro_args(args, out), capture=True, check=False,
-                      emurun_args=["--nic-priority", args.nic_priority],
+                      emurun_args=["--nic-priority", args.nic_priority, "--bind-to", args.bind_to],
                       timeout_s=args.timeout, wall_timeout=args.timeout + 60)  # fmt: skip
 
 
@@ -81,6 +81,7 @@ def _containers(args: argparse.Namespace, out: Path) -> subprocess.CompletedProc
         "NP": str(args.nodes),
         "APP": f"-m {MICRO} {micro}",
         "EMURUN_ARGS": f"-q --timeout {args.timeout:g} --nic-priority {args.nic_priority}",
+        "EMU_BIND_TO": args.bind_to,
         "EMU_SUBNET": args.subnet,
     }
     up = [*base, "up", "--scale", f"node={args.nodes}", "--exit-code-from", "head", "--no-color"]
@@ -138,7 +139,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         },
         "command": command_line("containers", args.argv),
         "environment": environment(
-            load_before, nicd_priority=args.nic_priority, bind_to="core (local) / per container"
+            load_before, nicd_priority=args.nic_priority, bind_to=args.bind_to
         ),
         "note": "one machine: containers share its cores; this is the container and bridge "
         "path's cost, not what a machine per node buys",
@@ -189,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nic-priority", choices=("rt", "nice", "none"), default="nice",
                    help="both sides (default nice: containers get no real-time budget unless "
                    "EMU_RT_RUNTIME is set, and then are throttled; see the README)")  # fmt: skip
+    p.add_argument("--bind-to", choices=("none", "core"), default="none",
+                   help="both sides (default none: with core, every container's single node "
+                   "is bound to CPU 0)")  # fmt: skip
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per job")
     p.add_argument("--project-dir", type=Path, default=Path.cwd(),
                    help="where docker-compose.yml is (default: the current directory)")  # fmt: skip

@@ -136,6 +136,9 @@ def test_head_runs_emurun_waiting_for_the_nodes_agents() -> None:
     assert option(argv, "--bcast") == "nic-mcast"
     assert argv[-3:] == ["app.py", "--size", "3"]
     assert option(argv, "--token-file") == "/run/emucluster/token"
+    assert option(argv, "--bind-to") == "none", "one machine: not every node on CPU 0"
+    core = program_argv(load({"EMU_BIND_TO": "core"})["services"]["head"], "emurun")
+    assert option(core, "--bind-to") == "core"
     host, port = option(argv, "--listen").rsplit(":", 1)
     assert host == "0.0.0.0"
     assert port.isdigit()
