@@ -6,11 +6,12 @@
 #      as $BASE_TAG. Skipped when BASE_IMAGE names another image (e.g. python:3.11-slim for
 #      users who can pull from a registry).
 #   2. wheels: the dependency wheels for the image's Python (downloaded once per dependency set,
-#      cached) and this checkout's own wheel (built every time: it is small and pure Python),
-#      staged in build/docker/wheels, the only thing the build context holds (.dockerignore).
-#   3. the image: `docker build` of the top-level Dockerfile, tagged $IMAGE.
+#      cached) and this checkout's own wheel, staged in build/docker/wheels, the only thing the
+#      build context holds (.dockerignore).
+#   3. the image: `docker build` of the top-level Dockerfile, tagged $IMAGE and labelled with a
+#      hash of what it is made of; when that hash is unchanged steps 2-3 are skipped.
 #
-# Idempotent, and fast when cached (steps 1-2 skip what exists). Run from anywhere:
+# Idempotent; a run with nothing changed takes ~1 s (steps 1-3 skip what exists). Run from anywhere:
 #   docker/build-image.sh                         # -> emucluster:local
 #   BASE_IMAGE=python:3.11-slim docker/build-image.sh
 #   EMUCLUSTER_DOCKER_REBUILD_BASE=1 docker/build-image.sh   # redo the rootfs and base image
@@ -126,15 +127,19 @@ stage_wheels() {
     rm -rf "$tmp"
 }
 
-content_key() {  # what the image is made of: base image id, Dockerfile, wheel contents (not dates)
+content_key() {  # what the image is made of: base image, Dockerfile, dependencies, our sources
     {
         docker image inspect --format '{{.Id}}' "$base_image" 2>/dev/null || echo "$base_image"
         cat "$repo/Dockerfile" "$repo/.dockerignore"
-        "$python" - "$stage/wheels" <<'PY'
-import pathlib, sys, zipfile
-for wheel in sorted(pathlib.Path(sys.argv[1]).glob("*.whl")):
-    with zipfile.ZipFile(wheel) as z:
-        print(wheel.name, *sorted(f"{i.filename}:{i.CRC:08x}" for i in z.infolist()))
+        ls "$deps_dir"
+        "$python" - "$repo" <<'PY'
+import hashlib, pathlib, sys
+root = pathlib.Path(sys.argv[1])
+files = [root / "pyproject.toml", root / "README.md"]
+for package in ("nicd", "emucluster", "launcher", "emubench"):
+    files += (p for p in (root / package).rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+for path in sorted(files):
+    print(path.relative_to(root), hashlib.sha256(path.read_bytes()).hexdigest())
 PY
     } | sha256sum | cut -c1-32
 }
@@ -143,11 +148,11 @@ mkdir -p "$cache" "$stage"
 docker info >/dev/null 2>&1 || { say "no Docker engine answers (start one: docker/dockerd-up.sh)" >&2; exit 1; }
 if [ "$base_image" = "$base_tag" ]; then import_base; fi
 dependency_wheels
-stage_wheels
 key="$(content_key)"
 if [ "$(docker image inspect --format '{{index .Config.Labels "emucluster.content"}}' "$image" 2>/dev/null)" = "$key" ]; then
-    say "image up to date: $image (same base, Dockerfile and wheel contents)"
+    say "image up to date: $image (same base, Dockerfile, dependencies and sources)"
 else
+    stage_wheels
     say "docker build -> $image (BASE_IMAGE=$base_image)"
     # the classic builder sees local images (BuildKit with another driver would pull the base)
     DOCKER_BUILDKIT=0 docker build --quiet --build-arg "BASE_IMAGE=$base_image" \

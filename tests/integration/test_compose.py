@@ -2,7 +2,8 @@
 
 * one container: ``emurun -np 2`` of the demo inside the image (the image works on its own);
 * docker-compose.yml: ``up --scale node=4 --exit-code-from head`` with the demo, with
-  ``--bcast nic-mcast``, and with a rank that fails (the job's code is compose's exit code).
+  ``--bcast nic-mcast``, and with a rank that fails (the job's code is compose's exit code);
+  a node container killed mid-job ends the job with emurun's lost-host code, naming the host.
 
 Skipped, with the reason, where no Docker engine answers or the multi-host agent is missing;
 ``EMUCLUSTER_DOCKER_TESTS=1`` (CI) turns every such skip into a failure.
@@ -15,11 +16,13 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from launcher import errors
 from launcher.cli import build_parser
 
 if TYPE_CHECKING:
@@ -31,6 +34,7 @@ DEMANDED = os.environ.get("EMUCLUSTER_DOCKER_TESTS") == "1"
 BUILD_TIMEOUT_S = 1800.0  # a cold build runs debootstrap
 JOB_TIMEOUT_S = 420.0
 NODES = 4
+EXIT_LOST_HOST = getattr(errors, "EXIT_LOST_HOST", 123)  # from the multi-host launcher
 
 pytestmark = pytest.mark.slow
 
@@ -168,6 +172,37 @@ def test_compose_exit_code_is_the_failing_ranks(
 ) -> None:
     done = compose_up(project, "tests/integration/hosts/emurun_host.py fail 2 3")
     assert done.returncode == 3, done.stdout + done.stderr
+
+
+def test_a_killed_node_container_ends_the_job_naming_its_host(
+    project: tuple[list[str], dict[str, str]], tmp_path: Path
+) -> None:
+    argv, env = project
+    env = {**env, "NP": str(NODES), "APP": "tests/integration/hosts/emurun_host.py hang"}
+    up = [*argv, "up", "--scale", f"node={NODES}", "--exit-code-from", "head", "--no-color"]
+    log = tmp_path / "up.log"
+    with log.open("w") as out:
+        job = subprocess.Popen(up, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + JOB_TIMEOUT_S
+            while len(re.findall(r"\| ready \d+ \d+", log.read_text())) < NODES:
+                assert job.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.5)
+            victim = run(["docker", "ps", "-q", "--filter",
+                          f"label=com.docker.compose.project={env['COMPOSE_PROJECT_NAME']}",
+                          "--filter", "label=com.docker.compose.service=node"], 60)  # fmt: skip
+            container = victim.stdout.split()[0]
+            hostname = run(["docker", "inspect", "-f", "{{.Config.Hostname}}", container], 60)
+            assert run(["docker", "kill", container], 60).returncode == 0
+            code = job.wait(timeout=JOB_TIMEOUT_S)
+        finally:
+            if job.poll() is None:
+                job.kill()
+                job.wait()
+    output = log.read_text()
+    assert code == EXIT_LOST_HOST, output
+    assert f"lost host {hostname.stdout.strip()}" in output
 
 
 if __name__ == "__main__":
