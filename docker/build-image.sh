@@ -117,13 +117,17 @@ stage_wheels() {
     rm -rf "$stage/wheels" && mkdir -p "$stage/wheels"
     cp -l "$deps_dir"/*.whl "$stage/wheels/" 2>/dev/null || cp "$deps_dir"/*.whl "$stage/wheels/"
     say "building this checkout's wheel"
+    # from a copy: an in-tree build would rewrite build/ and *.egg-info under a running checkout
     local tmp
     tmp="$(mktemp -d)"
+    mkdir "$tmp/src"
+    cp -r "$repo/pyproject.toml" "$repo/README.md" "$repo/nicd" "$repo/emucluster" \
+        "$repo/launcher" "$repo/emubench" "$tmp/src/"
+    find "$tmp/src" -name __pycache__ -prune -exec rm -rf {} +
     "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation \
-        -w "$tmp" "$repo" >/dev/null 2>&1 \
-        || "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps -w "$tmp" "$repo"
-    rm -rf "$repo/build/lib" "$repo/build/bdist."*
-    mv "$tmp"/emucluster-*.whl "$stage/wheels/"
+        -w "$tmp/out" "$tmp/src" >/dev/null 2>&1 \
+        || "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps -w "$tmp/out" "$tmp/src"
+    mv "$tmp"/out/emucluster-*.whl "$stage/wheels/"
     rm -rf "$tmp"
 }
 
