@@ -11,11 +11,13 @@ Skipped, with the reason, where no Docker engine answers or the multi-host agent
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -161,10 +163,20 @@ def test_compose_runs_the_demo_on_four_containers(
 def test_compose_runs_the_demo_with_nic_multicast(
     project: tuple[list[str], dict[str, str]],
 ) -> None:
-    done = compose_up(project, "examples/demo.py", "--bcast nic-mcast")
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output
-    assert len(demo_checks(output, NODES)) == NODES
+    # the stats directory must be under the mounted project directory (same path everywhere)
+    stats = Path(tempfile.mkdtemp(prefix=".test-compose-stats-", dir=ROOT))
+    try:
+        done = compose_up(project, "examples/demo.py", f"--bcast nic-mcast --stats {stats}")
+        output = done.stdout + done.stderr
+        assert done.returncode == 0, output
+        assert len(demo_checks(output, NODES)) == NODES
+        nics = [json.loads((stats / f"nic{n}.json").read_text()) for n in range(NODES)]
+    finally:
+        shutil.rmtree(stats, ignore_errors=True)
+    # the bcasts went through the NICs' multicast: the root's NIC sent, every other delivered
+    assert nics[0]["mcast"]["multicasts"] >= 1, nics[0]["mcast"]
+    for nic in nics[1:]:
+        assert nic["mcast"]["delivered"] >= 1, nic["mcast"]
 
 
 def test_compose_exit_code_is_the_failing_ranks(
