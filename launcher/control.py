@@ -358,7 +358,7 @@ MESSAGES: dict[str, type[_Base]] = {cls.TAG: cls for cls in _ALL}
 def encode_message(message: Message) -> bytes:
     """One frame: length, then the msgpack map of the message."""
     cls = type(message)
-    if MESSAGES.get(cls.TAG) is not cls:
+    if MESSAGES.get(getattr(cls, "TAG", "")) is not cls:
         raise TypeError(f"not a control message: {message!r:.100}")
     body: dict[str, Any] = {"t": cls.TAG}
     for f in fields(cls):
