@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from emubench.netns import Fabric, unavailable
 from tests.integration.mpirun import EXAMPLES, PROGRAMS, ROOT
-from tests.integration.multihost.netns import EXEC_SCRIPT, Fabric, unavailable
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -48,7 +48,7 @@ class Run:
         self.fab = fab
         self.tmpdir = tempfile.mkdtemp(prefix="emumh-", dir="/tmp")
         emurun = [sys.executable, "-m", "launcher.cli", "--launcher", "exec",
-                  "--launcher-exec", f"sh {EXEC_SCRIPT}", "--agent-cmd", AGENT,
+                  "--launcher-exec", fab.launcher_exec(), "--agent-cmd", AGENT,
                   "--listen", f"{fab.head_addr}:0", "--timeout", "150"]  # fmt: skip
         argv = fab.in_head([*emurun, *args])
         env = {**os.environ, **fab.env(), "TMPDIR": self.tmpdir}
@@ -155,9 +155,9 @@ def test_a_two_second_link_cut_is_survived(fabric: Fabric) -> None:
 
 
 def _agent(fab: Fabric, host: str, token_file: Path, port: int) -> subprocess.Popen[bytes]:
-    argv = ["sh", str(EXEC_SCRIPT), host, *AGENT.split(), "--connect",
+    argv = fab.exec_argv(host, [*AGENT.split(), "--connect",
             f"{fab.head_addr}:{port}", "--token-file", str(token_file), "--slots", "2",
-            "--name", f"node-{host}", "--connect-timeout", "120"]  # fmt: skip
+            "--name", f"node-{host}", "--connect-timeout", "120"])  # fmt: skip
     return subprocess.Popen(argv, env={**os.environ, **fab.env()}, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
 

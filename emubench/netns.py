@@ -5,9 +5,13 @@ Topology, touching nothing in the root namespace::
     ns <P>sw: bridge br0 -- ph -- p0 -- p1 -- p2
     ns <P>hd (emurun): eth0 198.18.7.1     ns <P>h<i>: eth0 198.18.7.1<i>
 
-``netns_exec.sh`` enters a host namespace with its own pid namespace and /dev/shm. Names
-carry a per-run prefix, so parallel runs never collide; :meth:`Fabric.close` kills every
-process left in the namespaces and deletes them, whatever happened.
+:meth:`Fabric.launcher_exec` is an ssh-like command for ``emurun --launcher exec``: ``CMD
+HOST COMMAND...`` runs COMMAND in HOST's network namespace, in a pid namespace of its own
+(COMMAND is its pid 1, with a private /proc) and with a private /dev/shm: a host of its own,
+as far as emucluster can tell; stdin (the job's token) passes through. Names carry a per-run
+prefix, so parallel runs never collide; :meth:`Fabric.close` kills every process left in the
+namespaces and deletes them, whatever happened. Used by the multi-host integration tests and
+``emubench multihost`` (it lives here, above every package, because both need it).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -22,7 +27,11 @@ from pathlib import Path
 
 __all__ = ["EXEC_SCRIPT", "SUBNET", "Fabric", "unavailable"]
 
-EXEC_SCRIPT = Path(__file__).with_name("netns_exec.sh")
+EXEC_SCRIPT = """host=$1; shift
+exec ip netns exec "${EMU_NETNS_PREFIX:?}$host" unshare --pid --fork --mount-proc \
+    sh -c 'mount -t tmpfs -o size=256m tmpfs /dev/shm && exec "$@"' sh "$@"
+"""
+"""``sh -c EXEC_SCRIPT netns-exec HOST COMMAND...`` (EMU_NETNS_PREFIX names the namespaces)."""
 SUBNET = "198.18.7"  # RFC 2544 benchmarking range: never a real LAN
 _COUNTER = itertools.count()
 _TIMEOUT_S = 30.0
@@ -84,6 +93,14 @@ class Fabric:
     def port(self, host: str) -> str:
         """The bridge port of ``host`` (in the switch namespace)."""
         return f"p{self.hosts.index(host)}"
+
+    def launcher_exec(self) -> str:
+        """``--launcher-exec`` for emurun (with :meth:`env` in its environment)."""
+        return shlex.join(["sh", "-c", EXEC_SCRIPT, "netns-exec"])
+
+    def exec_argv(self, host: str, argv: list[str]) -> list[str]:
+        """``argv`` run on ``host`` (as emurun's launcher would run it)."""
+        return [*shlex.split(self.launcher_exec()), host, *argv]
 
     def env(self) -> dict[str, str]:
         """What netns_exec.sh needs in emurun's environment."""
