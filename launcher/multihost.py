@@ -19,12 +19,11 @@ import contextlib
 import ipaddress
 import json
 import os
-import secrets
 import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from typing import TYPE_CHECKING
 
 import trio
@@ -34,7 +33,8 @@ from launcher.agent.nodes import STATS_FILE
 from launcher.channel import Channel, accept_agent
 from launcher.children import LineReader, describe_exit, exit_code_of, tag_lines, write_all
 from launcher.control import ControlError
-from launcher.errors import EXIT_INTERNAL, EXIT_LOST_HOST, EXIT_TIMEOUT
+from launcher.errors import EXIT_INTERNAL, EXIT_LOST_HOST, EXIT_TIMEOUT, LaunchError
+from launcher.remote import Agent, read_token
 from launcher.rendezvous import Rendezvous
 from launcher.report import ProcessUsage, job_json, render
 from launcher.starters import Starter, agent_words, reach_address
@@ -52,36 +52,6 @@ _ROUTES_TIMEOUT_S = 60.0
 _BYE_MARGIN_S = 30.0
 _ROOT_CAUSE_WAIT_S = 0.2
 _LAUNCHER_EXIT_S = 10.0
-
-
-@dataclass(eq=False)
-class Agent:
-    """One host of the job as emurun sees it."""
-
-    index: int
-    name: str
-    nodes: list[int] = field(default_factory=list)
-    slots: int = 1
-    channel: Channel | None = None
-    hello: control.Hello | None = None
-    launcher: trio.Process | None = None
-    connected: trio.Event = field(default_factory=trio.Event)
-    gone: trio.Event = field(default_factory=trio.Event)
-    """Its connection ended (after Bye or not)."""
-    bye: bool = False
-    routes_ok: bool = False
-    usages: list[ProcessUsage] = field(default_factory=list)
-    dropped: int = 0
-    """Messages about nodes that are not its own, or otherwise unusable."""
-
-    def describe(self) -> str:
-        """``host h1 (agent for nodes 2-3)``."""
-        if not self.nodes:
-            return f"host {self.name} (agent with no nodes)"
-        span = f"{self.nodes[0]}" if len(self.nodes) == 1 else f"{self.nodes[0]}-{self.nodes[-1]}"
-        if self.nodes != list(range(self.nodes[0], self.nodes[-1] + 1)):
-            span = ",".join(map(str, self.nodes))
-        return f"host {self.name} (agent for node{'s' if len(self.nodes) > 1 else ''} {span})"
 
 
 class MultiJob:
@@ -133,7 +103,10 @@ class MultiJob:
         listen_host, port = self._listen_address()
         listeners = await trio.open_tcp_listeners(port, host=listen_host)
         bound = listeners[0].socket.getsockname()
-        connect = f"{listen_host}:{bound[1]}"
+        reach = listen_host
+        if reach in ("0.0.0.0", "") and self.agents:  # listening everywhere: tell agents one
+            reach = reach_address(self.agents[0].name)
+        connect = f"{reach}:{bound[1]}"
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self._watch_signals)
@@ -464,16 +437,6 @@ class MultiJob:
                 f"hosts ({where}); {prio.get(self.priority, self.priority)}")  # fmt: skip
 
 
-def _token(hp: HostsPlan) -> bytes:
-    if hp.token_file is None:
-        return secrets.token_hex(16).encode()
-    with open(hp.token_file, "rb") as f:
-        token = f.read(4096).strip()
-    if not token:
-        raise OSError(f"{hp.token_file}: no token in it")
-    return token
-
-
 def run_multi(plan: LaunchPlan) -> int:
     """Run a multi-host ``plan`` to its end; report; emurun's exit status."""
     assert plan.hosts is not None
@@ -481,7 +444,7 @@ def run_multi(plan: LaunchPlan) -> int:
     if plan.stats_dir is not None:
         os.makedirs(plan.stats_dir, exist_ok=True)
     try:
-        token = _token(plan.hosts)
+        token = read_token(plan.hosts.token_file)
     except OSError as exc:
         write_all(2, f"emurun: --token-file: {exc}\n".encode())
         return EXIT_INTERNAL
@@ -497,6 +460,9 @@ def run_multi(plan: LaunchPlan) -> int:
     except OSError as exc:  # the listener could not be opened
         write_all(2, f"emurun: cannot listen for agents: {exc}\n".encode())
         code = EXIT_INTERNAL
+    except LaunchError as exc:  # no local address reaches the hosts
+        write_all(2, f"emurun: {exc}\n".encode())
+        code = exc.exit_code
     finally:
         os.unlink(token_path)
         os.rmdir(job_dir)

@@ -4,6 +4,7 @@ a cut link, pre-started agents (``--launcher none``) and a wrong token."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -90,10 +91,24 @@ class Run:
         shutil.rmtree(self.tmpdir)
 
 
-def test_demo_on_three_hosts_by_two(fabric: Fabric) -> None:
-    run = Run(fabric, "-np", "6", "--host", HOSTS, str(EXAMPLES / "demo.py"))
+def test_demo_on_three_hosts_by_two(fabric: Fabric, tmp_path: Path) -> None:
+    stats = tmp_path / "stats"
+    run = Run(fabric, "-np", "6", "--host", HOSTS, "--stats", str(stats), "--cpu-report",
+              str(EXAMPLES / "demo.py"))  # fmt: skip
     code, out, err = run.finish()
     assert code == 0, err
+    names = {p.name for p in stats.iterdir()}
+    assert {f"nic{n}.json" for n in range(6)} | {"job.json"} <= names, names
+    job = json.loads((stats / "job.json").read_text())
+    assert [(h["name"], h["bind_addr"], h["nodes"]) for h in job["hosts"]] == [
+        ("h0", "198.18.7.10", [0, 1]), ("h1", "198.18.7.11", [2, 3]),
+        ("h2", "198.18.7.12", [4, 5]),
+    ]  # fmt: skip
+    assert sorted(u["node"] for u in job["usage"]["processes"] if u["role"] == "host") == [
+        0, 1, 2, 3, 4, 5,
+    ]  # fmt: skip
+    for host in fabric.hosts:
+        assert f"host {host}:" in err  # one CPU table per host
     assert len([line for line in out.splitlines() if line.startswith("hello from rank")]) == 6
     m = re.search(r"checksum (\d+) \(expected (\d+)\)", out)
     assert m is not None, out
@@ -197,3 +212,13 @@ def test_prestarted_agents_dial_in_and_a_wrong_token_is_refused(
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_ctrl_c_stops_every_host(fabric: Fabric) -> None:
+    run = Run(fabric, "-np", "6", "--host", HOSTS, str(RING), "400", "0.05")
+    run.wait_for("started")
+    run.proc.send_signal(signal.SIGINT)
+    code, _, err = run.finish()
+    assert code == 130, err
+    assert "emurun: got SIGINT; stopping the job" in err
+    run.assert_clean()
