@@ -77,7 +77,7 @@ class Run:
         time.sleep(0.2)  # the drain threads
         return code, "".join(self.out), "".join(self.err)
 
-    def assert_clean(self, lost_run_dirs: int = 0) -> None:
+    def assert_clean(self, lost_run_dirs: int = 0, prefix: str = "emuproxy-") -> None:
         """No process left on any host, nothing left in the job's TMPDIR but the run
         directories of SIGKILLed agents (a killed process cannot remove its files; its
         processes died with its host's pid namespace)."""
@@ -87,7 +87,7 @@ class Run:
         assert {h: self.fab.pids(h) for h in self.fab.hosts} == {h: [] for h in self.fab.hosts}
         left = os.listdir(self.tmpdir)
         assert len(left) == lost_run_dirs, left
-        assert all(name.startswith("emuproxy-") for name in left)
+        assert all(name.startswith(prefix) for name in left)
         shutil.rmtree(self.tmpdir)
 
 
@@ -222,3 +222,13 @@ def test_ctrl_c_stops_every_host(fabric: Fabric) -> None:
     assert code == 130, err
     assert "emurun: got SIGINT; stopping the job" in err
     run.assert_clean()
+
+
+def test_agents_stop_everything_when_emurun_is_lost(fabric: Fabric) -> None:
+    run = Run(fabric, "-np", "6", "--host", HOSTS, str(RING), "400", "0.05")
+    run.wait_for("started")
+    run.proc.kill()  # emurun gone without a word: every agent sees its connection close
+    run.finish()
+    # no process on any host, every agent removed its run directory; only the killed emurun's
+    # own directory (its copy of the token) is left, on the head
+    run.assert_clean(lost_run_dirs=1, prefix="emurun-")
