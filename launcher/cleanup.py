@@ -15,13 +15,18 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil  # type: ignore[import-untyped,unused-ignore]
 
 from emucluster.config import ENV_JOB_ID
 from launcher.plan import shm_prefix
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 __all__ = [
+    "ENV_AGENT",
     "SHM_DIR",
     "SweepReport",
     "adopt_orphans",
@@ -32,6 +37,8 @@ __all__ = [
 ]
 
 SHM_DIR = Path("/dev/shm")
+ENV_AGENT = "EMU_AGENT"
+"""Marks the processes an agent (emuproxy) started, so its sweep spares other agents' ones."""
 _KILL_WAIT_S = 5.0
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -51,8 +58,9 @@ class SweepReport:
         return bool(self.killed or self.segments or self.survivors)
 
 
-def job_processes(job_id: str) -> list[psutil.Process]:
-    """Live processes (not zombies) whose environment says they belong to ``job_id``."""
+def job_processes(job_id: str, agent: str | None = None) -> list[psutil.Process]:
+    """Live processes (not zombies) whose environment says they belong to ``job_id`` (and,
+    if given, to ``agent``)."""
     me = os.getpid()
     found = []
     for proc in psutil.process_iter():
@@ -61,32 +69,50 @@ def job_processes(job_id: str) -> list[psutil.Process]:
         try:
             if proc.status() == psutil.STATUS_ZOMBIE:
                 continue
-            if proc.environ().get(ENV_JOB_ID) == job_id:
+            environ = proc.environ()
+            if environ.get(ENV_JOB_ID) == job_id and (
+                agent is None or environ.get(ENV_AGENT) == agent
+            ):
                 found.append(proc)
         except (psutil.Error, OSError):
             continue
     return found
 
 
-def job_segments(job_id: str, shm_dir: Path = SHM_DIR) -> list[Path]:
-    """Shared-memory segments of ``job_id``."""
+def job_segments(
+    job_id: str, shm_dir: Path = SHM_DIR, nodes: Iterable[int] | None = None
+) -> list[Path]:
+    """Shared-memory segments of ``job_id`` (only those of ``nodes``, if given)."""
+    prefixes = (
+        [shm_prefix(job_id)]
+        if nodes is None
+        else [f"{shm_prefix(job_id)}{node}_" for node in nodes]
+    )
     try:
-        return sorted(shm_dir.glob(shm_prefix(job_id) + "*"))
+        return sorted({p for prefix in prefixes for p in shm_dir.glob(prefix + "*")})
     except OSError:
         return []
 
 
-def sweep(job_id: str, run_dir: str | None, shm_dir: Path = SHM_DIR) -> SweepReport:
-    """SIGKILL every process of the job, unlink its segments, remove ``run_dir``."""
+def sweep(
+    job_id: str,
+    run_dir: str | None,
+    shm_dir: Path = SHM_DIR,
+    *,
+    agent: str | None = None,
+    nodes: Iterable[int] | None = None,
+) -> SweepReport:
+    """SIGKILL every process of the job, unlink its segments, remove ``run_dir``; an agent
+    passes its marker and its nodes, so it touches nothing of another agent on its kernel."""
     report = SweepReport()
-    procs = job_processes(job_id)
+    procs = job_processes(job_id, agent)
     for proc in procs:
         with contextlib.suppress(psutil.Error):
             report.killed.append(f"{proc.name()}[{proc.pid}]")
             proc.kill()
     _, alive = psutil.wait_procs(procs, timeout=_KILL_WAIT_S)
     report.survivors = [p.pid for p in alive]
-    for segment in job_segments(job_id, shm_dir):
+    for segment in job_segments(job_id, shm_dir, nodes):
         with contextlib.suppress(FileNotFoundError):
             segment.unlink()
             report.segments.append(segment.name)
