@@ -22,11 +22,13 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "mcast-plot": ("emubench.mcast_plot", "redraw the multicast figures from their JSON"),
     "nicvm": ("emubench.nicvm", "NICVM (thesis Figs 4.9-4.18)"),
     "nicvm-vm": ("emubench.nicvm_vm", "the NICVM virtual machine alone (thesis 4.2.1)"),
+    "containers": ("emubench.containers", "N containers (docker-compose) vs N local nodes"),
     "grim": ("emubench.grim", "GRIM interfaces (seed 002 Figs 4.6, 4.10)"),
     "mpi-compare": ("emubench.mpi_compare", "emucluster MPI against mpi4py on MPICH"),
     "mpi-micro": ("emubench.mpi_micro", "the MPI micro-benchmark ranks of mpi-compare"),
     "unexpected-queue": ("emubench.unexpected_queue", "unexpected-queue search (seed 004 Fig 4)"),
     "nicd": ("emubench.nicd_port", "nicd port-to-port latency and bandwidth"),
+    "multihost": ("emubench.multihost", "3 namespaces x 2 slots vs 6 local nodes (root)"),
 }
 """Subcommand -> (module whose ``main(argv)`` it runs, what it measures)."""
 DEFAULT_DIR = Path("docs/figures")

@@ -23,13 +23,18 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil  # type: ignore[import-untyped,unused-ignore]
 
 from emucluster.config import ENV_JOB_ID
 from launcher.plan import shm_prefix
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 __all__ = [
+    "ENV_AGENT",
     "ENV_JOB_OWNER",
     "OWNER_FILE",
     "RUN_DIR_PREFIX",
@@ -49,6 +54,8 @@ OWNER_FILE = "owner.json"  # in the run directory: {"pid", "started", "job", "pi
 RUN_DIR_PREFIX = "emurun-"  # run directories are <tmp>/emurun-<job>-<random>
 
 SHM_DIR = Path("/dev/shm")
+ENV_AGENT = "EMU_AGENT"
+"""Marks the processes an agent (emuproxy) started, so its sweep spares other agents' ones."""
 _KILL_WAIT_S = 5.0
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -68,9 +75,12 @@ class SweepReport:
         return bool(self.killed or self.segments or self.survivors)
 
 
-def job_processes(job_id: str, owner: int | None = None) -> list[psutil.Process]:
+def job_processes(
+    job_id: str, owner: int | None = None, agent: str | None = None
+) -> list[psutil.Process]:
     """Live processes (not zombies) whose environment says they belong to ``job_id`` (and,
-    if ``owner`` is given, to the launcher with that pid)."""
+    if ``owner`` is given, to the launcher with that pid; if ``agent`` is given, to that
+    agent)."""
     me = os.getpid()
     found = []
     for proc in psutil.process_iter():
@@ -82,6 +92,8 @@ def job_processes(job_id: str, owner: int | None = None) -> list[psutil.Process]
             environ = proc.environ()
             if environ.get(ENV_JOB_ID) != job_id:
                 continue
+            if agent is not None and environ.get(ENV_AGENT) != agent:
+                continue
             if owner is None or environ.get(ENV_JOB_OWNER) == str(owner):
                 found.append(proc)
         except (psutil.Error, OSError):
@@ -89,10 +101,17 @@ def job_processes(job_id: str, owner: int | None = None) -> list[psutil.Process]
     return found
 
 
-def job_segments(job_id: str, shm_dir: Path = SHM_DIR) -> list[Path]:
-    """Shared-memory segments of ``job_id``."""
+def job_segments(
+    job_id: str, shm_dir: Path = SHM_DIR, nodes: Iterable[int] | None = None
+) -> list[Path]:
+    """Shared-memory segments of ``job_id`` (only those of ``nodes``, if given)."""
+    prefixes = (
+        [shm_prefix(job_id)]
+        if nodes is None
+        else [f"{shm_prefix(job_id)}{node}_" for node in nodes]
+    )
     try:
-        return sorted(shm_dir.glob(shm_prefix(job_id) + "*"))
+        return sorted({p for prefix in prefixes for p in shm_dir.glob(prefix + "*")})
     except OSError:
         return []
 
@@ -104,18 +123,21 @@ def sweep(
     *,
     owner: int | None = None,
     segments: bool = True,
+    agent: str | None = None,
+    nodes: Iterable[int] | None = None,
 ) -> SweepReport:
     """SIGKILL every process of the job (of ``owner``'s job when given), unlink its segments
-    (if ``segments``), remove ``run_dir``."""
+    (if ``segments``), remove ``run_dir``; an agent passes its marker and its nodes, so it
+    touches nothing of another agent on its kernel."""
     report = SweepReport()
-    procs = job_processes(job_id, owner)
+    procs = job_processes(job_id, owner, agent)
     for proc in procs:
         with contextlib.suppress(psutil.Error):
             report.killed.append(f"{proc.name()}[{proc.pid}]")
             proc.kill()
     _, alive = psutil.wait_procs(procs, timeout=_KILL_WAIT_S)
     report.survivors = [p.pid for p in alive]
-    for segment in job_segments(job_id, shm_dir) if segments else []:
+    for segment in job_segments(job_id, shm_dir, nodes) if segments else []:
         with contextlib.suppress(FileNotFoundError):
             segment.unlink()
             report.segments.append(segment.name)

@@ -13,16 +13,19 @@ import secrets
 import shlex
 import shutil
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from emucluster import coll
 from launcher.errors import EXIT_USAGE, LaunchError, UsageError
-from launcher.plan import LaunchPlan, resolve_program, validate_job_id
+from launcher.hostfile import HostSpec, map_ranks, parse_host_list, parse_hostfile
+from launcher.plan import HostsPlan, LaunchPlan, Program, resolve_program, validate_job_id
 from nicd import errors as nicd_errors
 from nicd.config import FAULT_ENV, RECOVERY_MODES, FaultConfig
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+
+    from launcher.starters import LauncherKind
 
 __all__ = ["build_parser", "main", "plan_from_argv", "split_argv"]
 
@@ -30,7 +33,8 @@ _EPILOG = """\
 PROGRAM is a Python script (app.py), -m MODULE, or any executable with its arguments.
 Every host process gets EMU_RANK, EMU_SIZE, EMU_NIC_SOCKET, EMU_RUN_DIR and EMU_JOB_ID.
 Exit status: the first failing rank's code (128+N if killed by signal N); 124 on --timeout;
-125 when the emulated cluster fails (a nicd died or never became ready); 126/127 when
+125 when the emulated cluster fails (a nicd died or never became ready); 123 when a host
+of a multi-host job is lost (its agent died, fell silent or never connected); 126/127 when
 PROGRAM cannot be run or found; 130/143 after SIGINT/SIGTERM; 2 for a bad command line.
 """
 
@@ -100,6 +104,7 @@ def build_parser() -> _Parser:
     p.option("--recovery", choices=RECOVERY_MODES, help="nicd loss recovery (nicd's default: gbn)")
     p.option("--job-id", metavar="ID", help="job id (letters and digits; default random)")
     p.option("-q", "--quiet", action="store_true", help="report nothing but failures")
+    _hosts_options(p)
     c = p.add_argument_group(
         "collective algorithms (set EMU_BCAST, EMU_REDUCE, ... for the hosts; "
         "a program's per-call algorithm= still wins)"
@@ -133,6 +138,89 @@ def build_parser() -> _Parser:
         action = f.add_argument(name, metavar="X", help=text)
         p.valued.update(action.option_strings)
     return p
+
+
+def _hosts_options(p: _Parser) -> None:
+    """The multi-host options (each host runs an agent, ``emuproxy``)."""
+    h = p.add_argument_group(
+        "several hosts (a slot is one node, i.e. one nicd and one host process, not a CPU)"
+    )
+    for names, kwargs in (
+        (("--hostfile",), {"metavar": "FILE", "help": "hosts, one a line: NAME [slots=N]"}),
+        (("--host",), {"metavar": "H[:N],...", "help": "hosts inline: a:2,b"}),
+        (("--map-by",), {"choices": ("slot", "node"), "default": "slot",
+                         "help": "slot: fill each host first; node: round-robin (%(default)s)"}),
+        (("--launcher",), {"choices": ("ssh", "exec", "none"), "default": None,
+                           "help": "how agents start: ssh (default with hosts), exec "
+                           "(--launcher-exec CMD HOST AGENT...), none (K running agents dial in)"}),
+        (("--launcher-exec",), {"metavar": "CMD", "help": "ssh-like command for --launcher exec"}),
+        (("--agents",), {"type": int, "metavar": "K", "help": "agents to wait for (none)"}),
+        (("--listen",), {"metavar": "ADDR:PORT", "help": "where emurun listens for its agents"}),
+        (("--token-file",), {"metavar": "PATH", "help": "the job's token (required with none)"}),
+        (("--agent-cmd",), {"default": "emuproxy", "metavar": "CMD",
+                            "help": "the agent's command on each host (%(default)s)"}),
+        (("--agent-timeout",), {"type": float, "default": 120.0, "metavar": "S",
+                                "help": "seconds agents get to dial in (%(default)s)"}),
+    ):  # fmt: skip
+        action = h.add_argument(*names, **kwargs)
+        if action.nargs != 0:
+            p.valued.update(action.option_strings)
+
+
+def _hosts_plan(args: argparse.Namespace, program: Sequence[str]) -> HostsPlan | None:
+    """The HostsPlan of the multi-host options, or None for one machine."""
+    kind = args.launcher
+    if args.hostfile is None and args.host is None and kind is None:
+        return None
+    if args.hostfile is not None and args.host is not None:
+        raise UsageError("--hostfile and --host exclude each other")
+    kind = cast("LauncherKind", kind or "ssh")
+    hosts: list[HostSpec] = []
+    if kind == "none":
+        if args.hostfile or args.host:
+            raise UsageError("--launcher none takes no hosts: agents dial in (--agents K)")
+        if not args.agents or args.agents < 1:
+            raise UsageError("--launcher none needs --agents K (K >= 1)")
+        if args.listen is None or args.token_file is None:
+            raise UsageError("--launcher none needs --listen ADDR:PORT and --token-file PATH")
+    else:
+        if args.hostfile is not None:
+            try:
+                with open(args.hostfile, encoding="utf-8") as f:
+                    hosts = parse_hostfile(f.read(), args.hostfile)
+            except (OSError, UnicodeDecodeError) as exc:
+                raise UsageError(f"--hostfile: {exc}") from None
+        elif args.host is not None:
+            hosts = parse_host_list(args.host)
+        else:
+            raise UsageError(f"--launcher {kind} needs --hostfile FILE or --host LIST")
+        map_ranks(hosts, args.np, args.map_by)  # checks -np against the slots
+        if kind == "exec" and not args.launcher_exec:
+            raise UsageError("--launcher exec needs --launcher-exec CMD")
+    if args.listen is not None:
+        host, sep, port = args.listen.rpartition(":")
+        if not sep or not host or not port.isdigit() or int(port) > 0xFFFF:
+            raise UsageError(f"--listen {args.listen!r} is not ADDR:PORT")
+    try:
+        exec_cmd = tuple(shlex.split(args.launcher_exec or ""))
+        agent_cmd = tuple(shlex.split(args.agent_cmd))
+    except ValueError as exc:
+        raise UsageError(f"--launcher-exec/--agent-cmd: {exc}") from None
+    if not program and not args.module:
+        raise UsageError("no PROGRAM given: emurun -np N PROGRAM [ARGS...] or -m MODULE")
+    return HostsPlan(
+        launcher=kind,
+        hosts=tuple(hosts),
+        map_by=args.map_by,
+        exec_cmd=exec_cmd,
+        agents=args.agents or 0,
+        listen=args.listen,
+        token_file=os.path.abspath(args.token_file) if args.token_file else None,
+        agent_cmd=agent_cmd or ("emuproxy",),
+        agent_timeout=args.agent_timeout,
+        program_words=tuple(program),
+        module=args.module,
+    )
 
 
 def split_argv(argv: Sequence[str], valued: set[str]) -> tuple[list[str], list[str]]:
@@ -209,16 +297,22 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         raise UsageError(f"--nicd-args: {exc}") from None
     host_extras = {**_exports(args.export, env), **_collective_env(args)}
     python = sys.executable
-    return LaunchPlan(
-        np=args.np,
-        program=resolve_program(
+    hosts = _hosts_plan(args, program)
+    if hosts is not None:  # each agent resolves the program on its own host
+        display = f"-m {args.module}" if args.module else program[0]
+        resolved = Program(tuple(program), display)
+    else:
+        resolved = resolve_program(
             program,
             args.module,
             python=python,
             which=shutil.which,
             is_file=os.path.isfile,
             is_executable=lambda path: os.access(path, os.X_OK),
-        ),
+        )
+    return LaunchPlan(
+        np=args.np,
+        program=resolved,
         job_id=validate_job_id(args.job_id) if args.job_id else secrets.token_hex(4),
         python=python,
         timeout=args.timeout,
@@ -233,6 +327,7 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         recovery=args.recovery,
         stop_grace=args.stop_grace,
         quiet=args.quiet,
+        hosts=hosts,
     )
 
 
@@ -246,7 +341,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    from launcher.supervise import run_job  # late: keeps --help and errors fast
+    if plan.hosts is not None:
+        from launcher.multihost import run_multi  # late: keeps --help and errors fast
+
+        return run_multi(plan)
+    from launcher.supervise import run_job
 
     return run_job(plan)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "EXIT_INTERNAL",
+    "EXIT_LOST_HOST",
     "EXIT_NOT_EXECUTABLE",
     "EXIT_NOT_FOUND",
     "EXIT_TIMEOUT",
@@ -18,6 +19,9 @@ __all__ = [
 # code (or 128 + signal) is passed on unchanged.
 EXIT_USAGE = 2
 """A bad command line (argparse's code)."""
+EXIT_LOST_HOST = 123
+"""A host of a multi-host job was lost: its agent's connection closed, it fell silent, or it
+never connected (the message names the host and its nodes)."""
 EXIT_TIMEOUT = 124
 """``--timeout`` expired; the job was stopped (timeout(1) uses the same code)."""
 EXIT_INTERNAL = 125

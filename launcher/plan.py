@@ -26,7 +26,11 @@ from nicd.config import FAULT_ENV, FaultConfig, Recovery
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
+    from launcher.hostfile import HostSpec, MapBy
+    from launcher.starters import LauncherKind
+
 __all__ = [
+    "HostsPlan",
     "LaunchPlan",
     "Placement",
     "Program",
@@ -97,6 +101,8 @@ class LaunchPlan:
     """Seconds between SIGTERM and SIGKILL when stopping a process."""
     quiet: bool = False
     """Say nothing on stderr except failures."""
+    hosts: HostsPlan | None = None
+    """Several hosts, each run by an agent (launcher.multihost); None: this machine alone."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.np <= 0xFFFF:
@@ -106,6 +112,31 @@ class LaunchPlan:
         if not self.stop_grace >= 0:
             raise UsageError(f"--stop-grace {self.stop_grace!r} must not be negative")
         validate_job_id(self.job_id)
+
+
+@dataclass(frozen=True, slots=True)
+class HostsPlan:
+    """A job over agents (``--hostfile``/``--host``/``--launcher none``)."""
+
+    launcher: LauncherKind
+    hosts: tuple[HostSpec, ...] = ()
+    """Hosts to start agents on (empty with ``--launcher none``)."""
+    map_by: MapBy = "slot"
+    exec_cmd: tuple[str, ...] = ()
+    """``--launcher-exec`` words."""
+    agents: int = 0
+    """``--launcher none``: how many running agents to wait for."""
+    listen: str | None = None
+    """``ADDR:PORT`` emurun listens on for its agents (None: the address reaching the first
+    host, a free port)."""
+    token_file: str | None = None
+    """The job's token (required with ``none``; otherwise a fresh one is made)."""
+    agent_cmd: tuple[str, ...] = ("emuproxy",)
+    agent_timeout: float = 120.0
+    """Seconds every agent gets to dial in and prove the token."""
+    program_words: tuple[str, ...] = ()
+    """PROGRAM [ARGS] as typed: each agent resolves it on its own host."""
+    module: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

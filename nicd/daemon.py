@@ -29,7 +29,13 @@ from nicd.actions import RaiseSignal, ToHost, Transmit
 from nicd.errors import ProtocolViolation, UsageError
 from nicd.memfd import map_sealed_memfd
 from nicd.nic import Addr, NicCore
-from nicd.ready import Ready, decode_routes_untrusted, encode_ready, socket_path
+from nicd.ready import (
+    Ready,
+    announce_host,
+    decode_routes_untrusted,
+    encode_ready,
+    socket_path,
+)
 
 if TYPE_CHECKING:
     from nicd.actions import NicAction
@@ -330,6 +336,7 @@ async def _serve(config: NicConfig, ready: bool) -> NicCore:
     for opt in (socket.SO_SNDBUF, socket.SO_RCVBUF):
         with contextlib.suppress(OSError):
             udp_sock.setsockopt(socket.SOL_SOCKET, opt, UDP_BUFFER_BYTES)
+    announce_host(config.advertise_host, config.listen_host)  # refuses 0.0.0.0 (issue 16)
     udp_sock.bind((config.listen_host, config.listen_port))
     udp_sock.setblocking(False)
     shell = _Shell(core, loop, udp_sock)

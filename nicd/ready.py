@@ -32,8 +32,10 @@ if TYPE_CHECKING:
 __all__ = [
     "LOG_TAG_START",
     "READY_PREFIX",
+    "UNSPECIFIED_HOSTS",
     "BadReadyLine",
     "Ready",
+    "announce_host",
     "decode_ready_untrusted",
     "decode_routes_untrusted",
     "encode_ready",
@@ -48,6 +50,8 @@ LOG_TAG_START = "nicd["
 """How nicd's own log and error lines on stderr begin (:func:`log_tag`)."""
 _MAX_NODE = 0xFFFF  # node ids are 16 bits on the wire
 _MAX_PORT = 0xFFFF  # UDP; port 0 cannot be sent to
+UNSPECIFIED_HOSTS = frozenset({"0.0.0.0", "::", "0", ""})
+"""Addresses that mean "any interface": bound to, they leave peers nowhere to send."""
 Address = tuple[str, int]
 """A UDP address as peers reach it: (host name or IP, port)."""
 
@@ -86,6 +90,19 @@ def log_tag(node: int) -> str:
     return f"{LOG_TAG_START}{node}]"
 
 
+def announce_host(advertise: str | None, listen_host: str) -> str:
+    """The concrete address a nicd announces (``--advertise``, else the one it binds to);
+    UsageError for an unspecified one (0.0.0.0): peers would send to themselves, and a
+    multi-homed host would send from whichever interface routing picks."""
+    host = advertise or listen_host
+    if host in UNSPECIFIED_HOSTS:
+        raise UsageError(
+            f"nicd must bind or advertise a concrete address, not {host or 'nothing'!r}: "
+            "use --listen IP:PORT (or --advertise IP)"
+        )
+    return host
+
+
 def encode_ready(ready: Ready) -> str:
     """The ready line of ``ready``, without the newline."""
     host, port = ready.udp
@@ -111,7 +128,7 @@ def decode_ready_untrusted(line: bytes | str) -> Ready:
         raise BadReadyLine(f"malformed ready line {text!r:.200}: {exc}", text[:200]) from None
     if not isinstance(node, int) or isinstance(node, bool) or not 0 <= node <= _MAX_NODE:
         raise BadReadyLine(f"ready line: bad node {node!r:.200}", text[:200])
-    if not isinstance(host, str) or not host:
+    if not isinstance(host, str) or host in UNSPECIFIED_HOSTS:
         raise BadReadyLine(f"ready line of node {node}: bad host {host!r:.200}", text[:200])
     if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= _MAX_PORT:
         raise BadReadyLine(f"ready line of node {node}: bad port {port!r:.200}", text[:200])

@@ -16,6 +16,7 @@ from nicd.errors import UsageError
 from nicd.ready import (
     LOG_TAG_START,
     READY_PREFIX,
+    UNSPECIFIED_HOSTS,
     BadReadyLine,
     Ready,
     decode_ready_untrusted,
@@ -73,7 +74,11 @@ def test_garbage_raises_only_bad_ready_line(text: str) -> None:
         decode_ready_untrusted(text)
 
 
-_hosts = st.text(st.characters(codec="utf-8"), min_size=1, max_size=40).filter(str.strip)
+_hosts = (
+    st.text(st.characters(codec="utf-8"), min_size=1, max_size=40)
+    .filter(str.strip)
+    .filter(lambda h: h not in UNSPECIFIED_HOSTS)  # refused (issue 16)
+)
 _readies = st.builds(
     Ready,
     node=st.integers(0, 0xFFFF),
@@ -148,3 +153,15 @@ def test_any_routes_text_decodes_or_raises_usage_error(text: str) -> None:
     with contextlib.suppress(UsageError):
         table = decode_routes_untrusted(text)
         assert decode_routes_untrusted(encode_routes(table)) == table
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", ""])
+def test_an_unspecified_address_is_never_announced(host: str) -> None:
+    from nicd.ready import announce_host
+
+    with pytest.raises(BadReadyLine, match="bad host"):
+        decode_ready_untrusted(line(1, host))
+    with pytest.raises(UsageError, match="concrete address"):
+        announce_host(None, host)
+    assert announce_host("198.18.7.11", host) == "198.18.7.11"
+    assert announce_host(None, "198.18.7.11") == "198.18.7.11"

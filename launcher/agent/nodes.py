@@ -1,0 +1,267 @@
+"""The nodes of one host, as its agent runs them: start the nicds, forward their ready lines,
+install the routing table, start the host processes, forward output and exits (as control
+messages), stop everything, ship the statistics, sweep.
+
+The agent decides nothing about the job: every exit goes to emurun, which applies the
+first-failure rule and says Stop. Only what cannot start is reported as Failed.
+
+Invariants: every process started here carries EMU_JOB_ID and this agent's EMU_AGENT marker,
+and the sweep touches only processes with both and segments of this host's nodes; every
+Output message holds whole lines of one stream of one process.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from launcher import cleanup, control, tuning
+from launcher import plan as planmod
+from launcher.children import Child, LineReader, spawn
+from launcher.errors import EXIT_INTERNAL, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND
+from nicd import manage
+from nicd.ready import decode_ready_untrusted, socket_path
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from launcher.plan import LaunchPlan
+    from nicd.ready import Address
+
+__all__ = ["STATS_FILE", "LocalNodes"]
+
+STATS_FILE = re.compile(r"(nic|rank)[0-9]{1,5}\.json")
+"""Names of the statistics files shipped to emurun (and the only ones it accepts)."""
+_ROUTES_TIMEOUT_S = 30.0
+_KILL_WAIT_S = 10.0
+_DRAIN_S = 2.0
+_STATS_MAX = 1 << 20
+
+
+class LocalNodes:
+    """The processes of ``nodes`` on this host."""
+
+    def __init__(
+        self,
+        plan: LaunchPlan,
+        nodes: list[int],
+        run_dir: str,
+        marker: str,
+        send: Callable[[control.Message], Awaitable[bool]],
+        say: Callable[[str], None],
+    ) -> None:
+        self.plan = plan
+        self.nodes = nodes
+        self.run_dir = run_dir
+        self.marker = marker
+        self.send = send
+        self.say = say
+        self.nicds: list[Child] = []
+        self.hosts: list[Child] = []
+        self.stats_dir = plan.stats_dir
+        """Where nicds and hosts write statistics (inside the run directory), or None."""
+        self._open_streams = 0
+        self._drained = trio.Event()
+        self._drained.set()
+        cpus = tuning.allowed_cpus()
+        self._placements = dict(
+            zip(nodes, planmod.placements(_local(plan, len(nodes)), cpus), strict=True)
+        ) if nodes else {}  # fmt: skip
+
+    # -- environment policy -------------------------------------------------------------
+
+    def _base_env(self) -> dict[str, str]:
+        """This host's own environment (never emurun's), marked as the agent's."""
+        env = dict(os.environ)
+        env.pop("EMU_TOKEN_FILE", None)
+        env[cleanup.ENV_AGENT] = self.marker
+        return env
+
+    # -- phases -------------------------------------------------------------------------
+
+    async def start_nicds(self, nursery: trio.Nursery) -> bool:
+        """Start every local nicd; each ready line is forwarded as it comes."""
+        env = planmod.nicd_env(self.plan, self._base_env())
+        if self.stats_dir is not None:
+            os.makedirs(self.stats_dir, exist_ok=True)
+        for node in self.nodes:
+            argv = planmod.nicd_argv(self.plan, node, self.run_dir)
+            try:
+                child = await spawn("nicd", node, argv, env)
+            except OSError as exc:
+                await self.send(control.Failed(EXIT_INTERNAL, f"cannot start nicd {node}: {exc}"))
+                return False
+            self.nicds.append(child)
+            self._track(nursery, child)
+            cpus = self._placements[node].nicd_cpus
+            if cpus is not None and (why := tuning.bind(child.pid, cpus)):
+                self.say(why)
+            assert child.process.stdout is not None
+            assert child.process.stderr is not None
+            nursery.start_soon(self._read_ready, child, child.process.stdout)
+            nursery.start_soon(self._forward, LineReader(child.process.stderr), 2, child)
+        return True
+
+    async def install_routes(self, table: dict[int, Address]) -> bool:
+        """Give every local nicd the job's table; False (and Failed sent) if one refuses."""
+        failures: list[str] = []
+
+        async def install(node: int) -> None:
+            path = socket_path(self.run_dir, node)
+            try:
+                await trio.to_thread.run_sync(manage.set_routes, path, table, _ROUTES_TIMEOUT_S)
+            except Exception as exc:  # NicdError, OSError: the cluster cannot start
+                failures.append(f"cannot install routes in nicd of node {node}: {exc}")
+
+        async with trio.open_nursery() as installs:
+            for node in self.nodes:
+                installs.start_soon(install, node)
+        if failures:
+            await self.send(control.Failed(EXIT_INTERNAL, failures[0]))
+            return False
+        return True
+
+    async def start_hosts(self, nursery: trio.Nursery, priority: str) -> bool:
+        """Start the host processes of the local nodes."""
+        for rank in self.nodes:
+            sock = socket_path(self.run_dir, rank)
+            env = planmod.host_env(self.plan, rank, self.run_dir, sock, self._base_env())
+            try:
+                child = await spawn("host", rank, self.plan.program.argv, env)
+            except OSError as exc:
+                code = EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_NOT_EXECUTABLE
+                text = f"cannot start {self.plan.program.display} as rank {rank}: {exc}"
+                await self.send(control.Failed(code, text))
+                return False
+            self.hosts.append(child)
+            self._track(nursery, child)
+            cpus = self._placements[rank].host_cpus
+            if cpus is not None and (why := tuning.bind(child.pid, cpus)):
+                self.say(why)
+            if priority == "nice":
+                tuning.make_nice(child.pid)
+            assert child.process.stdout is not None
+            assert child.process.stderr is not None
+            nursery.start_soon(self._forward, LineReader(child.process.stdout), 1, child)
+            nursery.start_soon(self._forward, LineReader(child.process.stderr), 2, child)
+        return True
+
+    # -- watchers -----------------------------------------------------------------------
+
+    def _track(self, nursery: trio.Nursery, child: Child) -> None:
+        if self._open_streams == 0:
+            self._drained = trio.Event()
+        self._open_streams += 2
+        nursery.start_soon(self._watch, child)
+
+    async def _watch(self, child: Child) -> None:
+        await child.wait()
+        usage = child.usage
+        assert usage is not None
+        assert child.returncode is not None
+        exit_ = control.Exit(child.role, child.node, child.pid, child.returncode, child.stopping,
+                             usage.user_s, usage.system_s, usage.wall_s)  # fmt: skip
+        await self.send(exit_)
+
+    async def _read_ready(self, child: Child, stream: trio.abc.ReceiveStream) -> None:
+        reader = LineReader(stream)
+        block = await reader.read_lines()
+        if block is not None:
+            first, _, rest = block.partition(b"\n")
+            realtime = False
+            if self.plan.nic_priority == "rt":
+                realtime = tuning.make_realtime(child.pid)
+            if self.plan.listen_host != "127.0.0.1":
+                self._check_announce(child.node, first)
+            await self.send(control.Ready(child.node, first, realtime))
+            if rest:
+                await self.send(control.Output("nicd", child.node, 1, rest))
+        await self._forward(reader, 1, child)
+
+    def _check_announce(self, node: int, line: bytes) -> None:
+        try:
+            host = decode_ready_untrusted(line).udp[0]
+        except Exception:  # emurun decodes it again and reports it
+            return
+        if host != self.plan.listen_host:
+            self.say(f"nicd {node} announced {host}, not {self.plan.listen_host}")
+
+    async def _forward(self, reader: LineReader, fd: int, child: Child) -> None:
+        while (block := await reader.read_lines()) is not None:
+            await self.send(control.Output(child.role, child.node, fd, block))
+        self._open_streams -= 1
+        if self._open_streams == 0:
+            self._drained.set()
+
+    # -- stopping -----------------------------------------------------------------------
+
+    def kill(self) -> None:
+        """SIGKILL everything now."""
+        for child in self.hosts:
+            child.signal(signal.SIGKILL, group=True)
+        for child in self.nicds:
+            child.signal(signal.SIGKILL, group=False)
+
+    async def stop(self) -> None:
+        """Hosts (group SIGTERM, then SIGKILL), then nicds (they write stats on SIGTERM)."""
+        await self._stop(self.hosts, group=True)
+        await self._stop(self.nicds, group=False)
+        with trio.move_on_after(_DRAIN_S):
+            await self._drained.wait()
+
+    async def _stop(self, children: list[Child], *, group: bool) -> None:
+        live = [c for c in children if not c.exited.is_set()]
+        for child in live:
+            child.stopping = True
+            child.signal(signal.SIGTERM, group=group)
+        for signum, wait_s in ((signal.SIGKILL, self.plan.stop_grace), (None, _KILL_WAIT_S)):
+            with trio.move_on_after(wait_s):
+                for child in live:
+                    await child.exited.wait()
+            live = [c for c in live if not c.exited.is_set()]
+            if not live:
+                return
+            for child in live:
+                if signum is not None:
+                    child.signal(signum, group=group)
+        for child in live:
+            self.say(f"{child.name} (pid {child.pid}) would not die")
+
+    async def ship_stats(self) -> None:
+        """Send every statistics file written here to emurun."""
+        if self.stats_dir is None:
+            return
+        for name, data in await trio.to_thread.run_sync(_stats_files, self.stats_dir):
+            await self.send(control.File(name, data))
+
+    async def sweep(self) -> control.Swept:
+        """Kill what is left of this agent's processes, unlink this host's segments."""
+        report = await trio.to_thread.run_sync(
+            lambda: cleanup.sweep(
+                self.plan.job_id, self.run_dir, agent=self.marker, nodes=self.nodes
+            )
+        )
+        cleanup.reap_orphans()
+        return control.Swept(report.killed, report.segments, report.survivors)
+
+
+def _stats_files(directory: str) -> list[tuple[str, bytes]]:
+    """(name, content) of every statistics file in ``directory``."""
+    if not os.path.isdir(directory):
+        return []
+    return [
+        (path.name, path.read_bytes())
+        for path in sorted(Path(directory).iterdir())
+        if STATS_FILE.fullmatch(path.name) and path.stat().st_size <= _STATS_MAX
+    ]
+
+
+def _local(plan: LaunchPlan, count: int) -> LaunchPlan:
+    """The plan as seen for placements: ``count`` local nodes (CPU i mod ncpu of this host)."""
+    return replace(plan, np=count)

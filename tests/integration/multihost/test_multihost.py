@@ -1,0 +1,234 @@
+"""emurun over emulated hosts (network namespaces, own pid namespace and /dev/shm each,
+started through ``--launcher exec``): programs on 3 hosts x 2 slots, lost nicds and agents,
+a cut link, pre-started agents (``--launcher none``) and a wrong token."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from emubench.netns import Fabric, unavailable
+from tests.integration.mpirun import EXAMPLES, PROGRAMS, ROOT
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+WHY = unavailable()
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(WHY is not None, reason=f"{WHY}")]
+AGENT = f"{sys.executable} -m launcher.agent"
+HOSTS = "h0:2,h1:2,h2:2"
+WAIT_S = 180.0
+RING = Path(__file__).with_name("ring_rounds.py")
+
+
+@pytest.fixture
+def fabric() -> Iterator[Fabric]:
+    fab = Fabric(3)
+    try:
+        yield fab
+    finally:
+        fab.close()
+
+
+class Run:
+    """emurun in the head namespace, its output collected by threads."""
+
+    def __init__(self, fab: Fabric, *args: str) -> None:
+        self.fab = fab
+        self.tmpdir = tempfile.mkdtemp(prefix="emumh-", dir="/tmp")
+        emurun = [sys.executable, "-m", "launcher.cli", "--launcher", "exec",
+                  "--launcher-exec", fab.launcher_exec(), "--agent-cmd", AGENT,
+                  "--listen", f"{fab.head_addr}:0", "--timeout", "150"]  # fmt: skip
+        argv = fab.in_head([*emurun, *args])
+        env = {**os.environ, **fab.env(), "TMPDIR": self.tmpdir}
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=env, cwd=ROOT)  # fmt: skip
+        self.out: list[str] = []
+        self.err: list[str] = []
+        for stream, sink in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
+            threading.Thread(target=self._drain, args=(stream, sink), daemon=True).start()
+
+    @staticmethod
+    def _drain(stream: object, sink: list[str]) -> None:
+        for raw in stream:  # type: ignore[attr-defined]
+            sink.append(raw.decode(errors="replace"))
+
+    def wait_for(self, text: str) -> None:
+        deadline = time.monotonic() + WAIT_S
+        while not any(text in line for line in self.out):
+            assert self.proc.poll() is None, f"emurun ended early:\n{''.join(self.err)}"
+            assert time.monotonic() < deadline, f"no {text!r}:\n{''.join(self.err)}"
+            time.sleep(0.05)
+
+    def finish(self) -> tuple[int, str, str]:
+        code = self.proc.wait(timeout=WAIT_S)
+        time.sleep(0.2)  # the drain threads
+        return code, "".join(self.out), "".join(self.err)
+
+    def assert_clean(self, lost_run_dirs: int = 0, prefix: str = "emuproxy-") -> None:
+        """No process left on any host, nothing left in the job's TMPDIR but the run
+        directories of SIGKILLed agents (a killed process cannot remove its files; its
+        processes died with its host's pid namespace)."""
+        deadline = time.monotonic() + 20
+        while any(self.fab.pids(h) for h in self.fab.hosts) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert {h: self.fab.pids(h) for h in self.fab.hosts} == {h: [] for h in self.fab.hosts}
+        left = os.listdir(self.tmpdir)
+        assert len(left) == lost_run_dirs, left
+        assert all(name.startswith(prefix) for name in left)
+        shutil.rmtree(self.tmpdir)
+
+
+def test_demo_on_three_hosts_by_two(fabric: Fabric, tmp_path: Path) -> None:
+    stats = tmp_path / "stats"
+    run = Run(fabric, "-np", "6", "--host", HOSTS, "--stats", str(stats), "--cpu-report",
+              str(EXAMPLES / "demo.py"))  # fmt: skip
+    code, out, err = run.finish()
+    assert code == 0, err
+    names = {p.name for p in stats.iterdir()}
+    assert {f"nic{n}.json" for n in range(6)} | {"job.json"} <= names, names
+    job = json.loads((stats / "job.json").read_text())
+    assert [(h["name"], h["bind_addr"], h["nodes"]) for h in job["hosts"]] == [
+        ("h0", "198.18.7.10", [0, 1]), ("h1", "198.18.7.11", [2, 3]),
+        ("h2", "198.18.7.12", [4, 5]),
+    ]  # fmt: skip
+    assert sorted(u["node"] for u in job["usage"]["processes"] if u["role"] == "host") == [
+        0, 1, 2, 3, 4, 5,
+    ]  # fmt: skip
+    for host in fabric.hosts:
+        assert f"host {host}:" in err  # one CPU table per host
+    assert len([line for line in out.splitlines() if line.startswith("hello from rank")]) == 6
+    m = re.search(r"checksum (\d+) \(expected (\d+)\)", out)
+    assert m is not None, out
+    assert m.group(1) == m.group(2)
+    assert "6 nodes ready on 3 hosts (h0=198.18.7.10:2, h1=198.18.7.11:2, h2=198.18.7.12:2)" in err
+    run.assert_clean()
+
+
+@pytest.mark.parametrize("suite", ["coll", "p2p"])
+def test_mpi_suite_on_three_hosts_by_two(fabric: Fabric, suite: str) -> None:
+    run = Run(fabric, "-np", "6", "--hostfile", str(_hostfile()), "--map-by", "node",
+              str(PROGRAMS / f"{suite}_suite.py"))  # fmt: skip
+    code, out, err = run.finish()
+    assert code == 0, err
+    got = sorted(line for line in out.splitlines() if line.startswith(f"{suite} ok"))
+    assert got == sorted(f"{suite} ok {r}" for r in range(6)), err
+    run.assert_clean()
+
+
+def _hostfile() -> Path:
+    path = Path(tempfile.mkdtemp(prefix="emuhf-")) / "hosts"
+    path.write_text("# three emulated hosts\nh0 slots=2\nh1 slots=2\nh2 slots=2\n")
+    return path
+
+
+def test_killed_remote_nicd_ends_the_job_naming_its_host(fabric: Fabric) -> None:
+    run = Run(fabric, "-np", "6", "--host", HOSTS, str(RING), "400", "0.05")
+    run.wait_for("started")
+    [pid] = fabric.find("h1", sys.executable, "-m nicd", "--node-id 3")
+    os.kill(pid, signal.SIGKILL)
+    code, _, err = run.finish()
+    assert code == 125, err
+    assert "emurun: nicd of node 3 on host h1 " in err
+    assert "was killed by SIGKILL; stopping the job" in err
+    run.assert_clean()
+
+
+def test_killed_remote_agent_is_a_lost_host(fabric: Fabric) -> None:
+    run = Run(fabric, "-np", "6", "--host", HOSTS, str(RING), "400", "0.05")
+    run.wait_for("started")
+    [pid] = fabric.find("h2", sys.executable, "-m launcher.agent")
+    os.kill(pid, signal.SIGKILL)
+    code, _, err = run.finish()
+    assert code == 123, err
+    assert "emurun: lost host h2 (agent for nodes 4-5): connection closed" in err
+    run.assert_clean(lost_run_dirs=1)
+
+
+def test_a_two_second_link_cut_is_survived(fabric: Fabric) -> None:
+    run = Run(fabric, "-np", "6", "--host", HOSTS, str(RING), "80", "0.1")
+    run.wait_for("started")
+    fabric.link("h1", up=False)
+    time.sleep(2.0)
+    fabric.link("h1", up=True)
+    code, out, err = run.finish()
+    assert code == 0, err
+    assert "rounds ok 480" in out
+    run.assert_clean()
+
+
+def _agent(fab: Fabric, host: str, token_file: Path, port: int) -> subprocess.Popen[bytes]:
+    argv = fab.exec_argv(host, [*AGENT.split(), "--connect",
+            f"{fab.head_addr}:{port}", "--token-file", str(token_file), "--slots", "2",
+            "--name", f"node-{host}", "--connect-timeout", "120"])  # fmt: skip
+    return subprocess.Popen(argv, env={**os.environ, **fab.env()}, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+
+
+def test_prestarted_agents_dial_in_and_a_wrong_token_is_refused(
+    fabric: Fabric, tmp_path: Path
+) -> None:
+    token, wrong = tmp_path / "token", tmp_path / "wrong"
+    token.write_text("job-secret\n")
+    wrong.write_text("not-it\n")
+    port = 7070
+    early = [_agent(fabric, h, token, port) for h in fabric.hosts[:2]]  # they retry meanwhile
+    time.sleep(1.0)
+    argv = fabric.in_head([sys.executable, "-m", "launcher.cli", "--launcher", "none",
+                           "--agents", "3", "--listen", f"{fabric.head_addr}:{port}",
+                           "--token-file", str(token), "-np", "6", "--tag-output",
+                           str(EXAMPLES / "hello.py")])  # fmt: skip
+    head = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    intruder = _agent(fabric, "h2", wrong, port)
+    late: list[subprocess.Popen[bytes]] = []
+    try:
+        _, intruder_err = intruder.communicate(timeout=WAIT_S)
+        assert intruder.returncode != 0
+        assert b"handshake" in intruder_err, intruder_err
+        assert fabric.pids("h2") == []  # the intruder started nothing
+        late.append(_agent(fabric, "h2", token, port))
+        out, err = head.communicate(timeout=WAIT_S)
+        assert head.returncode == 0, err.decode()
+        assert sorted(out.decode().splitlines()) == sorted(
+            f"[0] Hello from rank {r} of 6 on vm-node{r}" for r in range(6)
+        )
+        assert "has the wrong token" in err.decode()
+        for agent in early + late:
+            assert agent.wait(timeout=60) == 0
+    finally:
+        for p in [*early, *late, intruder, head]:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_ctrl_c_stops_every_host(fabric: Fabric) -> None:
+    run = Run(fabric, "-np", "6", "--host", HOSTS, str(RING), "400", "0.05")
+    run.wait_for("started")
+    run.proc.send_signal(signal.SIGINT)
+    code, _, err = run.finish()
+    assert code == 130, err
+    assert "emurun: got SIGINT; stopping the job" in err
+    run.assert_clean()
+
+
+def test_agents_stop_everything_when_emurun_is_lost(fabric: Fabric) -> None:
+    run = Run(fabric, "-np", "6", "--host", HOSTS, str(RING), "400", "0.05")
+    run.wait_for("started")
+    run.proc.kill()  # emurun gone without a word: every agent sees its connection close
+    run.finish()
+    # no process on any host, every agent removed its run directory; only the killed emurun's
+    # own directory (its copy of the token) is left, on the head
+    run.assert_clean(lost_run_dirs=1, prefix="emurun-")
