@@ -15,7 +15,7 @@ import shutil
 import sys
 from typing import TYPE_CHECKING
 
-from emucluster import coll
+from emucluster import coll, mpi4py_shim
 from launcher.errors import EXIT_USAGE, LaunchError, UsageError
 from launcher.plan import LaunchPlan, resolve_program, validate_job_id
 from nicd import errors as nicd_errors
@@ -99,6 +99,12 @@ def build_parser() -> _Parser:
     p.option("--nicd-args", default="", metavar="ARGS", help="extra nicd flags, one string")
     p.option("--job-id", metavar="ID", help="job id (letters and digits; default random)")
     p.option("-q", "--quiet", action="store_true", help="report nothing but failures")
+    p.option(
+        "--mpi4py",
+        action="store_true",
+        help="run unmodified mpi4py programs: `from mpi4py import MPI` gets emucluster.MPI "
+        f"(also when {mpi4py_shim.ENV_SWITCH}=1 is set for emurun)",
+    )
     c = p.add_argument_group(
         "collective algorithms (set EMU_BCAST, EMU_REDUCE, ... for the hosts; "
         "a program's per-call algorithm= still wins)"
@@ -207,6 +213,11 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
     except ValueError as exc:
         raise UsageError(f"--nicd-args: {exc}") from None
     host_extras = {**_exports(args.export, env), **_collective_env(args)}
+    if args.mpi4py or env.get(mpi4py_shim.ENV_SWITCH) == "1":
+        host_extras[mpi4py_shim.ENV_SWITCH] = "1"
+        host_extras["PYTHONPATH"] = mpi4py_shim.pythonpath(
+            host_extras.get("PYTHONPATH", env.get("PYTHONPATH"))
+        )
     python = sys.executable
     return LaunchPlan(
         np=args.np,

@@ -12,6 +12,7 @@ __all__ = [
     "IDENT",
     "IN_PLACE",
     "KEYVAL_INVALID",
+    "LASTUSEDCODE",
     "MAX_ERROR_STRING",
     "MAX_PROCESSOR_NAME",
     "PROC_NULL",
@@ -50,6 +51,7 @@ KEYVAL_INVALID = 0x24000000
 TAG_UB = 0x64400001  # attribute keys for Comm.Get_attr
 UNIVERSE_SIZE = 0x64400009
 WTIME_IS_GLOBAL = 0x64400007
+LASTUSEDCODE = 0x6440000B  # largest error code or class in use (Add_error_class ...)
 TAG_UB_VALUE = MAX_TAG  # largest tag a program may use
 
 MAX_PROCESSOR_NAME = 128

@@ -13,10 +13,11 @@ from __future__ import annotations
 import pickle
 from typing import TYPE_CHECKING, Any, Protocol
 
-from emucluster.mpi import runtime
+from emucluster.mpi import handles, runtime
 from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED
 from emucluster.mpi.errors import ERR_PROC_FAILED, ERR_REQUEST, ERR_TRUNCATE, SUCCESS
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.status import Status
 from emucluster.p2p import Outcome, RecvOp, SendOp
 
 Some = tuple[list[int] | None, list[Any] | None]
@@ -25,9 +26,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from emucluster.coll.context import CollGen, CollRequest
-    from emucluster.mpi.status import Status
 
 __all__ = [
+    "BothPending",
     "CollDriver",
     "Pending",
     "RecvPending",
@@ -35,6 +36,7 @@ __all__ = [
     "SendPending",
     "check_failed",
     "completed",
+    "peek_status",
 ]
 
 
@@ -118,6 +120,26 @@ class RecvPending:
 
     def cancel(self) -> None:
         runtime.engine().cancel(self.op)
+
+
+class BothPending:
+    """Two requests completing as one (Isendrecv); its result is the receive's."""
+
+    __slots__ = ("receive", "send")
+
+    def __init__(self, send: Request, receive: Request) -> None:
+        self.send = send
+        self.receive = receive
+
+    def done(self) -> bool:
+        return all(p is None or p.done() for p in (self.send._pending, self.receive._pending))
+
+    def finish(self, status: Status | None) -> object:
+        self.send.wait()
+        return self.receive.wait(status)
+
+    def cancel(self) -> None:
+        self.receive.Cancel()
 
 
 class _Completed:
@@ -231,6 +253,38 @@ class Request:
     def __repr__(self) -> str:
         return "<emucluster.MPI.Request NULL>" if self._pending is None else super().__repr__()
 
+    def _release(self) -> None:
+        """After completion: REQUEST_NULL, unless persistent (then inactive, still alive)."""
+        if not getattr(self._pending, "persistent", False):
+            self._pending = None
+
+    def _active(self) -> bool:
+        """Whether completing it would report an operation (not null, not inactive)."""
+        pending = self._pending
+        return pending is not None and getattr(pending, "_active", True) is not None
+
+    # -- handles ----------------------------------------------------------------------------------
+
+    @property
+    def handle(self) -> int:
+        """An integer naming the request while it lives (0 for REQUEST_NULL)."""
+        return handles.handle_of(self._pending)
+
+    @classmethod
+    def fromhandle(cls, handle: int) -> Request:
+        """The request named by ``handle`` (REQUEST_NULL for 0)."""
+        request = cls.__new__(cls)
+        request._pending = handles.lookup(handle)
+        return request
+
+    def toint(self) -> int:
+        """-1: no integer conversion of requests here."""
+        return -1
+
+    def py2f(self) -> int:
+        """-1: no Fortran handles here."""
+        return -1
+
     # -- one request ----------------------------------------------------------------------------
 
     def Wait(self, status: Status | None = None) -> bool:
@@ -246,7 +300,7 @@ class Request:
             return None
         if not pending.done():
             runtime.engine().wait_for(pending.done)
-        self._pending = None
+        self._release()
         return pending.finish(status)
 
     def Test(self, status: Status | None = None) -> bool:
@@ -263,7 +317,7 @@ class Request:
             runtime.engine().progress()
             if not pending.done():
                 return False, None
-        self._pending = None
+        self._release()
         return True, pending.finish(status)
 
     def Get_status(self, status: Status | None = None) -> bool:
@@ -273,7 +327,11 @@ class Request:
             _null_status(status)
             return True
         runtime.engine().progress()
-        return pending.done()
+        if not pending.done():
+            return False
+        if status is not None:
+            peek_status(pending, status)
+        return True
 
     def get_status(self, status: Status | None = None) -> bool:
         """Whether it completed, without completing it."""
@@ -339,7 +397,7 @@ class Request:
     def waitany(cls, requests: Sequence[Request],
                 status: Status | None = None) -> tuple[int, Any]:  # fmt: skip
         """``(index, object)`` of one completed request (UNDEFINED, None if all are null)."""
-        if all(r._pending is None for r in requests):
+        if not any(r._active() for r in requests):
             _null_status(status)
             return UNDEFINED, None
         index = _first_done(requests)
@@ -359,7 +417,7 @@ class Request:
     def testany(cls, requests: Sequence[Request],
                 status: Status | None = None) -> tuple[int, bool, Any]:  # fmt: skip
         """``(index, flag, object)``; (UNDEFINED, True, None) if all are null."""
-        if all(r._pending is None for r in requests):
+        if not any(r._active() for r in requests):
             _null_status(status)
             return UNDEFINED, True, None
         index = _first_done(requests)
@@ -380,7 +438,7 @@ class Request:
     def waitsome(cls, requests: Sequence[Request],
                  statuses: list[Status] | None = None) -> Some:  # fmt: skip
         """``(indices, objects)`` of the requests completed (None, None if all are null)."""
-        if all(r._pending is None for r in requests):
+        if not any(r._active() for r in requests):
             return None, None
         if _first_done(requests) < 0:
             runtime.engine().wait_for(lambda: _first_done(requests) >= 0)
@@ -396,10 +454,25 @@ class Request:
     def testsome(cls, requests: Sequence[Request],
                  statuses: list[Status] | None = None) -> Some:  # fmt: skip
         """``(indices, objects)`` completed now (None, None if all are null)."""
-        if all(r._pending is None for r in requests):
+        if not any(r._active() for r in requests):
             return None, None
         runtime.engine().progress()
         return _finish_some(requests, statuses)
+
+
+def peek_status(pending: Pending, status: Status) -> None:
+    """Fill ``status`` from a complete operation without completing its request."""
+    inner = getattr(pending, "_active", pending)
+    op = getattr(inner, "op", None)
+    if isinstance(op, RecvOp):
+        if op.outcome is Outcome.CANCELLED:
+            status.set(ANY_SOURCE, ANY_TAG, 0, cancelled=True)
+        else:
+            status.set(op.msg_source, op.msg_tag, op.count)
+    elif isinstance(inner, _Completed):
+        status.set(inner.source, ANY_TAG, 0)
+    else:
+        status.set(ANY_SOURCE, ANY_TAG, 0)
 
 
 def _null_status(status: Status | None) -> None:
@@ -410,7 +483,7 @@ def _null_status(status: Status | None) -> None:
 def _first_done(requests: Sequence[Request]) -> int:
     for i, request in enumerate(requests):
         pending = request._pending
-        if pending is not None and pending.done():
+        if pending is not None and request._active() and pending.done():
             return i
     return -1
 
@@ -418,8 +491,10 @@ def _first_done(requests: Sequence[Request]) -> int:
 def _finish_all(requests: Sequence[Request], statuses: list[Status] | None) -> list[Any]:
     results: list[Any] = []
     error: MPIException | None = None
+    if statuses is not None:
+        statuses.extend(Status() for _ in range(len(statuses), len(requests)))
     for i, request in enumerate(requests):
-        status = statuses[i] if statuses is not None and i < len(statuses) else None
+        status = statuses[i] if statuses is not None else None
         try:
             results.append(request.wait(status))
         except MPIException as exc:
@@ -436,8 +511,12 @@ def _finish_some(requests: Sequence[Request],
     objects: list[Any] = []
     for i, request in enumerate(requests):
         pending = request._pending
-        if pending is not None and pending.done():
-            status = statuses[len(indices)] if statuses is not None else None
+        if pending is not None and request._active() and pending.done():
+            status = None
+            if statuses is not None:
+                if len(statuses) <= len(indices):
+                    statuses.append(Status())
+                status = statuses[len(indices)]
             indices.append(i)
             objects.append(request.wait(status))
     return indices, objects
