@@ -125,11 +125,14 @@ def run_all(test_dir: Path, files: list[str], nodes: list[int], limit: float, bu
     ``budget`` seconds (a run that cannot start in time counts nothing)."""
     deadline = time.monotonic() + budget
     results: dict[str, dict[str, Outcome]] = {name: {} for name in files}
+    waiting = [len(files) * len(nodes)]  # runs not started yet
 
     def task(name: str, n: int) -> None:
         left = deadline - time.monotonic()
+        share = left * jobs / max(waiting[0], 1)  # what is left, shared fairly
+        waiting[0] -= 1
         outcome = Outcome(hung="not run: budget spent") if left < 5 else run_one(
-            test_dir, name, n, min(limit, left), out_dir, launcher)  # fmt: skip
+            test_dir, name, n, min(limit, max(share, 10.0), left), out_dir, launcher)  # fmt: skip
         results[name][str(n)] = outcome
         mark = "" if outcome.finished else f"  (stopped: {outcome.hung})"
         print(f"  {name} n={n}: {outcome.passed} passed, {outcome.failed} failed, "
@@ -189,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--files", nargs="+", default=list(FILES), help="test files (default: the 24)")
     p.add_argument("--time-limit", type=float, default=45.0, help="seconds per file and size")
     p.add_argument("--budget", type=float, default=330.0, help="seconds for the whole job")
-    p.add_argument("--jobs", type=int, default=2, help="runs at once")
+    p.add_argument("--jobs", type=int, default=3, help="runs at once")
     p.add_argument("--launcher", choices=("emurun", "mpich"), default="emurun")
     p.add_argument("--out-dir", type=Path, help="rank logs (default: a temporary directory)")
     p.add_argument("--figure", type=Path, default=DEFAULT_FIGURE, help="landed figure (JSON)")

@@ -425,10 +425,10 @@ class Grequest(Request):
 
     __slots__ = ()
 
-    def __init__(self, request: Request | None = None) -> None:
-        if request is not None and not isinstance(request, Grequest):
-            raise TypeError("Grequest() takes a Grequest")
-        super().__init__(request)
+    @classmethod
+    def _check(cls, pending: object) -> None:
+        if pending is not None:
+            raise TypeError("Grequest() takes a generalized request")
 
     @classmethod
     def Start(cls, *args: object, **kwargs: object) -> Grequest:

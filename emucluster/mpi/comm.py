@@ -73,8 +73,19 @@ class Comm(PersistentP2P, MatchedProbe):
 
     __slots__ = ("_st",)
 
+    _st: CommState | None
+
+    def __new__(cls, comm: Comm | None = None) -> Comm:
+        """A handle to ``comm``'s communicator (COMM_NULL if None), as mpi4py's ``__new__``:
+        subclasses may pass another communicator (a Dup, say) up from their ``__new__``."""
+        if comm is not None and not isinstance(comm, Comm):
+            raise TypeError(f"{cls.__name__}() takes a communicator, not {type(comm).__name__}")
+        self = object.__new__(cls)
+        self._st = None if comm is None else comm._st
+        return self
+
     def __init__(self, comm: Comm | None = None) -> None:
-        self._st: CommState | None = None if comm is None else comm._st
+        """Everything happens in ``__new__`` (so a subclass's choice there stands)."""
 
     # -- identity -----------------------------------------------------------------------------
 

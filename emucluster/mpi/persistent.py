@@ -77,9 +77,9 @@ class Prequest(Request):
 
     __slots__ = ()
 
-    def __init__(self, request: Request | None = None) -> None:
-        super().__init__(request)
-        if self._pending is not None and not isinstance(self._pending, PersistentPending):
+    @classmethod
+    def _check(cls, pending: Pending | None) -> None:
+        if pending is not None and not isinstance(pending, PersistentPending):
             raise TypeError("Prequest: not a persistent request")
 
     def Start(self) -> None:

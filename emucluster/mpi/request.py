@@ -230,8 +230,24 @@ class Request:
 
     __slots__ = ("_pending",)
 
+    _pending: Pending | None
+
+    def __new__(cls, request: Request | None = None) -> Request:
+        """A handle to ``request``'s operation (REQUEST_NULL if None); done here, not in
+        ``__init__``, so subclasses may override ``__new__`` as with mpi4py."""
+        if request is not None and not isinstance(request, Request):
+            raise TypeError(f"{cls.__name__}() takes a request, not {type(request).__name__}")
+        self = object.__new__(cls)
+        self._pending = None if request is None else request._pending
+        cls._check(self._pending)
+        return self
+
     def __init__(self, request: Request | None = None) -> None:
-        self._pending: Pending | None = None if request is None else request._pending
+        """Everything happens in ``__new__``."""
+
+    @classmethod
+    def _check(cls, pending: Pending | None) -> None:
+        """Raise TypeError if ``pending`` cannot be held by this class (see Prequest)."""
 
     @classmethod
     def _of(cls, pending: Pending) -> Request:
@@ -355,6 +371,55 @@ class Request:
         self.Free()
 
     # -- sets of requests -----------------------------------------------------------------------
+
+    @classmethod
+    def Get_status_all(cls, requests: Sequence[Request],
+                       statuses: list[Status] | None = None) -> bool:  # fmt: skip
+        """Whether all completed, without completing them (statuses filled if so)."""
+        runtime.engine().progress()
+        if any(r._active() and not r._pending.done() for r in requests):  # type: ignore[union-attr]
+            return False
+        if statuses is not None:
+            if isinstance(statuses, list):
+                statuses.extend(Status() for _ in range(len(statuses), len(requests)))
+            for request, status in zip(requests, statuses, strict=False):
+                request.Get_status(status)
+        return True
+
+    get_status_all = Get_status_all
+
+    @classmethod
+    def Get_status_any(cls, requests: Sequence[Request],
+                       status: Status | None = None) -> tuple[int, bool]:  # fmt: skip
+        """``(index, flag)`` of a completed request, without completing it."""
+        if not any(r._active() for r in requests):
+            _null_status(status)
+            return UNDEFINED, True
+        runtime.engine().progress()
+        index = _first_done(requests)
+        if index < 0:
+            return UNDEFINED, False
+        requests[index].Get_status(status)
+        return index, True
+
+    get_status_any = Get_status_any
+
+    @classmethod
+    def Get_status_some(cls, requests: Sequence[Request],
+                        statuses: list[Status] | None = None) -> list[int] | None:  # fmt: skip
+        """Indices of the completed requests, without completing them (None if all null)."""
+        if not any(r._active() for r in requests):
+            return None
+        runtime.engine().progress()
+        indices = [i for i, r in enumerate(requests) if r._active() and r.Get_status()]
+        if statuses is not None:
+            for k, i in enumerate(indices):
+                if k >= len(statuses):
+                    statuses.append(Status())
+                requests[i].Get_status(statuses[k])
+        return indices
+
+    get_status_some = Get_status_some
 
     @classmethod
     def Waitall(cls, requests: Sequence[Request], statuses: list[Status] | None = None) -> bool:
@@ -491,10 +556,10 @@ def _first_done(requests: Sequence[Request]) -> int:
 def _finish_all(requests: Sequence[Request], statuses: list[Status] | None) -> list[Any]:
     results: list[Any] = []
     error: MPIException | None = None
-    if statuses is not None:
+    if isinstance(statuses, list):
         statuses.extend(Status() for _ in range(len(statuses), len(requests)))
     for i, request in enumerate(requests):
-        status = statuses[i] if statuses is not None else None
+        status = statuses[i] if statuses is not None and i < len(statuses) else None
         try:
             results.append(request.wait(status))
         except MPIException as exc:
