@@ -54,7 +54,8 @@ class Message:
         op = self._op
         if op is None:
             raise MPIException(ERR_REQUEST, "receive of MESSAGE_NULL")
-        self._op = None
+        if self is not MESSAGE_NO_PROC:  # the predefined handle itself stays NO_PROC
+            self._op = None
         return None if isinstance(op, str) else op
 
     # -- buffers --------------------------------------------------------------------------------
@@ -81,6 +82,20 @@ class Message:
         """Nonblocking receive of the message as a Python object."""
         op = self._take()
         return completed(None) if op is None else Request._of(RecvPending(op, unpickle=True))
+
+    @classmethod
+    def Probe(cls, comm: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+              status: Status | None = None) -> Message:  # fmt: skip
+        """``comm.Mprobe``."""
+        found: Message = comm.Mprobe(source, tag, status)
+        return found
+
+    @classmethod
+    def Iprobe(cls, comm: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+               status: Status | None = None) -> Message | None:  # fmt: skip
+        """``comm.Improbe``."""
+        found: Message | None = comm.Improbe(source, tag, status)
+        return found
 
     @classmethod
     def probe(cls, comm: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG,
@@ -135,9 +150,7 @@ MESSAGE_NO_PROC._op = "noproc"
 
 
 def _no_proc() -> Message:
-    found = Message()
-    found._op = "noproc"
-    return found
+    return Message(MESSAGE_NO_PROC)
 
 
 class MatchedProbe:
