@@ -390,6 +390,7 @@ from emucluster.mpi.bsend import (  # noqa: E402
 from emucluster.mpi.constants import LASTUSEDCODE  # noqa: E402
 from emucluster.mpi.mprobe import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: E402
 from emucluster.mpi.persistent import Prequest  # noqa: E402
+from emucluster.mpi.serial import PICKLE as pickle  # noqa: E402
 from emucluster.mpi.unsupported import (  # noqa: E402
     FILE_NULL,
     INFO_NULL,
@@ -473,6 +474,6 @@ __all__ += [
     "WIN_NULL", "Add_error_class", "Add_error_code", "Add_error_string", "Alloc_mem",
     "Attach_buffer", "Close_port", "Detach_buffer", "File", "Free_mem", "Get_hw_resource_info",
     "Grequest", "Info", "Message", "Open_port", "Pcontrol", "Prequest", "Remove_error_class",
-    "Remove_error_code", "Remove_error_string", "Session", "Win",
+    "Remove_error_code", "Remove_error_string", "Session", "Win", "pickle",
     *(k for k in vars(_errors) if k.startswith("ERR_") and k not in __all__),
 ]  # fmt: skip

@@ -40,6 +40,7 @@ from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.mprobe import MatchedProbe
 from emucluster.mpi.persistent import PersistentP2P
 from emucluster.mpi.request import BothPending, RecvPending, Request, SendPending, completed
+from emucluster.mpi.serial import PICKLE
 from emucluster.mpi.state import CommState
 from emucluster.p2p import Outcome
 from emucluster.progress import DeadlockError
@@ -254,28 +255,28 @@ class Comm(PersistentP2P, MatchedProbe):
 
     def send(self, obj: Any, dest: int, tag: int = 0) -> None:
         """Send a Python object (blocking; returns once the object may be reused)."""
-        _wait_send(self._post_send(pickle.dumps(obj, PICKLE_PROTOCOL), dest, tag, False))
+        _wait_send(self._post_send(PICKLE.dumps(obj), dest, tag, False))
 
     def bsend(self, obj: Any, dest: int, tag: int = 0) -> None:
         """Buffered send: returns at once; the copy leaves from the attached buffer."""
-        bsend.start(self, pickle.dumps(obj, PICKLE_PROTOCOL), dest, tag)
+        bsend.start(self, PICKLE.dumps(obj), dest, tag)
 
     def ssend(self, obj: Any, dest: int, tag: int = 0) -> None:
         """Synchronous send: returns once a receive has matched it."""
-        _wait_send(self._post_send(pickle.dumps(obj, PICKLE_PROTOCOL), dest, tag, True))
+        _wait_send(self._post_send(PICKLE.dumps(obj), dest, tag, True))
 
     def isend(self, obj: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking send of a Python object."""
-        op = self._post_send(pickle.dumps(obj, PICKLE_PROTOCOL), dest, tag, False)
+        op = self._post_send(PICKLE.dumps(obj), dest, tag, False)
         return completed() if op is None else Request._of(SendPending(op))
 
     def ibsend(self, obj: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking buffered send."""
-        return bsend.start(self, pickle.dumps(obj, PICKLE_PROTOCOL), dest, tag)
+        return bsend.start(self, PICKLE.dumps(obj), dest, tag)
 
     def issend(self, obj: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking synchronous send."""
-        op = self._post_send(pickle.dumps(obj, PICKLE_PROTOCOL), dest, tag, True)
+        op = self._post_send(PICKLE.dumps(obj), dest, tag, True)
         return completed() if op is None else Request._of(SendPending(op))
 
     def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG,

@@ -10,13 +10,13 @@ mpi4py does. Every wait goes through the progress engine, so all outstanding ope
 
 from __future__ import annotations
 
-import pickle
 from typing import TYPE_CHECKING, Any, Protocol
 
 from emucluster.mpi import handles, runtime
 from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED
 from emucluster.mpi.errors import ERR_PROC_FAILED, ERR_REQUEST, ERR_TRUNCATE, SUCCESS
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.serial import PICKLE
 from emucluster.mpi.status import Status
 from emucluster.p2p import Outcome, RecvOp, SendOp
 
@@ -116,7 +116,7 @@ class RecvPending:
         if not self.unpickle:
             return None
         data = op.data
-        return None if data is None else pickle.loads(data)
+        return None if data is None else PICKLE.loads(data)
 
     def cancel(self) -> None:
         runtime.engine().cancel(self.op)
