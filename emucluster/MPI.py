@@ -387,7 +387,7 @@ from emucluster.mpi.bsend import (  # noqa: E402
     Attach_buffer,
     Detach_buffer,
 )
-from emucluster.mpi.constants import LASTUSEDCODE  # noqa: E402
+from emucluster.mpi.constants import IO, LASTUSEDCODE  # noqa: E402
 from emucluster.mpi.mprobe import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: E402
 from emucluster.mpi.persistent import Prequest  # noqa: E402
 from emucluster.mpi.serial import PICKLE as pickle  # noqa: E402
@@ -468,7 +468,7 @@ def Get_hw_resource_info() -> Info:
 
 
 __all__ += [
-    "APPNUM", "BSEND_OVERHEAD", "BUFFER_AUTOMATIC", "COMM_TYPE_HW_GUIDED",
+    "APPNUM", "IO", "BSEND_OVERHEAD", "BUFFER_AUTOMATIC", "COMM_TYPE_HW_GUIDED",
     "COMM_TYPE_HW_UNGUIDED", "COMM_TYPE_RESOURCE_GUIDED", "COMM_TYPE_SHARED", "FILE_NULL",
     "INFO_NULL", "LASTUSEDCODE", "MESSAGE_NO_PROC", "MESSAGE_NULL", "SESSION_NULL",
     "WIN_NULL", "Add_error_class", "Add_error_code", "Add_error_string", "Alloc_mem",

@@ -25,6 +25,8 @@ from emucluster.mpi.constants import (
     ANY_TAG,
     CONGRUENT,
     IDENT,
+    IO,
+    KEYVAL_INVALID,
     LASTUSEDCODE,
     PROC_NULL,
     SIMILAR,
@@ -35,7 +37,14 @@ from emucluster.mpi.constants import (
     UNIVERSE_SIZE,
     WTIME_IS_GLOBAL,
 )
-from emucluster.mpi.errors import ERR_COMM, ERR_RANK, ERR_TAG, last_used_code
+from emucluster.mpi.errors import (
+    ERR_COMM,
+    ERR_ERRHANDLER,
+    ERR_KEYVAL,
+    ERR_RANK,
+    ERR_TAG,
+    last_used_code,
+)
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.mprobe import MatchedProbe
 from emucluster.mpi.persistent import PersistentP2P
@@ -63,7 +72,9 @@ class Errhandler:
         self.name = name
 
     def Free(self) -> None:
-        """Nothing to free."""
+        """Nothing to free; ERR_ERRHANDLER for ERRHANDLER_NULL."""
+        if self.name == "MPI_ERRHANDLER_NULL":
+            raise MPIException(ERR_ERRHANDLER, "Free of ERRHANDLER_NULL")
 
     def __repr__(self) -> str:
         return f"<emucluster.MPI.Errhandler {self.name}>"
@@ -186,15 +197,23 @@ class Comm(PersistentP2P, MatchedProbe):
             return False
         if keyval == LASTUSEDCODE:
             return last_used_code()
+        if keyval == IO:
+            return ANY_SOURCE  # every process may do (Python) I/O
+        if keyval == KEYVAL_INVALID:
+            raise MPIException(ERR_KEYVAL, "Get_attr of KEYVAL_INVALID")
         return None
 
     def Get_errhandler(self) -> Errhandler:
         """The error handler (errors always raise MPI.Exception)."""
+        self._state()
         return Errhandler("MPI_ERRORS_RETURN")
 
     def Set_errhandler(self, errhandler: Errhandler) -> None:
-        """Accepted and ignored: errors always raise MPI.Exception, as mpi4py's default."""
+        """Accepted and ignored: errors always raise MPI.Exception, as mpi4py's default;
+        ERR_ERRHANDLER for ERRHANDLER_NULL."""
         self._state()
+        if errhandler.name == "MPI_ERRHANDLER_NULL":
+            raise MPIException(ERR_ERRHANDLER, "Set_errhandler(ERRHANDLER_NULL)")
 
     @classmethod
     def Compare(cls, comm1: Comm, comm2: Comm) -> int:

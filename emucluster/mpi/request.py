@@ -139,7 +139,8 @@ class BothPending:
         return self.receive.wait(status)
 
     def cancel(self) -> None:
-        self.receive.Cancel()
+        if self.receive:
+            self.receive.Cancel()
 
 
 class _Completed:
@@ -354,16 +355,20 @@ class Request:
         return self.Get_status(status)
 
     def Cancel(self) -> None:
-        """Cancel a pending receive (it then completes as cancelled)."""
-        if self._pending is not None:
-            self._pending.cancel()
+        """Cancel a pending receive (it then completes as cancelled); ERR_REQUEST for
+        REQUEST_NULL."""
+        if self._pending is None:
+            raise MPIException(ERR_REQUEST, "Cancel of REQUEST_NULL")
+        self._pending.cancel()
 
     def cancel(self) -> None:
         """Cancel a pending receive."""
         self.Cancel()
 
     def Free(self) -> None:
-        """Forget the request (the operation still completes)."""
+        """Forget the request (the operation still completes); ERR_REQUEST for REQUEST_NULL."""
+        if self._pending is None:
+            raise MPIException(ERR_REQUEST, "Free of REQUEST_NULL")
         self._pending = None
 
     def free(self) -> None:

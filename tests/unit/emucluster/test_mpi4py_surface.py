@@ -186,3 +186,26 @@ def test_unsupported_features_raise_not_implemented(call: str) -> None:
         else:
             raise SystemExit("no NotImplementedError")
         """)
+
+
+@pytest.mark.parametrize(
+    ("call", "error_class"),
+    [
+        ("MPI.REQUEST_NULL.Free()", "ERR_REQUEST"),
+        ("MPI.REQUEST_NULL.Cancel()", "ERR_REQUEST"),
+        ("MPI.ERRHANDLER_NULL.Free()", "ERR_ERRHANDLER"),
+        ("MPI.COMM_WORLD.Set_errhandler(MPI.ERRHANDLER_NULL)", "ERR_ERRHANDLER"),
+        ("MPI.COMM_WORLD.Get_attr(MPI.KEYVAL_INVALID)", "ERR_KEYVAL"),
+        ("MPI.COMM_NULL.Get_errhandler()", "ERR_COMM"),
+    ],
+)
+def test_misuse_of_null_handles_raises_the_right_class(call: str, error_class: str) -> None:
+    check(f"""
+        from emucluster import MPI
+        try:
+            {call}
+        except MPI.Exception as exc:
+            assert exc.Get_error_class() == MPI.{error_class}, exc
+        else:
+            raise SystemExit("no MPI.Exception")
+        """)
