@@ -217,6 +217,7 @@ __all__ = [
     "Status",
     "Wtick",
     "Wtime",
+    "get_vendor",
 ]
 
 VERSION = 3
@@ -369,3 +370,110 @@ def Wtick() -> float:
 def Abort(errorcode: int = 0) -> None:
     """Terminate the whole job with ``errorcode``."""
     _runtime.abort(errorcode)
+
+
+# -- mpi4py names for unmodified programs (issue 15: environment, p2p, requests) -------------
+
+
+def get_vendor() -> tuple[str, tuple[int, int, int]]:
+    """The MPI implementation's name and version, as mpi4py reports its vendor."""
+    return _runtime.VENDOR
+
+
+from emucluster.mpi import errors as _errors  # noqa: E402
+from emucluster.mpi.bsend import (  # noqa: E402
+    BSEND_OVERHEAD,
+    BUFFER_AUTOMATIC,
+    Attach_buffer,
+    Detach_buffer,
+)
+from emucluster.mpi.constants import IO, LASTUSEDCODE  # noqa: E402
+from emucluster.mpi.mprobe import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: E402
+from emucluster.mpi.persistent import Prequest  # noqa: E402
+from emucluster.mpi.serial import PICKLE as pickle  # noqa: E402
+from emucluster.mpi.unsupported import (  # noqa: E402
+    FILE_NULL,
+    INFO_NULL,
+    SESSION_NULL,
+    WIN_NULL,
+    File,
+    Info,
+    Session,
+    Win,
+    not_offered,
+)
+
+globals().update({k: v for k, v in vars(_errors).items() if k.startswith("ERR_")})
+Add_error_class = _errors.Add_error_class
+Add_error_code = _errors.Add_error_code
+Add_error_string = _errors.Add_error_string
+Remove_error_class = _errors.Remove_error_class
+Remove_error_code = _errors.Remove_error_code
+Remove_error_string = _errors.Remove_error_string
+
+APPNUM = KEYVAL_INVALID  # no multiple-program launches: the attribute does not exist
+COMM_TYPE_SHARED = 1
+COMM_TYPE_HW_UNGUIDED = 2
+COMM_TYPE_HW_GUIDED = 3
+COMM_TYPE_RESOURCE_GUIDED = 4
+MODE_RDONLY, MODE_RDWR, MODE_WRONLY, MODE_CREATE = 2, 8, 4, 1
+MODE_EXCL, MODE_DELETE_ON_CLOSE, MODE_UNIQUE_OPEN = 64, 16, 32
+MODE_SEQUENTIAL, MODE_APPEND = 256, 128
+
+
+class Grequest(Request):
+    """Generalized requests: not offered (``Start`` raises NotImplementedError)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _check(cls, pending: object) -> None:
+        if pending is not None:
+            raise TypeError("Grequest() takes a generalized request")
+
+    @classmethod
+    def Start(cls, *args: object, **kwargs: object) -> Grequest:
+        """Not offered."""
+        not_offered("generalized requests (Grequest.Start)")
+
+
+def Alloc_mem(size: int, info: Info = INFO_NULL) -> memoryview:
+    """``size`` bytes of memory (a writable byte view; no special memory here)."""
+    return memoryview(bytearray(size))
+
+
+def Free_mem(mem: object) -> None:
+    """Release memory from Alloc_mem (the garbage collector does it)."""
+    if isinstance(mem, memoryview):
+        mem.release()
+
+
+def Pcontrol(level: int) -> None:
+    """Profiling control: no profiler here, accepted and ignored."""
+
+
+def Open_port(info: Info = INFO_NULL) -> str:
+    """Not offered (dynamic processes)."""
+    not_offered("dynamic processes (Open_port)")
+
+
+def Close_port(port_name: str) -> None:
+    """Not offered (dynamic processes)."""
+    not_offered("dynamic processes (Close_port)")
+
+
+def Get_hw_resource_info() -> Info:
+    """Not offered (info objects)."""
+    not_offered("hardware resource info (Get_hw_resource_info)")
+
+
+__all__ += [
+    "APPNUM", "IO", "BSEND_OVERHEAD", "BUFFER_AUTOMATIC", "COMM_TYPE_HW_GUIDED",
+    "COMM_TYPE_HW_UNGUIDED", "COMM_TYPE_RESOURCE_GUIDED", "COMM_TYPE_SHARED", "FILE_NULL",
+    "INFO_NULL", "LASTUSEDCODE", "MESSAGE_NO_PROC", "MESSAGE_NULL", "SESSION_NULL",
+    "WIN_NULL", "Add_error_class", "Add_error_code", "Add_error_string", "Alloc_mem",
+    "Attach_buffer", "Close_port", "Detach_buffer", "File", "Free_mem", "Get_hw_resource_info",
+    "Grequest", "Info", "Message", "Open_port", "Pcontrol", "Prequest", "Remove_error_class",
+    "Remove_error_code", "Remove_error_string", "Session", "Win", "pickle",
+    *(k for k in vars(_errors) if k.startswith("ERR_") and k not in __all__),
+]  # fmt: skip

@@ -15,7 +15,7 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, cast
 
-from emucluster import coll
+from emucluster import coll, mpi4py_shim
 from launcher.errors import EXIT_USAGE, LaunchError, UsageError
 from launcher.hostfile import HostSpec, map_ranks, parse_host_list, parse_hostfile
 from launcher.plan import HostsPlan, LaunchPlan, Program, resolve_program, validate_job_id
@@ -104,6 +104,12 @@ def build_parser() -> _Parser:
     p.option("--recovery", choices=RECOVERY_MODES, help="nicd loss recovery (nicd's default: gbn)")
     p.option("--job-id", metavar="ID", help="job id (letters and digits; default random)")
     p.option("-q", "--quiet", action="store_true", help="report nothing but failures")
+    p.option(
+        "--mpi4py",
+        action="store_true",
+        help="run unmodified mpi4py programs: `from mpi4py import MPI` gets emucluster.MPI "
+        f"(also when {mpi4py_shim.ENV_SWITCH}=1 is set for emurun)",
+    )
     _hosts_options(p)
     c = p.add_argument_group(
         "collective algorithms (set EMU_BCAST, EMU_REDUCE, ... for the hosts; "
@@ -296,6 +302,11 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
     except ValueError as exc:
         raise UsageError(f"--nicd-args: {exc}") from None
     host_extras = {**_exports(args.export, env), **_collective_env(args)}
+    if args.mpi4py or env.get(mpi4py_shim.ENV_SWITCH) == "1":
+        host_extras[mpi4py_shim.ENV_SWITCH] = "1"
+        host_extras["PYTHONPATH"] = mpi4py_shim.pythonpath(
+            host_extras.get("PYTHONPATH", env.get("PYTHONPATH"))
+        )
     python = sys.executable
     hosts = _hosts_plan(args, program)
     if hosts is not None:  # each agent resolves the program on its own host

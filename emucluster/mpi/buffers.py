@@ -20,6 +20,7 @@ from typing import NamedTuple
 from emucluster.mpi.datatypes import Datatype, datatype_of_buffer, predefined
 from emucluster.mpi.errors import ERR_BUFFER, ERR_COUNT, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.foreign import host_buffer
 
 __all__ = ["EMPTY", "Msg", "byte_view", "message"]
 
@@ -60,6 +61,7 @@ def message(spec: object, *, writable: bool) -> Msg:
     """Parse a message spec (see the module docstring)."""
     if spec is None:
         return EMPTY
+    spec = host_buffer(spec)  # CUDA-array-interface / DLPack memory (no GPUs: host memory)
     if isinstance(spec, list | tuple):
         return _from_sequence(list(spec), writable)
     view = byte_view(spec, writable=writable)
@@ -70,7 +72,7 @@ def message(spec: object, *, writable: bool) -> Msg:
 def _from_sequence(parts: list[object], writable: bool) -> Msg:
     if not 1 <= len(parts) <= 3:
         raise MPIException(ERR_BUFFER, f"a message spec has 1 to 3 items, not {len(parts)}")
-    buf = parts[0]
+    buf = host_buffer(parts[0])
     count_spec: object = None
     datatype: Datatype | None = None
     if len(parts) == 3:

@@ -13,10 +13,11 @@ message specs (see `emucluster.mpi.buffers`). Collective calls come from `Collec
 from __future__ import annotations
 
 import pickle
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from emucluster.envelope import ANY_SOURCE as CORE_ANY_SOURCE
-from emucluster.mpi import runtime
+from emucluster.mpi import bsend, runtime
 from emucluster.mpi.buffers import message
 from emucluster.mpi.collectives import Collectives, internal_allgather, internal_allreduce
 from emucluster.mpi.constants import (
@@ -24,6 +25,9 @@ from emucluster.mpi.constants import (
     ANY_TAG,
     CONGRUENT,
     IDENT,
+    IO,
+    KEYVAL_INVALID,
+    LASTUSEDCODE,
     PROC_NULL,
     SIMILAR,
     TAG_UB,
@@ -33,9 +37,19 @@ from emucluster.mpi.constants import (
     UNIVERSE_SIZE,
     WTIME_IS_GLOBAL,
 )
-from emucluster.mpi.errors import ERR_COMM, ERR_RANK, ERR_TAG
+from emucluster.mpi.errors import (
+    ERR_COMM,
+    ERR_ERRHANDLER,
+    ERR_KEYVAL,
+    ERR_RANK,
+    ERR_TAG,
+    last_used_code,
+)
 from emucluster.mpi.errors import Exception as MPIException
-from emucluster.mpi.request import RecvPending, Request, SendPending, completed
+from emucluster.mpi.mprobe import MatchedProbe
+from emucluster.mpi.persistent import PersistentP2P
+from emucluster.mpi.request import BothPending, RecvPending, Request, SendPending, completed
+from emucluster.mpi.serial import PICKLE
 from emucluster.mpi.state import CommState
 from emucluster.p2p import Outcome
 from emucluster.progress import DeadlockError
@@ -58,19 +72,32 @@ class Errhandler:
         self.name = name
 
     def Free(self) -> None:
-        """Nothing to free."""
+        """Nothing to free; ERR_ERRHANDLER for ERRHANDLER_NULL."""
+        if self.name == "MPI_ERRHANDLER_NULL":
+            raise MPIException(ERR_ERRHANDLER, "Free of ERRHANDLER_NULL")
 
     def __repr__(self) -> str:
         return f"<emucluster.MPI.Errhandler {self.name}>"
 
 
-class Comm:
+class Comm(PersistentP2P, MatchedProbe):
     """A communicator (mpi4py's ``MPI.Comm``); COMM_NULL when it has no state."""
 
     __slots__ = ("_st",)
 
+    _st: CommState | None
+
+    def __new__(cls, comm: Comm | None = None) -> Comm:
+        """A handle to ``comm``'s communicator (COMM_NULL if None), as mpi4py's ``__new__``:
+        subclasses may pass another communicator (a Dup, say) up from their ``__new__``."""
+        if comm is not None and not isinstance(comm, Comm):
+            raise TypeError(f"{cls.__name__}() takes a communicator, not {type(comm).__name__}")
+        self = object.__new__(cls)
+        self._st = None if comm is None else comm._st
+        return self
+
     def __init__(self, comm: Comm | None = None) -> None:
-        self._st: CommState | None = None if comm is None else comm._st
+        """Everything happens in ``__new__`` (so a subclass's choice there stands)."""
 
     # -- identity -----------------------------------------------------------------------------
 
@@ -168,15 +195,25 @@ class Comm:
             return runtime.engine().num_nodes
         if keyval == WTIME_IS_GLOBAL:
             return False
+        if keyval == LASTUSEDCODE:
+            return last_used_code()
+        if keyval == IO:
+            return ANY_SOURCE  # every process may do (Python) I/O
+        if keyval == KEYVAL_INVALID:
+            raise MPIException(ERR_KEYVAL, "Get_attr of KEYVAL_INVALID")
         return None
 
     def Get_errhandler(self) -> Errhandler:
         """The error handler (errors always raise MPI.Exception)."""
+        self._state()
         return Errhandler("MPI_ERRORS_RETURN")
 
     def Set_errhandler(self, errhandler: Errhandler) -> None:
-        """Accepted and ignored: errors always raise MPI.Exception, as mpi4py's default."""
+        """Accepted and ignored: errors always raise MPI.Exception, as mpi4py's default;
+        ERR_ERRHANDLER for ERRHANDLER_NULL."""
         self._state()
+        if errhandler.name == "MPI_ERRHANDLER_NULL":
+            raise MPIException(ERR_ERRHANDLER, "Set_errhandler(ERRHANDLER_NULL)")
 
     @classmethod
     def Compare(cls, comm1: Comm, comm2: Comm) -> int:
@@ -237,33 +274,34 @@ class Comm:
 
     def send(self, obj: Any, dest: int, tag: int = 0) -> None:
         """Send a Python object (blocking; returns once the object may be reused)."""
-        _wait_send(self._post_send(pickle.dumps(obj, PICKLE_PROTOCOL), dest, tag, False))
+        _wait_send(self._post_send(PICKLE.dumps(obj), dest, tag, False))
 
     def bsend(self, obj: Any, dest: int, tag: int = 0) -> None:
-        """Buffered send (same as send here: eager sends are buffered by the NIC)."""
-        self.send(obj, dest, tag)
+        """Buffered send: returns at once; the copy leaves from the attached buffer."""
+        bsend.start(self, PICKLE.dumps(obj), dest, tag)
 
     def ssend(self, obj: Any, dest: int, tag: int = 0) -> None:
         """Synchronous send: returns once a receive has matched it."""
-        _wait_send(self._post_send(pickle.dumps(obj, PICKLE_PROTOCOL), dest, tag, True))
+        _wait_send(self._post_send(PICKLE.dumps(obj), dest, tag, True))
 
     def isend(self, obj: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking send of a Python object."""
-        op = self._post_send(pickle.dumps(obj, PICKLE_PROTOCOL), dest, tag, False)
+        op = self._post_send(PICKLE.dumps(obj), dest, tag, False)
         return completed() if op is None else Request._of(SendPending(op))
 
     def ibsend(self, obj: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking buffered send."""
-        return self.isend(obj, dest, tag)
+        return bsend.start(self, PICKLE.dumps(obj), dest, tag)
 
     def issend(self, obj: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking synchronous send."""
-        op = self._post_send(pickle.dumps(obj, PICKLE_PROTOCOL), dest, tag, True)
+        op = self._post_send(PICKLE.dumps(obj), dest, tag, True)
         return completed() if op is None else Request._of(SendPending(op))
 
     def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG,
              status: Status | None = None) -> Any:  # fmt: skip
-        """Receive a Python object."""
+        """Receive a Python object (a ``buf`` is ignored, with a warning)."""
+        _warn_buf(buf)
         op = self._post_recv(source, tag, None)
         if op is None:
             return completed(None).wait(status)
@@ -299,7 +337,10 @@ class Comm:
         """Send a buffer (blocking)."""
         _wait_send(self._post_send(message(buf, writable=False).view, dest, tag, False))
 
-    Bsend = Send
+    def Bsend(self, buf: Any, dest: int, tag: int = 0) -> None:
+        """Buffered send: returns at once; the copy leaves from the attached buffer."""
+        bsend.start(self, bytes(message(buf, writable=False).view), dest, tag)
+
     Rsend = Send
 
     def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
@@ -311,7 +352,10 @@ class Comm:
         op = self._post_send(message(buf, writable=False).view, dest, tag, False)
         return completed() if op is None else Request._of(SendPending(op))
 
-    Ibsend = Isend
+    def Ibsend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        """Nonblocking buffered send."""
+        return bsend.start(self, bytes(message(buf, writable=False).view), dest, tag)
+
     Irsend = Isend
 
     def Issend(self, buf: Any, dest: int, tag: int = 0) -> Request:
@@ -341,6 +385,21 @@ class Comm:
         request = self.Irecv(recvbuf, source, recvtag)
         self.Send(sendbuf, dest, sendtag)
         request.Wait(status)
+
+    def Isendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,
+                  source: int = ANY_SOURCE, recvtag: int = ANY_TAG) -> Request:  # fmt: skip
+        """Nonblocking Sendrecv: one request completing both."""
+        receive = self.Irecv(recvbuf, source, recvtag)
+        return Request._of(BothPending(self.Isend(sendbuf, dest, sendtag), receive))
+
+    def Isendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0,
+                          source: int = ANY_SOURCE, recvtag: int = ANY_TAG) -> Request:  # fmt: skip
+        """Nonblocking Sendrecv_replace (the outgoing bytes are copied first)."""
+        outgoing = bytes(message(buf, writable=True).view)
+        receive = self.Irecv(buf, source, recvtag)
+        op = self._post_send(outgoing, dest, sendtag, False)
+        send = completed() if op is None else Request._of(SendPending(op))
+        return Request._of(BothPending(send, receive))
 
     def Sendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0,
                          source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
@@ -450,6 +509,12 @@ def make_world(node: int, num_nodes: int) -> tuple[Intracomm, Intracomm]:
     world = CommState(0, tuple(range(num_nodes)), node, name="MPI_COMM_WORLD")
     self_ = CommState(2, (node,), 0, name="MPI_COMM_SELF")
     return Intracomm._of(world), Intracomm._of(self_)
+
+
+def _warn_buf(buf: Any) -> None:
+    if buf is not None:
+        warnings.warn("the buf argument of recv is ignored: any size is received",
+                      UserWarning, stacklevel=3)  # fmt: skip
 
 
 def _wait_op(op: RecvOp | SendOp) -> None:

@@ -11,7 +11,9 @@ __all__ = [
     "CONGRUENT",
     "IDENT",
     "IN_PLACE",
+    "IO",
     "KEYVAL_INVALID",
+    "LASTUSEDCODE",
     "MAX_ERROR_STRING",
     "MAX_PROCESSOR_NAME",
     "PROC_NULL",
@@ -50,6 +52,8 @@ KEYVAL_INVALID = 0x24000000
 TAG_UB = 0x64400001  # attribute keys for Comm.Get_attr
 UNIVERSE_SIZE = 0x64400009
 WTIME_IS_GLOBAL = 0x64400007
+IO = 0x64400005  # attribute key: a rank that may do I/O
+LASTUSEDCODE = 0x6440000B  # largest error code or class in use (Add_error_class ...)
 TAG_UB_VALUE = MAX_TAG  # largest tag a program may use
 
 MAX_PROCESSOR_NAME = 128

@@ -10,13 +10,14 @@ mpi4py does. Every wait goes through the progress engine, so all outstanding ope
 
 from __future__ import annotations
 
-import pickle
 from typing import TYPE_CHECKING, Any, Protocol
 
-from emucluster.mpi import runtime
+from emucluster.mpi import handles, runtime
 from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED
 from emucluster.mpi.errors import ERR_PROC_FAILED, ERR_REQUEST, ERR_TRUNCATE, SUCCESS
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.serial import PICKLE
+from emucluster.mpi.status import Status
 from emucluster.p2p import Outcome, RecvOp, SendOp
 
 Some = tuple[list[int] | None, list[Any] | None]
@@ -25,9 +26,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from emucluster.coll.context import CollGen, CollRequest
-    from emucluster.mpi.status import Status
 
 __all__ = [
+    "BothPending",
     "CollDriver",
     "Pending",
     "RecvPending",
@@ -35,6 +36,7 @@ __all__ = [
     "SendPending",
     "check_failed",
     "completed",
+    "peek_status",
 ]
 
 
@@ -114,10 +116,31 @@ class RecvPending:
         if not self.unpickle:
             return None
         data = op.data
-        return None if data is None else pickle.loads(data)
+        return None if data is None else PICKLE.loads(data)
 
     def cancel(self) -> None:
         runtime.engine().cancel(self.op)
+
+
+class BothPending:
+    """Two requests completing as one (Isendrecv); its result is the receive's."""
+
+    __slots__ = ("receive", "send")
+
+    def __init__(self, send: Request, receive: Request) -> None:
+        self.send = send
+        self.receive = receive
+
+    def done(self) -> bool:
+        return all(p is None or p.done() for p in (self.send._pending, self.receive._pending))
+
+    def finish(self, status: Status | None) -> object:
+        self.send.wait()
+        return self.receive.wait(status)
+
+    def cancel(self) -> None:
+        if self.receive:
+            self.receive.Cancel()
 
 
 class _Completed:
@@ -208,8 +231,24 @@ class Request:
 
     __slots__ = ("_pending",)
 
+    _pending: Pending | None
+
+    def __new__(cls, request: Request | None = None) -> Request:
+        """A handle to ``request``'s operation (REQUEST_NULL if None); done here, not in
+        ``__init__``, so subclasses may override ``__new__`` as with mpi4py."""
+        if request is not None and not isinstance(request, Request):
+            raise TypeError(f"{cls.__name__}() takes a request, not {type(request).__name__}")
+        self = object.__new__(cls)
+        self._pending = None if request is None else request._pending
+        cls._check(self._pending)
+        return self
+
     def __init__(self, request: Request | None = None) -> None:
-        self._pending: Pending | None = None if request is None else request._pending
+        """Everything happens in ``__new__``."""
+
+    @classmethod
+    def _check(cls, pending: Pending | None) -> None:
+        """Raise TypeError if ``pending`` cannot be held by this class (see Prequest)."""
 
     @classmethod
     def _of(cls, pending: Pending) -> Request:
@@ -231,6 +270,38 @@ class Request:
     def __repr__(self) -> str:
         return "<emucluster.MPI.Request NULL>" if self._pending is None else super().__repr__()
 
+    def _release(self) -> None:
+        """After completion: REQUEST_NULL, unless persistent (then inactive, still alive)."""
+        if not getattr(self._pending, "persistent", False):
+            self._pending = None
+
+    def _active(self) -> bool:
+        """Whether completing it would report an operation (not null, not inactive)."""
+        pending = self._pending
+        return pending is not None and getattr(pending, "_active", True) is not None
+
+    # -- handles ----------------------------------------------------------------------------------
+
+    @property
+    def handle(self) -> int:
+        """An integer naming the request while it lives (0 for REQUEST_NULL)."""
+        return handles.handle_of(self._pending)
+
+    @classmethod
+    def fromhandle(cls, handle: int) -> Request:
+        """The request named by ``handle`` (REQUEST_NULL for 0)."""
+        request = cls.__new__(cls)
+        request._pending = handles.lookup(handle)
+        return request
+
+    def toint(self) -> int:
+        """-1: no integer conversion of requests here."""
+        return -1
+
+    def py2f(self) -> int:
+        """-1: no Fortran handles here."""
+        return -1
+
     # -- one request ----------------------------------------------------------------------------
 
     def Wait(self, status: Status | None = None) -> bool:
@@ -246,7 +317,7 @@ class Request:
             return None
         if not pending.done():
             runtime.engine().wait_for(pending.done)
-        self._pending = None
+        self._release()
         return pending.finish(status)
 
     def Test(self, status: Status | None = None) -> bool:
@@ -263,7 +334,7 @@ class Request:
             runtime.engine().progress()
             if not pending.done():
                 return False, None
-        self._pending = None
+        self._release()
         return True, pending.finish(status)
 
     def Get_status(self, status: Status | None = None) -> bool:
@@ -273,23 +344,31 @@ class Request:
             _null_status(status)
             return True
         runtime.engine().progress()
-        return pending.done()
+        if not pending.done():
+            return False
+        if status is not None:
+            peek_status(pending, status)
+        return True
 
     def get_status(self, status: Status | None = None) -> bool:
         """Whether it completed, without completing it."""
         return self.Get_status(status)
 
     def Cancel(self) -> None:
-        """Cancel a pending receive (it then completes as cancelled)."""
-        if self._pending is not None:
-            self._pending.cancel()
+        """Cancel a pending receive (it then completes as cancelled); ERR_REQUEST for
+        REQUEST_NULL."""
+        if self._pending is None:
+            raise MPIException(ERR_REQUEST, "Cancel of REQUEST_NULL")
+        self._pending.cancel()
 
     def cancel(self) -> None:
         """Cancel a pending receive."""
         self.Cancel()
 
     def Free(self) -> None:
-        """Forget the request (the operation still completes)."""
+        """Forget the request (the operation still completes); ERR_REQUEST for REQUEST_NULL."""
+        if self._pending is None:
+            raise MPIException(ERR_REQUEST, "Free of REQUEST_NULL")
         self._pending = None
 
     def free(self) -> None:
@@ -297,6 +376,55 @@ class Request:
         self.Free()
 
     # -- sets of requests -----------------------------------------------------------------------
+
+    @classmethod
+    def Get_status_all(cls, requests: Sequence[Request],
+                       statuses: list[Status] | None = None) -> bool:  # fmt: skip
+        """Whether all completed, without completing them (statuses filled if so)."""
+        runtime.engine().progress()
+        if any(r._active() and not r._pending.done() for r in requests):  # type: ignore[union-attr]
+            return False
+        if statuses is not None:
+            if isinstance(statuses, list):
+                statuses.extend(Status() for _ in range(len(statuses), len(requests)))
+            for request, status in zip(requests, statuses, strict=False):
+                request.Get_status(status)
+        return True
+
+    get_status_all = Get_status_all
+
+    @classmethod
+    def Get_status_any(cls, requests: Sequence[Request],
+                       status: Status | None = None) -> tuple[int, bool]:  # fmt: skip
+        """``(index, flag)`` of a completed request, without completing it."""
+        if not any(r._active() for r in requests):
+            _null_status(status)
+            return UNDEFINED, True
+        runtime.engine().progress()
+        index = _first_done(requests)
+        if index < 0:
+            return UNDEFINED, False
+        requests[index].Get_status(status)
+        return index, True
+
+    get_status_any = Get_status_any
+
+    @classmethod
+    def Get_status_some(cls, requests: Sequence[Request],
+                        statuses: list[Status] | None = None) -> list[int] | None:  # fmt: skip
+        """Indices of the completed requests, without completing them (None if all null)."""
+        if not any(r._active() for r in requests):
+            return None
+        runtime.engine().progress()
+        indices = [i for i, r in enumerate(requests) if r._active() and r.Get_status()]
+        if statuses is not None:
+            for k, i in enumerate(indices):
+                if k >= len(statuses):
+                    statuses.append(Status())
+                requests[i].Get_status(statuses[k])
+        return indices
+
+    get_status_some = Get_status_some
 
     @classmethod
     def Waitall(cls, requests: Sequence[Request], statuses: list[Status] | None = None) -> bool:
@@ -339,7 +467,7 @@ class Request:
     def waitany(cls, requests: Sequence[Request],
                 status: Status | None = None) -> tuple[int, Any]:  # fmt: skip
         """``(index, object)`` of one completed request (UNDEFINED, None if all are null)."""
-        if all(r._pending is None for r in requests):
+        if not any(r._active() for r in requests):
             _null_status(status)
             return UNDEFINED, None
         index = _first_done(requests)
@@ -359,7 +487,7 @@ class Request:
     def testany(cls, requests: Sequence[Request],
                 status: Status | None = None) -> tuple[int, bool, Any]:  # fmt: skip
         """``(index, flag, object)``; (UNDEFINED, True, None) if all are null."""
-        if all(r._pending is None for r in requests):
+        if not any(r._active() for r in requests):
             _null_status(status)
             return UNDEFINED, True, None
         index = _first_done(requests)
@@ -380,7 +508,7 @@ class Request:
     def waitsome(cls, requests: Sequence[Request],
                  statuses: list[Status] | None = None) -> Some:  # fmt: skip
         """``(indices, objects)`` of the requests completed (None, None if all are null)."""
-        if all(r._pending is None for r in requests):
+        if not any(r._active() for r in requests):
             return None, None
         if _first_done(requests) < 0:
             runtime.engine().wait_for(lambda: _first_done(requests) >= 0)
@@ -396,10 +524,25 @@ class Request:
     def testsome(cls, requests: Sequence[Request],
                  statuses: list[Status] | None = None) -> Some:  # fmt: skip
         """``(indices, objects)`` completed now (None, None if all are null)."""
-        if all(r._pending is None for r in requests):
+        if not any(r._active() for r in requests):
             return None, None
         runtime.engine().progress()
         return _finish_some(requests, statuses)
+
+
+def peek_status(pending: Pending, status: Status) -> None:
+    """Fill ``status`` from a complete operation without completing its request."""
+    inner = getattr(pending, "_active", pending)
+    op = getattr(inner, "op", None)
+    if isinstance(op, RecvOp):
+        if op.outcome is Outcome.CANCELLED:
+            status.set(ANY_SOURCE, ANY_TAG, 0, cancelled=True)
+        else:
+            status.set(op.msg_source, op.msg_tag, op.count)
+    elif isinstance(inner, _Completed):
+        status.set(inner.source, ANY_TAG, 0)
+    else:
+        status.set(ANY_SOURCE, ANY_TAG, 0)
 
 
 def _null_status(status: Status | None) -> None:
@@ -410,7 +553,7 @@ def _null_status(status: Status | None) -> None:
 def _first_done(requests: Sequence[Request]) -> int:
     for i, request in enumerate(requests):
         pending = request._pending
-        if pending is not None and pending.done():
+        if pending is not None and request._active() and pending.done():
             return i
     return -1
 
@@ -418,6 +561,8 @@ def _first_done(requests: Sequence[Request]) -> int:
 def _finish_all(requests: Sequence[Request], statuses: list[Status] | None) -> list[Any]:
     results: list[Any] = []
     error: MPIException | None = None
+    if isinstance(statuses, list):
+        statuses.extend(Status() for _ in range(len(statuses), len(requests)))
     for i, request in enumerate(requests):
         status = statuses[i] if statuses is not None and i < len(statuses) else None
         try:
@@ -436,8 +581,12 @@ def _finish_some(requests: Sequence[Request],
     objects: list[Any] = []
     for i, request in enumerate(requests):
         pending = request._pending
-        if pending is not None and pending.done():
-            status = statuses[len(indices)] if statuses is not None else None
+        if pending is not None and request._active() and pending.done():
+            status = None
+            if statuses is not None:
+                if len(statuses) <= len(indices):
+                    statuses.append(Status())
+                status = statuses[len(indices)]
             indices.append(i)
             objects.append(request.wait(status))
     return indices, objects

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FINALIZE_TIMEOUT_S",
+    "VENDOR",
     "abort",
     "config",
     "engine",
@@ -51,6 +52,8 @@ __all__ = [
     "wtime",
 ]
 
+VENDOR = ("emucluster", (0, 1, 0))
+"""``MPI.get_vendor()``: this library's own name and version (no MPI vendor's)."""
 FINALIZE_TIMEOUT_S = 30.0  # longest Finalize waits for the NIC to complete outstanding sends
 MAX_CONTEXT_PAIRS = 4096  # communicators alive at once in one process (context id pairs)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from array import array
+
 from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG, UNDEFINED
 from emucluster.mpi.datatypes import Datatype, predefined
 from emucluster.mpi.errors import SUCCESS
@@ -20,20 +22,64 @@ class Status:
     for lowercase receives it is the size of the pickled message.
     """
 
-    __slots__ = ("_bytes", "_cancelled", "error", "source", "tag")
+    __slots__ = ("_bytes", "_cancelled", "_mem")
 
     def __init__(self, status: Status | None = None) -> None:
-        self.source = ANY_SOURCE
-        """Rank of the sender in the communicator."""
-        self.tag = ANY_TAG
-        """Tag of the message."""
-        self.error = SUCCESS
-        """Error class of the receive (SUCCESS, or ERR_TRUNCATE ...)."""
+        if status is not None and not isinstance(status, Status):
+            raise TypeError(f"Status() takes a Status, not {type(status).__name__}")
+        self._mem = array("i", [ANY_SOURCE, ANY_TAG, SUCCESS])
+        """source, tag and error, as C ints (``tomemory`` exposes them)."""
         self._bytes = 0
         self._cancelled = False
         if status is not None:
-            self.source, self.tag, self.error = status.source, status.tag, status.error
+            self._mem = array("i", status._mem)
             self._bytes, self._cancelled = status._bytes, status._cancelled
+
+    @property
+    def source(self) -> int:
+        """Rank of the sender in the communicator."""
+        return self._mem[0]
+
+    @source.setter
+    def source(self, value: int) -> None:
+        self._mem[0] = value
+
+    @property
+    def tag(self) -> int:
+        """Tag of the message."""
+        return self._mem[1]
+
+    @tag.setter
+    def tag(self, value: int) -> None:
+        self._mem[1] = value
+
+    @property
+    def error(self) -> int:
+        """Error class of the receive (SUCCESS, or ERR_TRUNCATE ...)."""
+        return self._mem[2]
+
+    @error.setter
+    def error(self, value: int) -> None:
+        self._mem[2] = value
+
+    def tomemory(self) -> memoryview:
+        """The status's source, tag and error as writable C ints (writes change the status)."""
+        return memoryview(self._mem)
+
+    def py2f(self) -> list[int]:
+        """The status as a list of integers (its Fortran form)."""
+        return [*self._mem, self._bytes, int(self._cancelled)]
+
+    @classmethod
+    def f2py(cls, arg: list[int]) -> Status:
+        """A status from its Fortran form (`py2f`)."""
+        status = cls()
+        status._mem = array("i", arg[:3])
+        status._bytes, status._cancelled = arg[3], bool(arg[4])
+        return status
+
+    def __reduce__(self) -> tuple[object, tuple[list[int]]]:
+        return (Status.f2py, (self.py2f(),))
 
     def Get_source(self) -> int:
         """Rank of the sender."""
@@ -98,6 +144,10 @@ class Status:
         """Whether the request was cancelled."""
         return self._cancelled
 
+    @cancelled.setter
+    def cancelled(self, flag: bool) -> None:
+        self._cancelled = bool(flag)
+
     def set(self, source: int, tag: int, nbytes: int, error: int = SUCCESS,
             cancelled: bool = False) -> None:  # fmt: skip
         """Fill every field at once (used by the library)."""
@@ -107,9 +157,7 @@ class Status:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Status):
             return NotImplemented
-        return (self.source, self.tag, self.error, self._bytes, self._cancelled) == (
-            other.source, other.tag, other.error, other._bytes, other._cancelled
-        )  # fmt: skip
+        return self.py2f() == other.py2f()
 
     __hash__ = None  # type: ignore[assignment]
 

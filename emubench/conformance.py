@@ -1,0 +1,244 @@
+"""mpi4py conformance job: mpi4py's own tests, run unmodified under ``emurun --mpi4py``.
+
+``python -m emubench.conformance`` downloads the pinned mpi4py sdist (``pip download
+--no-binary :all: --no-deps mpi4py==4.1.2``) or reuses ``--src DIR``, runs each of the
+`FILES` separately at 2 and 3 nodes (`emubench.conformance_rank` on every rank) with a time
+limit per file and an overall budget, counts each test's outcome on rank 0 from the log it
+streams (so a stopped or hung job still counts what passed), prints the table and the total,
+and exits 1 if the total passed falls below the landed figure (``--figure``, a JSON kept in
+docs/figures). ``--update`` writes the figure; ``--launcher mpich`` runs the same files with
+``mpiexec`` (mpi4py on MPICH) for the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+__all__ = ["FILES", "MPI4PY_VERSION", "Outcome", "count_log", "main"]
+
+MPI4PY_VERSION = "4.1.2"
+FILES = (
+    "test_p2p_obj", "test_p2p_buf", "test_p2p_obj_matched", "test_p2p_buf_matched",
+    "test_cco_obj", "test_cco_buf", "test_cco_vec", "test_cco_nb_buf", "test_cco_nb_vec",
+    "test_request", "test_status", "test_comm", "test_group", "test_comm_topo",
+    "test_datatype", "test_op", "test_msgspec", "test_msgzero", "test_pickle",
+    "test_exceptions", "test_errorcode", "test_environ", "test_subclass", "test_pack",
+)  # fmt: skip
+"""The 24 MPI-1/2 test files of issue 15."""
+DEFAULT_FIGURE = Path("docs/figures/mpi4py_conformance.json")
+WORDS = {"pass": "passed", "xfail": "passed", "fail": "failed", "xpass": "failed",
+         "error": "errors", "skip": "skipped"}  # fmt: skip
+
+
+@dataclass
+class Outcome:
+    """What rank 0 of one run reported; ``hung`` is the test running when it was stopped."""
+
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    finished: bool = False
+    hung: str | None = None
+    bad: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.errors + self.skipped
+
+
+def count_log(text: str) -> Outcome:
+    """Count a rank log of `emubench.conformance_rank`; a started test with no outcome is an
+    error (the one the time limit stopped)."""
+    out = Outcome()
+    running: str | None = None
+    for line in text.splitlines():
+        word, _, test_id = line.partition(" ")
+        if word == "start":
+            running = test_id
+        elif word in WORDS:
+            setattr(out, WORDS[word], getattr(out, WORDS[word]) + 1)
+            if WORDS[word] in ("failed", "errors"):
+                out.bad.append(f"{word} {test_id}")
+            running = None
+        elif word == "done":
+            out.finished = True
+    if running is not None and not out.finished:
+        out.errors += 1
+        out.hung = running
+        out.bad.append(f"hung {running}")
+    return out
+
+
+def fetch_sdist(dest: Path) -> Path:
+    """Download and unpack the pinned sdist into ``dest``; returns its ``test`` directory."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", ":all:",
+         "--no-deps", f"mpi4py=={MPI4PY_VERSION}", "-d", str(dest)],
+        check=True, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    archive = next(dest.glob(f"mpi4py-{MPI4PY_VERSION}.tar.gz"))
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+    return dest / f"mpi4py-{MPI4PY_VERSION}" / "test"
+
+
+def run_one(test_dir: Path, name: str, nodes: int, limit: float, out_dir: Path,
+            launcher: str) -> Outcome:  # fmt: skip
+    """Run one file at ``nodes``; stop it after ``limit`` seconds; count rank 0's log."""
+    log_dir = out_dir / f"{name}.n{nodes}"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    for old in log_dir.glob("rank*.log"):
+        old.unlink()
+    rank_cmd = ["-m", "emubench.conformance_rank", str(test_dir / f"{name}.py"), str(log_dir)]
+    if launcher == "mpich":
+        cmd = ["mpiexec", "-n", str(nodes), sys.executable, *rank_cmd]
+    else:
+        cmd = [sys.executable, "-m", "launcher.cli", "-np", str(nodes), "--mpi4py", "-q",
+               "--timeout", f"{max(limit, 1.0):.0f}", "--", sys.executable, *rank_cmd]  # fmt: skip
+    with open(log_dir / "output.txt", "wb") as output:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=output,
+                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        try:
+            proc.wait(timeout=limit + 20)
+        except subprocess.TimeoutExpired:  # emurun's own --timeout did not end it: stop it
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    rank0 = log_dir / "rank0.log"
+    return count_log(rank0.read_text(encoding="utf-8") if rank0.exists() else "")
+
+
+def run_all(test_dir: Path, files: list[str], nodes: list[int], limit: float, budget: float,
+            jobs: int, out_dir: Path, launcher: str) -> dict[str, dict[str, Outcome]]:  # fmt: skip
+    """Every (file, nodes) run, ``jobs`` at a time, each within ``limit`` and all within
+    ``budget`` seconds (a run that cannot start in time counts nothing)."""
+    deadline = time.monotonic() + budget
+    results: dict[str, dict[str, Outcome]] = {name: {} for name in files}
+    waiting = [len(files) * len(nodes)]  # runs not started yet
+
+    def task(name: str, n: int) -> None:
+        left = deadline - time.monotonic()
+        share = left * jobs / max(waiting[0], 1)  # what is left, shared fairly
+        waiting[0] -= 1
+        outcome = Outcome(hung="not run: budget spent") if left < 5 else run_one(
+            test_dir, name, n, min(limit, max(share, 10.0), left), out_dir, launcher)  # fmt: skip
+        results[name][str(n)] = outcome
+        mark = "" if outcome.finished else f"  (stopped: {outcome.hung})"
+        print(f"  {name} n={n}: {outcome.passed} passed, {outcome.failed} failed, "
+              f"{outcome.errors} errors, {outcome.skipped} skipped{mark}", flush=True)  # fmt: skip
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for future in [pool.submit(task, name, n) for name in files for n in nodes]:
+            future.result()
+    return results
+
+
+def table(results: dict[str, dict[str, Outcome]], nodes: list[int],
+          baseline: dict[str, dict[str, int]] | None) -> str:  # fmt: skip
+    """The file x nodes table (passed/failed/errors/skipped), MPICH's passed beside."""
+    head = f"{'file':<22}" + "".join(f"  {f'n={n} p/f/e/s':>18}" for n in nodes)
+    head += "  MPICH passed" if baseline else ""
+    lines = [head, "-" * len(head)]
+    sums = {str(n): Outcome() for n in nodes}
+    for name, by_nodes in results.items():
+        row = f"{name:<22}"
+        for n in nodes:
+            o = by_nodes.get(str(n), Outcome())
+            s = sums[str(n)]
+            s.passed, s.failed = s.passed + o.passed, s.failed + o.failed
+            s.errors, s.skipped = s.errors + o.errors, s.skipped + o.skipped
+            cell = f"{o.passed}/{o.failed}/{o.errors}/{o.skipped}" + ("" if o.finished else "*")
+            row += f"  {cell:>18}"
+        if baseline:
+            row += "  " + "/".join(str(baseline.get(name, {}).get(str(n), "?")) for n in nodes)
+        lines.append(row)
+    lines.append("-" * len(head))
+    row = f"{'total':<22}" + "".join(
+        f"  {f'{s.passed}/{s.failed}/{s.errors}/{s.skipped}':>18}" for s in sums.values()
+    )
+    if baseline:
+        row += "  " + "/".join(
+            str(sum(baseline.get(name, {}).get(str(n), 0) for name in results)) for n in nodes
+        )
+    lines.append(row)
+    lines.append("(* = stopped by the time limit; the test running then counts as an error)")
+    return "\n".join(lines)
+
+
+def total_passed(results: dict[str, dict[str, Outcome]]) -> int:
+    """Tests passed over every file and node count."""
+    return sum(o.passed for by_nodes in results.values() for o in by_nodes.values())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line."""
+    p = argparse.ArgumentParser(prog="python -m emubench.conformance", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument(
+        "--src", type=Path, help="unpacked mpi4py sdist (or its test/); default: download"
+    )
+    p.add_argument("--nodes", type=int, nargs="+", default=[2, 3])
+    p.add_argument("--files", nargs="+", default=list(FILES), help="test files (default: the 24)")
+    p.add_argument("--time-limit", type=float, default=45.0, help="seconds per file and size")
+    p.add_argument("--budget", type=float, default=330.0, help="seconds for the whole job")
+    p.add_argument("--jobs", type=int, default=3, help="runs at once")
+    p.add_argument("--launcher", choices=("emurun", "mpich"), default="emurun")
+    p.add_argument("--out-dir", type=Path, help="rank logs (default: a temporary directory)")
+    p.add_argument("--figure", type=Path, default=DEFAULT_FIGURE, help="landed figure (JSON)")
+    p.add_argument("--update", action="store_true", help="write the figure from this run")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the job; 1 if the total passed is below the figure's, else 0."""
+    args = build_parser().parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="mpi4py-conformance-") as tmp:
+        work = Path(tmp)
+        test_dir = args.src if args.src else fetch_sdist(work / "sdist")
+        if (test_dir / "test").is_dir():
+            test_dir = test_dir / "test"
+        out_dir = args.out_dir or work / "logs"
+        print(f"== mpi4py {MPI4PY_VERSION} tests from {test_dir} under {args.launcher}, "
+              f"nodes {args.nodes}, {args.time_limit:.0f} s per file", flush=True)  # fmt: skip
+        started = time.monotonic()
+        results = run_all(test_dir.resolve(), args.files, args.nodes, args.time_limit,
+                          args.budget, args.jobs, out_dir, args.launcher)  # fmt: skip
+        elapsed = time.monotonic() - started
+    figure = json.loads(args.figure.read_text()) if args.figure.exists() else {}
+    key = "emucluster" if args.launcher == "emurun" else "mpich"
+    baseline = {name: {n: o["passed"] for n, o in by.items()}
+                for name, by in figure.get("mpich", {}).get("files", {}).items()}  # fmt: skip
+    print(table(results, args.nodes, baseline or None))
+    passed = total_passed(results)
+    landed = int(figure.get(key, {}).get("total_passed", 0))
+    print(f"total passed: {passed} (landed figure: {landed}; {elapsed:.0f} s)")
+    if args.update:
+        figure.setdefault("mpi4py", MPI4PY_VERSION)
+        figure[key] = {
+            "total_passed": passed,
+            "nodes": args.nodes,
+            "files": {name: {n: asdict(o) for n, o in by.items()} for name, by in results.items()},
+        }
+        args.figure.parent.mkdir(parents=True, exist_ok=True)
+        args.figure.write_text(json.dumps(figure, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {args.figure}")
+        return 0
+    if passed < landed:
+        print(f"FAIL: {passed} tests passed, below the landed {landed}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

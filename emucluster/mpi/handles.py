@@ -1,0 +1,48 @@
+"""Integer handles of live request objects (``Request.handle`` / ``fromhandle``).
+
+A handle is a small integer given to an object the first time its handle is asked for; the
+table keeps at most `MAX_HANDLES` of them (the oldest are forgotten, counted in `forgotten`),
+so a program asking for handles forever does not grow memory without bound.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+__all__ = ["MAX_HANDLES", "handle_of", "lookup"]
+
+MAX_HANDLES = 4096
+
+_by_handle: OrderedDict[int, Any] = OrderedDict()
+_by_object: dict[int, int] = {}
+_next = 1
+forgotten = 0
+
+
+def handle_of(obj: object) -> int:
+    """The handle of ``obj`` (0 for None)."""
+    global _next, forgotten
+    if obj is None:
+        return 0
+    handle = _by_object.get(id(obj))
+    if handle is not None and _by_handle.get(handle) is obj:
+        return handle
+    handle, _next = _next, _next + 1
+    _by_handle[handle] = obj
+    _by_object[id(obj)] = handle
+    while len(_by_handle) > MAX_HANDLES:
+        _, old = _by_handle.popitem(last=False)
+        _by_object.pop(id(old), None)
+        forgotten += 1
+    return handle
+
+
+def lookup(handle: int) -> Any:
+    """The object named by ``handle``; None for 0; ValueError for an unknown one."""
+    if handle == 0:
+        return None
+    try:
+        return _by_handle[handle]
+    except KeyError:
+        raise ValueError(f"no live object has handle {handle}") from None

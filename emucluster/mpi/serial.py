@@ -1,0 +1,44 @@
+"""``MPI.pickle``: how lowercase (object) point-to-point calls serialise Python objects.
+
+As mpi4py's ``MPI.pickle``: ``dumps``/``loads`` default to the standard pickle at the highest
+protocol; ``MPI.pickle.__init__(dumps, loads, protocol)`` swaps in another serialiser (dill,
+marshal, json ...) for every later send and receive of this process.
+"""
+
+from __future__ import annotations
+
+import pickle as _std
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["PICKLE", "Pickle"]
+
+
+class Pickle:
+    """A serialiser: ``dumps(obj) -> bytes`` and ``loads(bytes) -> obj``."""
+
+    def __init__(self, dumps: Callable[..., Any] = _std.dumps,
+                 loads: Callable[..., Any] = _std.loads,
+                 protocol: int | None = None) -> None:  # fmt: skip
+        self._dumps = dumps
+        self._loads = loads
+        if protocol is None and dumps is _std.dumps:
+            protocol = _std.HIGHEST_PROTOCOL
+        self.PROTOCOL = protocol
+        self.THRESHOLD = 262144
+
+    def dumps(self, obj: Any) -> bytes:
+        """Serialise ``obj``."""
+        if self.PROTOCOL is None:
+            return bytes(self._dumps(obj))
+        return bytes(self._dumps(obj, self.PROTOCOL))
+
+    def loads(self, data: bytes | bytearray | memoryview) -> Any:
+        """Rebuild an object from ``data``."""
+        return self._loads(data)
+
+
+PICKLE = Pickle()
+"""The process's serialiser (``MPI.pickle``)."""

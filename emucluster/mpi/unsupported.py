@@ -1,0 +1,113 @@
+"""What emucluster does not offer (dynamic processes, MPI-IO, one-sided, sessions, info).
+
+Each name exists so unmodified programs import and test for it as with mpi4py; using one
+raises ``NotImplementedError`` at once (mpi4py's answer for a call its MPI lacks), never
+hangs. The null handles compare false, as mpi4py's do.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+__all__ = [
+    "FILE_NULL",
+    "INFO_NULL",
+    "SESSION_NULL",
+    "WIN_NULL",
+    "File",
+    "Info",
+    "Session",
+    "Win",
+    "not_offered",
+]
+
+
+def not_offered(what: str) -> NoReturn:
+    """Raise the NotImplementedError of a feature emucluster does not offer."""
+    raise NotImplementedError(f"{what} is not offered by emucluster (see README: unsupported)")
+
+
+class _Unoffered:
+    """A class of objects emucluster cannot create; only its null handle exists."""
+
+    __slots__ = ("_null",)
+    _what = "this object"
+
+    def __init__(self, other: Any = None) -> None:
+        if other is not None and not isinstance(other, type(self)):
+            raise TypeError(f"{type(self).__name__}() takes a {type(self).__name__}")
+        self._null = True
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Unoffered) and type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+    def Free(self) -> None:
+        """Freeing a null handle is an error in MPI; here it is a no-op."""
+
+    def __getattr__(self, name: str) -> Any:
+        not_offered(f"{self._what} ({type(self).__name__}.{name})")
+
+
+class File(_Unoffered):
+    """MPI-IO files (``MPI.File``): not offered."""
+
+    __slots__ = ()
+    _what = "MPI-IO"
+
+    @classmethod
+    def Open(cls, *args: Any, **kwargs: Any) -> File:
+        """Not offered."""
+        not_offered("MPI-IO (File.Open)")
+
+
+class Win(_Unoffered):
+    """One-sided windows (``MPI.Win``): not offered."""
+
+    __slots__ = ()
+    _what = "one-sided communication"
+
+    @classmethod
+    def Create(cls, *args: Any, **kwargs: Any) -> Win:
+        """Not offered."""
+        not_offered("one-sided communication (Win.Create)")
+
+    @classmethod
+    def Allocate(cls, *args: Any, **kwargs: Any) -> Win:
+        """Not offered."""
+        not_offered("one-sided communication (Win.Allocate)")
+
+
+class Session(_Unoffered):
+    """MPI 4 sessions (``MPI.Session``): not offered."""
+
+    __slots__ = ()
+    _what = "sessions"
+
+    @classmethod
+    def Init(cls, *args: Any, **kwargs: Any) -> Session:
+        """Not offered."""
+        not_offered("sessions (Session.Init)")
+
+
+class Info(_Unoffered):
+    """Info objects (``MPI.Info``): only INFO_NULL."""
+
+    __slots__ = ()
+    _what = "info objects"
+
+    @classmethod
+    def Create(cls, *args: Any, **kwargs: Any) -> Info:
+        """Not offered."""
+        not_offered("info objects (Info.Create)")
+
+
+FILE_NULL = File()
+WIN_NULL = Win()
+SESSION_NULL = Session()
+INFO_NULL = Info()
