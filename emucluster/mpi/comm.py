@@ -16,7 +16,7 @@ import pickle
 from typing import TYPE_CHECKING, Any
 
 from emucluster.envelope import ANY_SOURCE as CORE_ANY_SOURCE
-from emucluster.mpi import runtime
+from emucluster.mpi import commgroup, runtime
 from emucluster.mpi.buffers import message
 from emucluster.mpi.collectives import Collectives, internal_allgather, internal_allreduce
 from emucluster.mpi.constants import (
@@ -35,6 +35,7 @@ from emucluster.mpi.constants import (
 )
 from emucluster.mpi.errors import ERR_COMM, ERR_RANK, ERR_TAG
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.group import Group
 from emucluster.mpi.request import RecvPending, Request, SendPending, completed
 from emucluster.mpi.state import CommState
 from emucluster.p2p import Outcome
@@ -224,6 +225,29 @@ class Comm:
         nodes = tuple(st.nodes[r] for _, r in members)
         rank = [r for _, r in members].index(st.rank)
         return Intracomm._of(CommState(context, nodes, rank))
+
+    # -- groups (logic in emucluster.mpi.commgroup) ---------------------------------------------
+
+    def Get_group(self) -> Group:
+        """The group of the communicator's processes."""
+        return Group._of(self._state().nodes)
+
+    @property
+    def group(self) -> Group:
+        """The group of the communicator's processes."""
+        return self.Get_group()
+
+    def Create(self, group: Group) -> Intracomm:
+        """The communicator of ``group`` (COMM_NULL for non-members; collective)."""
+        return _intracomm(commgroup.create(self._state(), group))
+
+    def Create_group(self, group: Group, tag: int = 0) -> Intracomm:
+        """The communicator of ``group`` (collective over the group's members only)."""
+        return _intracomm(commgroup.create_group(self._state(), group, tag))
+
+    def Split_type(self, split_type: int, key: int = 0, info: object = None) -> Intracomm:
+        """COMM_TYPE_SHARED: one communicator per node; COMM_NULL otherwise (collective)."""
+        return _intracomm(commgroup.split_type(self._state(), split_type, key))
 
     def Free(self) -> None:
         """Free the communicator; it becomes COMM_NULL."""
@@ -443,6 +467,10 @@ class Intracomm(Comm, Collectives):
         comm = cls()
         comm._st = st
         return comm
+
+
+def _intracomm(st: CommState | None) -> Intracomm:
+    return Intracomm() if st is None else Intracomm._of(st)
 
 
 def make_world(node: int, num_nodes: int) -> tuple[Intracomm, Intracomm]:
