@@ -36,6 +36,7 @@ from emucluster.mpi.constants import (
 from emucluster.mpi.errors import ERR_COMM, ERR_RANK, ERR_TAG
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.group import Group
+from emucluster.mpi.nbcoll import NonblockingCollectives, VectorCollectives
 from emucluster.mpi.request import RecvPending, Request, SendPending, completed
 from emucluster.mpi.state import CommState
 from emucluster.p2p import Outcome
@@ -457,7 +458,7 @@ class Comm:
         return st, source, tag
 
 
-class Intracomm(Comm, Collectives):
+class Intracomm(Comm, Collectives, VectorCollectives, NonblockingCollectives):
     """An intracommunicator (mpi4py's ``MPI.Intracomm``): point-to-point and collectives."""
 
     __slots__ = ()
