@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from emucluster.mpi import runtime as _runtime
 from emucluster.mpi.comm import Comm, Errhandler, Intracomm, make_world
+from emucluster.mpi.commgroup import COMM_TYPE_SHARED
 from emucluster.mpi.constants import (
     ANY_SOURCE,
     ANY_TAG,
@@ -67,6 +68,8 @@ from emucluster.mpi.errors import (
     Get_error_class,
     Get_error_string,
 )
+from emucluster.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
+from emucluster.mpi.group import set_local_node as _set_local_node
 from emucluster.mpi.ops import Op
 from emucluster.mpi.ops import predefined_ops as _ops
 from emucluster.mpi.request import Request
@@ -86,6 +89,8 @@ __all__ = [
     "CHARACTER",
     "COMM_NULL",
     "COMM_SELF",
+    # groups, topologies, derived datatypes, v- and nonblocking collectives (issue 15, coll)
+    "COMM_TYPE_SHARED",
     "COMM_WORLD",
     "COMPLEX",
     "CONGRUENT",
@@ -129,6 +134,8 @@ __all__ = [
     "ERR_UNKNOWN",
     "FLOAT",
     "FLOAT_INT",
+    "GROUP_EMPTY",
+    "GROUP_NULL",
     "IDENT",
     "INT",
     "INT8_T",
@@ -205,6 +212,7 @@ __all__ = [
     "Get_library_version",
     "Get_processor_name",
     "Get_version",
+    "Group",
     "Init",
     "Init_thread",
     "Intracomm",
@@ -300,6 +308,7 @@ ERRHANDLER_NULL = Errhandler()
 
 _engine = _runtime.init()
 COMM_WORLD, COMM_SELF = make_world(_engine.node, _engine.num_nodes)
+_set_local_node(_engine.node)
 COMM_NULL = Comm()
 REQUEST_NULL = Request()
 

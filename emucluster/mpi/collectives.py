@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from emucluster import coll
 from emucluster.coll.context import TAG_LIMIT, CollRequest, drive
-from emucluster.mpi import runtime
+from emucluster.mpi import bufcoll, runtime
 from emucluster.mpi.buffers import Msg, message
 from emucluster.mpi.constants import IN_PLACE
 from emucluster.mpi.errors import ERR_ARG, ERR_COMM, ERR_OTHER, ERR_ROOT, ERR_TRUNCATE
@@ -113,6 +113,16 @@ def start(st: CommState, operation: str, algorithm: str | None, args: tuple[obje
     driver = CollDriver(found.algorithm(CallContext(st), *args), post)
     runtime.engine().add(driver)
     return Request._of(driver)
+
+
+def run_plan(st: CommState, algorithm: str | None, plan: bufcoll.Plan) -> None:
+    """Run a buffer collective's plan to completion."""
+    plan.post(run(st, plan.operation, algorithm, *plan.args))
+
+
+def start_plan(st: CommState, algorithm: str | None, plan: bufcoll.Plan) -> Request:
+    """Start a buffer collective's plan; the Request completes after ``plan.post``."""
+    return start(st, plan.operation, algorithm, plan.args, plan.post)
 
 
 def internal_allreduce(st: CommState, mask: int) -> int:
@@ -265,43 +275,23 @@ class Collectives:
                algorithm: str | None = None) -> None:  # fmt: skip
         """Every rank's buffer, in rank order, into the root's ``recvbuf``."""
         st = self._root(root)
-        rmsg = message(recvbuf, writable=True) if st.rank == root else None
-        if sendbuf is IN_PLACE and rmsg is not None:
-            data = bytes(_blocks(rmsg.view, st.size)[root])
-        else:
-            data = bytes(message(sendbuf, writable=False).view)
-        blocks = run(st, "gather", algorithm, data, root)
-        if rmsg is not None:
-            _fill(rmsg, b"".join(blocks))
+        run_plan(st, algorithm, bufcoll.gather(st, sendbuf, recvbuf, root))
 
     def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0, *,
                 algorithm: str | None = None) -> None:  # fmt: skip
         """Block ``rank`` of the root's ``sendbuf`` into every ``recvbuf``."""
         st = self._root(root)
-        blocks = None
-        if st.rank == root:
-            blocks = [bytes(b) for b in _blocks(message(sendbuf, writable=False).view, st.size)]
-        result = run(st, "scatter", algorithm, blocks, root)
-        if not (recvbuf is IN_PLACE and st.rank == root):
-            _fill(message(recvbuf, writable=True), result)
+        run_plan(st, algorithm, bufcoll.scatter(st, sendbuf, recvbuf, root))
 
     def Allgather(self, sendbuf: Any, recvbuf: Any, *, algorithm: str | None = None) -> None:
         """Every rank's buffer, in rank order, into every ``recvbuf``."""
         st = self._state()
-        rmsg = message(recvbuf, writable=True)
-        if sendbuf is IN_PLACE:
-            data = bytes(_blocks(rmsg.view, st.size)[st.rank])
-        else:
-            data = bytes(message(sendbuf, writable=False).view)
-        _fill(rmsg, b"".join(run(st, "allgather", algorithm, data)))
+        run_plan(st, algorithm, bufcoll.allgather(st, sendbuf, recvbuf))
 
     def Alltoall(self, sendbuf: Any, recvbuf: Any, *, algorithm: str | None = None) -> None:
         """Block j of rank i's ``sendbuf`` into block i of rank j's ``recvbuf``."""
         st = self._state()
-        rmsg = message(recvbuf, writable=True)
-        source = rmsg.view if sendbuf is IN_PLACE else message(sendbuf, writable=False).view
-        blocks = [bytes(b) for b in _blocks(source, st.size)]
-        _fill(rmsg, b"".join(run(st, "alltoall", algorithm, blocks)))
+        run_plan(st, algorithm, bufcoll.alltoall(st, sendbuf, recvbuf))
 
     # -- nonblocking --------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from emucluster.envelope import ANY_SOURCE as CORE_ANY_SOURCE
-from emucluster.mpi import bsend, runtime
+from emucluster.mpi import bsend, commgroup, runtime
 from emucluster.mpi.buffers import message
 from emucluster.mpi.collectives import Collectives, internal_allgather, internal_allreduce
 from emucluster.mpi.constants import (
@@ -46,7 +46,9 @@ from emucluster.mpi.errors import (
     last_used_code,
 )
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.group import Group
 from emucluster.mpi.mprobe import MatchedProbe
+from emucluster.mpi.nbcoll import NonblockingCollectives, VectorCollectives
 from emucluster.mpi.persistent import PersistentP2P
 from emucluster.mpi.request import BothPending, RecvPending, Request, SendPending, completed
 from emucluster.mpi.serial import PICKLE
@@ -261,6 +263,29 @@ class Comm(PersistentP2P, MatchedProbe):
         nodes = tuple(st.nodes[r] for _, r in members)
         rank = [r for _, r in members].index(st.rank)
         return Intracomm._of(CommState(context, nodes, rank))
+
+    # -- groups (logic in emucluster.mpi.commgroup) ---------------------------------------------
+
+    def Get_group(self) -> Group:
+        """The group of the communicator's processes."""
+        return Group._of(self._state().nodes)
+
+    @property
+    def group(self) -> Group:
+        """The group of the communicator's processes."""
+        return self.Get_group()
+
+    def Create(self, group: Group) -> Intracomm:
+        """The communicator of ``group`` (COMM_NULL for non-members; collective)."""
+        return _intracomm(commgroup.create(self._state(), group))
+
+    def Create_group(self, group: Group, tag: int = 0) -> Intracomm:
+        """The communicator of ``group`` (collective over the group's members only)."""
+        return _intracomm(commgroup.create_group(self._state(), group, tag))
+
+    def Split_type(self, split_type: int, key: int = 0, info: object = None) -> Intracomm:
+        """COMM_TYPE_SHARED: one communicator per node; COMM_NULL otherwise (collective)."""
+        return _intracomm(commgroup.split_type(self._state(), split_type, key))
 
     def Free(self) -> None:
         """Free the communicator; it becomes COMM_NULL."""
@@ -492,7 +517,7 @@ class Comm(PersistentP2P, MatchedProbe):
         return st, source, tag
 
 
-class Intracomm(Comm, Collectives):
+class Intracomm(Comm, Collectives, VectorCollectives, NonblockingCollectives):
     """An intracommunicator (mpi4py's ``MPI.Intracomm``): point-to-point and collectives."""
 
     __slots__ = ()
@@ -502,6 +527,10 @@ class Intracomm(Comm, Collectives):
         comm = cls()
         comm._st = st
         return comm
+
+
+def _intracomm(st: CommState | None) -> Intracomm:
+    return Intracomm() if st is None else Intracomm._of(st)
 
 
 def make_world(node: int, num_nodes: int) -> tuple[Intracomm, Intracomm]:

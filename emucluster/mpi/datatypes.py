@@ -135,6 +135,18 @@ class Datatype:
         """Base elements per element of this type (1 for predefined types)."""
         return self._count
 
+    def span(self, count: int) -> int:
+        """Bytes from a buffer's start that ``count`` elements reach."""
+        return count * self.extent
+
+    def pack_from(self, view: memoryview, offset: int, count: int) -> bytes:
+        """The data of ``count`` elements at byte ``offset`` of ``view``, packed."""
+        return bytes(view[offset : offset + count * self.extent])
+
+    def unpack_into(self, view: memoryview, offset: int, data: bytes | memoryview) -> None:
+        """Store packed ``data`` as elements at byte ``offset`` of ``view``."""
+        view[offset : offset + len(data)] = data
+
     def _check(self) -> None:
         if self._null:
             raise MPIException(ERR_TYPE, "the datatype is DATATYPE_NULL or freed")
