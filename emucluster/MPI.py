@@ -421,7 +421,6 @@ Remove_error_code = _errors.Remove_error_code
 Remove_error_string = _errors.Remove_error_string
 
 APPNUM = KEYVAL_INVALID  # no multiple-program launches: the attribute does not exist
-COMM_TYPE_SHARED = 1
 COMM_TYPE_HW_UNGUIDED = 2
 COMM_TYPE_HW_GUIDED = 3
 COMM_TYPE_RESOURCE_GUIDED = 4
