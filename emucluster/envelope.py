@@ -78,6 +78,7 @@ __all__ = [
     "LhsStore",
     "ListStore",
     "Slot",
+    "arrival_fields_ok",
     "check_fields",
     "fits",
     "make_store",
@@ -155,6 +156,16 @@ def fits(a: Envelope, b: Envelope) -> bool:
         a.context == b.context
         and (a.source == b.source or a.source == ANY_SOURCE or b.source == ANY_SOURCE)
         and (a.tag == b.tag or a.tag == ANY_TAG or b.tag == ANY_TAG)
+    )
+
+
+def arrival_fields_ok(envelope: Envelope) -> bool:
+    """Whether a message's envelope (no wildcards) fits the packed format: what a rank checks
+    before matching a peer's message, so a malformed one is a counted drop, not a ValueError."""
+    return (
+        isinstance(envelope.context, int)
+        and 0 <= envelope.source <= MAX_RANK
+        and 0 <= envelope.tag <= MAX_TAG
     )
 
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from enum import Enum, IntEnum
 from typing import TYPE_CHECKING
 
-from emucluster.envelope import ANY_SOURCE, Envelope
+from emucluster.envelope import ANY_SOURCE, Envelope, arrival_fields_ok
 from emucluster.errors import EmuclusterError
 from emucluster.matching import Matcher
 from nicd.link.wire import MsgType
@@ -536,6 +536,9 @@ class P2P:
     # -- matching ---------------------------------------------------------------------------
 
     def _arrive(self, envelope: Envelope, message: _Unexpected) -> list[Action]:
+        if not arrival_fields_ok(envelope):  # a peer's source or tag out of range
+            self._drop("bad_envelope")
+            return []
         op = self.matcher.on_arrival(envelope, message)
         if op is None:
             return []

@@ -54,21 +54,35 @@ HOST_BUFFER_BYTES = 1024 * 1024  # ... and on each PCI connection
 LINK_RETRY_S = 0.0005  # when the link said EAGAIN, try the control queue again after this
 
 
-def resolve_routes(table: dict[int, tuple[str, int]]) -> dict[int, Addr]:
-    """Resolve host names to IPv4 addresses as the link will see them in ``recvfrom``."""
+def resolve_routes(
+    table: dict[int, tuple[str, int]], *, numeric_only: bool = False
+) -> dict[int, Addr]:
+    """Resolve host names to IPv4 addresses as the link will see them in ``recvfrom``.
+
+    ``numeric_only`` (the event loop's path) never asks DNS: a name that is no IPv4 address
+    is refused at once. Raises UsageError, and only that, for an address that does not
+    resolve.
+    """
+    flags = socket.AI_NUMERICHOST if numeric_only else 0
     resolved: dict[int, Addr] = {}
     for node, (host, port) in table.items():
-        info = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM)
-        resolved[int(node)] = (str(info[0][4][0]), int(port))
+        try:
+            info = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM, 0, flags)
+            resolved[int(node)] = (str(info[0][4][0]), int(port))
+        except (OSError, UnicodeError, ValueError, OverflowError, IndexError) as exc:
+            raise UsageError(f"route of node {node}: cannot resolve {host!r:.80}: {exc}") from None
     return resolved
 
 
 def load_routes(path: str) -> dict[int, tuple[str, int]]:
-    """Read a JSON routing table ``{"0": ["host", port], ...}``."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    """Read a JSON routing table ``{"0": ["host", port], ...}``; UsageError naming ``path``
+    for a file that cannot be read or is no table."""
     try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
         return decode_routes_untrusted(text)
+    except (OSError, UnicodeError) as exc:
+        raise UsageError(f"{path}: {exc}") from None
     except UsageError as exc:
         raise UsageError(f"{path}: {exc}") from None
 
@@ -213,7 +227,13 @@ class _Shell(asyncio.DatagramProtocol):
                 continue
             now = time.monotonic()
             if isinstance(whole, hl.SetRoutesReq):
-                whole = hl.SetRoutesReq(resolve_routes(whole.routes))
+                try:  # numeric only: no DNS lookup may block the event loop
+                    whole = hl.SetRoutesReq(resolve_routes(whole.routes, numeric_only=True))
+                except UsageError as exc:
+                    log.warning("host connection %d: routes refused: %s", conn.conn_id, exc)
+                    self.core.on_link_error("host_routes")
+                    self._execute([ToHost(conn.conn_id, hl.Refused(str(exc)))])
+                    continue
             elif isinstance(whole, hl.RegisterReq):
                 memory, why = map_sealed_memfd(conn.pop_fd(), whole.size)
                 if memory is None:

@@ -31,10 +31,19 @@ if TYPE_CHECKING:
     from nicd.gm import PortState, PortTable
     from nicd.stats import LinkStats
 
-__all__ = ["HOST_MSG_TYPES", "GmService"]
+__all__ = ["HOST_MSG_TYPES", "NIC_MSG_TYPES", "GmService"]
 
-HOST_MSG_TYPES = {int(t): t for t in MsgType if not t.is_control()}
-"""Message types a host may put on the wire; control and management types are the NIC's own."""
+NIC_MSG_TYPES = frozenset(
+    {MsgType.MCAST_DATA, MsgType.RM_READ_REPLY, MsgType.MGMT_HELLO, MsgType.MGMT_ROUTING,
+     MsgType.MGMT_STATS}
+)  # fmt: skip
+"""Data types only a NIC sends: a host's MCAST_DATA would reach the multicast engine and
+never be ACKed on its unicast stream (audit finding 2), an RM_READ_REPLY would answer a read
+nobody made."""
+HOST_MSG_TYPES = {int(t): t for t in MsgType if not t.is_control() and t not in NIC_MSG_TYPES}
+"""Message types a host may put on the wire; controls and :data:`NIC_MSG_TYPES` are the NIC's
+own, and a SEND or multisend of one is refused."""
+_U16 = 0xFFFF  # the OPENED record's 16-bit fields
 
 
 class GmService(NicService):
@@ -65,7 +74,8 @@ class GmService(NicService):
             state = self.ports.open(conn, requested)
         except UsageError as exc:
             return self.refuse(conn, str(exc))
-        opened = hl.Opened(state.port, self.node_id, len(self.nodes), state.send_tokens)
+        opened = hl.Opened(state.port, self.node_id, min(len(self.nodes), _U16),
+                           min(state.send_tokens, _U16))  # fmt: skip
         return [ToHost(conn, opened), ResumePort(state.port)]
 
     def provide(self, conn: int, record: hl.ProvideReq) -> list[CoreAction]:

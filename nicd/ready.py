@@ -143,10 +143,13 @@ def encode_routes(routes: Mapping[int, Address]) -> str:
 
 
 def decode_routes_untrusted(text: str) -> dict[int, Address]:
-    """Inverse of :func:`encode_routes`; UsageError, and only that, for anything else."""
+    """Inverse of :func:`encode_routes`; UsageError, and only that, for anything else: each
+    entry is ``"node": ["host", port]`` with a node id in 0..65535, a non-empty host and a
+    port in 1..65535."""
     try:
         raw = json.loads(text)
-        table = {int(n): (str(a[0]), int(a[1])) for n, a in raw.items()}
+        items = list(raw.items())
+        table = {int(n): _route_entry(a) for n, a in items}
     except (
         ValueError,
         TypeError,
@@ -160,3 +163,14 @@ def decode_routes_untrusted(text: str) -> dict[int, Address]:
         if not 0 <= node <= _MAX_NODE or not 1 <= port <= _MAX_PORT:
             raise UsageError(f"not a routing table: entry {node}: port {port}")
     return table
+
+
+def _route_entry(entry: object) -> Address:
+    if not isinstance(entry, list) or len(entry) != 2:
+        raise ValueError(f"entry {entry!r:.80} is not [host, port]")
+    host, port = entry
+    if not isinstance(host, str) or not host:
+        raise ValueError(f"bad host {host!r:.80}")
+    if not isinstance(port, int) or isinstance(port, bool):
+        raise ValueError(f"bad port {port!r:.80}")
+    return host, port

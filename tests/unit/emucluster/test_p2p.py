@@ -12,6 +12,7 @@ from emucluster.envelope import ANY_SOURCE, ANY_TAG
 from emucluster.p2p import (
     P2P,
     RECV_MOVES,
+    RTS_HEAD,
     SEND_MOVES,
     TERMINAL,
     Event,
@@ -290,6 +291,46 @@ def test_bad_peer_messages_are_counted_drops(
     core = P2P(0, 2)
     assert core.on_message(1, msg_type, args, payload) == []
     assert core.dropped == {reason: 1}
+
+
+@pytest.mark.parametrize("msg_type", [MsgType.MPI_EAGER, MsgType.MPI_RTS])
+@pytest.mark.parametrize(
+    "args", [(0, 1 << 20, 0, 0), (0, 0xFFFFFFFF, 0, 0), (0, 0, 1 << 31, 0), (0, 0, 0xFFFFFFFF, 0)],
+    ids=["source-past-max", "source-u32", "tag-past-max", "tag-u32"],
+)  # fmt: skip
+def test_a_malformed_envelope_is_a_counted_drop(
+    msg_type: int, args: tuple[int, int, int, int]
+) -> None:
+    """Audit test 16: a peer's out-of-range source or tag never raises in the rank."""
+    core = P2P(0, 2)
+    payload = b"x" if msg_type == MsgType.MPI_EAGER else RTS_HEAD.pack(1, 7, 0)
+    assert core.on_message(1, msg_type, args, payload) == []
+    assert core.on_unsequenced(1, args, b"y") == []
+    assert core.dropped == {"bad_envelope": 2}
+    assert core.stats()["dropped"] == {"bad_envelope": 2}
+    op, _ = core.recv(CTX, ANY_SOURCE, ANY_TAG, None, None)  # nothing bad was queued
+    assert not op.done
+
+
+_u32 = st.integers(0, 0xFFFFFFFF)
+_peer_messages = st.tuples(
+    st.sampled_from([int(t) for t in MsgType]) | st.integers(0, 255),
+    st.tuples(_u32 | st.integers(0, 3), _u32 | st.integers(0, 3), _u32 | st.integers(0, 3), _u32),
+    st.binary(max_size=40),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_peer_messages, max_size=20))
+def test_any_peer_messages_never_raise(
+    messages: list[tuple[int, tuple[int, int, int, int], bytes]],
+) -> None:
+    core = P2P(0, 2)
+    posted = [core.recv(CTX, ANY_SOURCE, ANY_TAG, None, None)[0] for _ in range(3)]
+    for msg_type, args, payload in messages:
+        core.on_message(1, msg_type, args, payload)
+        core.on_data(1, args[0], args[1], payload)
+    assert len(posted) == 3
 
 
 # -- ordering -------------------------------------------------------------------------------------
