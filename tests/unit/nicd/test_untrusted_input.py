@@ -107,6 +107,7 @@ def test_numeric_routes_resolve_without_dns() -> None:
 RESERVED = [
     MsgType.ACK, MsgType.NACK, MsgType.MCAST_DATA, MsgType.MCAST_ACK, MsgType.RM_READ_REPLY,
     MsgType.MGMT_HELLO, MsgType.MGMT_ROUTING, MsgType.MGMT_STATS, MsgType.PING, MsgType.PONG,
+    MsgType.SACK,
 ]  # fmt: skip
 """Types only a NIC puts on the wire: controls, multicast data, read replies, management."""
 
