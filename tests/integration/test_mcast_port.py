@@ -11,6 +11,7 @@ import pytest
 from emubench.localcluster import NicCluster
 from emucluster.offload.nic_mcast.trees import binomial_tree, postal_tree
 from emucluster.port import McastChildDeadError, Port, PortError, SendFailedError
+from nicd.config import FaultConfig
 from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from emucluster.offload.nic_mcast.trees import Tree
 
 pytestmark = pytest.mark.slow
-FAULTS = ["--loss", "0.1", "--dup", "0.05", "--reorder", "0.05", "--fault-seed", "3"]
+FAULTS = FaultConfig(loss=0.1, dup=0.05, reorder=0.05, seed=3)  # NicCluster derives per-node seeds
 
 
 def _post(ports: dict[int, Port], group: int, tree: Tree, epoch: int = 0) -> None:
@@ -33,7 +34,7 @@ def test_multicast_reaches_every_member_once_in_order_under_faults(tmp_path: Pat
     rng = random.Random(5)
     sizes = [0, 1, 100, 4096, 4097, 20_000, 3]
     payloads = [rng.randbytes(s) for s in sizes for _ in range(3)]
-    with NicCluster(n, tmp_path, FAULTS) as cluster:
+    with NicCluster(n, tmp_path, faults=FAULTS) as cluster:
         ports = {i: Port.open(cluster.sockets[i], 1, receive_buffers=64) for i in range(n)}
         tree = postal_tree(2, range(n), latency=3.0, gap=1.0)
         _post(ports, 7, tree)
