@@ -136,7 +136,21 @@ def byte_view(obj: object, *, writable: bool) -> memoryview:
 
 
 def message(spec: object, *, writable: bool) -> Msg:
-    """Parse a message spec (see the module docstring)."""
+    """Parse a message spec (see the module docstring). The data of a non-contiguous derived
+    datatype are packed (one copy) for sending; receiving into one needs a call that unpacks
+    (the collectives do), so this raises ERR_TYPE for a writable one."""
+    msg = _message(spec, writable)
+    if msg.datatype.typemap.contiguous or not msg.elements:
+        return msg
+    if writable:
+        raise MPIException(
+            ERR_TYPE, f"receiving into non-contiguous {msg.datatype.name} is not supported here"
+        )
+    packed = msg.datatype.pack_from(msg.view, 0, msg.elements)
+    return Msg(memoryview(packed), msg.datatype, msg.elements, msg.obj)
+
+
+def _message(spec: object, writable: bool) -> Msg:
     if spec is None:
         return EMPTY
     spec = host_buffer(spec)  # CUDA-array-interface / DLPack memory (no GPUs: host memory)
@@ -180,7 +194,7 @@ def _from_sequence(parts: list[object], writable: bool) -> Msg:
     if count < 0 or disp < 0:
         raise MPIException(ERR_COUNT, f"negative count or displacement ({count}, {disp})")
     extent = datatype.extent
-    start, end = disp * extent, (disp + count) * extent
+    start, end = disp * extent, disp * extent + datatype.span(count)
     if end > len(view):
         raise MPIException(
             ERR_COUNT, f"{count} elements at {disp} need {end} bytes; the buffer has {len(view)}"

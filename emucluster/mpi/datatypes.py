@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from emucluster.mpi.dtcreate import Contents, DatatypeConstructors
 from emucluster.mpi.errors import ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.pack import DatatypePacking
+from emucluster.mpi.typemap import TypeMap, register_basic
 
 __all__ = [
     "Datatype",
@@ -20,25 +23,56 @@ __all__ = [
 ]
 
 
-class Datatype:
-    """An MPI datatype (mpi4py's ``MPI.Datatype``)."""
+class Datatype(DatatypeConstructors, DatatypePacking):
+    """An MPI datatype (mpi4py's ``MPI.Datatype``): a type map (`TypeMap`), plus how it was
+    made (combiner, contents) for Get_envelope / Get_contents / decode."""
 
-    __slots__ = ("_base", "_count", "_dtype", "_name", "_null")
+    __slots__ = ("_combiner", "_contents", "_dtype", "_map", "_name", "_null")
 
-    def __init__(self, name: str = "MPI_DATATYPE_NULL", dtype: np.dtype[np.generic] | None = None,
-                 *, base: Datatype | None = None, count: int = 1) -> None:  # fmt: skip
+    def __init__(self, name: str | Datatype = "MPI_DATATYPE_NULL",
+                 dtype: np.dtype[np.generic] | None = None) -> None:  # fmt: skip
+        if isinstance(name, Datatype):  # copy constructor: the same type, a new handle
+            self._copy_from(name)
+            return
         self._name = name
         self._null = dtype is None
         self._dtype: np.dtype[np.generic] = dtype if dtype is not None else np.dtype(np.uint8)
-        self._base = base
-        self._count = count
+        self._map = TypeMap.basic(register_basic(self._dtype.itemsize)) if dtype is not None \
+            else TypeMap.basic(register_basic(0))  # fmt: skip
+        self._combiner = "NAMED"
+        self._contents: Contents = ([], [], [])
+
+    def _copy_from(self, other: Datatype) -> None:
+        self._name, self._null, self._dtype = other._name, other._null, other._dtype
+        self._map, self._combiner, self._contents = other._map, other._combiner, other._contents
+
+    def _derive(self, name: str, typemap: TypeMap, combiner: str, contents: Contents) -> Datatype:
+        new = Datatype.__new__(Datatype)
+        new._name = name
+        new._null = False
+        kind = typemap.homogeneous()
+        new._dtype = _BASIC_DTYPES[kind] if kind is not None else np.dtype(np.uint8)
+        new._map = typemap
+        new._combiner = combiner
+        new._contents = contents
+        return new
 
     # -- mpi4py surface ------------------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Datatype):
+            return NotImplemented
+        if self._null or other._null:
+            return self._null and other._null
+        return self._map is other._map and self._combiner == other._combiner
+
+    def __hash__(self) -> int:
+        return id(self._map)
 
     def Get_size(self) -> int:
         """Bytes of data in one element."""
         self._check()
-        return self._dtype.itemsize
+        return self._map.size
 
     @property
     def size(self) -> int:
@@ -48,7 +82,12 @@ class Datatype:
     def Get_extent(self) -> tuple[int, int]:
         """(lower bound, extent) in bytes."""
         self._check()
-        return 0, self._dtype.itemsize
+        return self._map.lb, self._map.extent
+
+    def Get_true_extent(self) -> tuple[int, int]:
+        """(true lower bound, true extent): the bytes the data occupy."""
+        self._check()
+        return self._map.true_lb, self._map.true_ub - self._map.true_lb
 
     @property
     def extent(self) -> int:
@@ -57,13 +96,30 @@ class Datatype:
 
     @property
     def lb(self) -> int:
-        """Lower bound (always 0 here)."""
-        return 0
+        """Lower bound."""
+        return self.Get_extent()[0]
 
     @property
     def ub(self) -> int:
-        """Upper bound (the extent here)."""
-        return self.extent
+        """Upper bound."""
+        lb, extent = self.Get_extent()
+        return lb + extent
+
+    @property
+    def true_extent(self) -> int:
+        """True extent in bytes."""
+        return self.Get_true_extent()[1]
+
+    @property
+    def true_lb(self) -> int:
+        """True lower bound."""
+        return self.Get_true_extent()[0]
+
+    @property
+    def true_ub(self) -> int:
+        """True upper bound."""
+        lb, extent = self.Get_true_extent()
+        return lb + extent
 
     def Get_name(self) -> str:
         """The type's name, e.g. ``MPI_DOUBLE``."""
@@ -81,34 +137,16 @@ class Datatype:
     @property
     def typechar(self) -> str:
         """The numpy/struct type character (``'d'`` for DOUBLE, ``'V'`` for records)."""
-        return self._dtype.char
-
-    def Create_contiguous(self, count: int) -> Datatype:
-        """A new type of ``count`` consecutive elements of this one."""
-        self._check()
-        if count < 0:
-            raise MPIException(ERR_TYPE, f"negative count {count}")
-        base = self._base or self
-        return Datatype(
-            f"contiguous({count}, {self._name})",
-            np.dtype((self._dtype, (count,))) if count != 1 else self._dtype,
-            base=base,
-            count=self._count * count,
-        )
+        return self._dtype.char if self._map.homogeneous() is not None else "V"
 
     def Commit(self) -> Datatype:
         """Commit the type (nothing to do); returns it."""
         self._check()
         return self
 
-    def Dup(self) -> Datatype:
-        """A copy of the type."""
-        self._check()
-        return Datatype(self._name, self._dtype, base=self._base, count=self._count)
-
     def Free(self) -> None:
         """Free a derived type (predefined ones cannot be freed)."""
-        if self in _PREDEFINED_SET:
+        if self._combiner == "NAMED" and not self._null:
             raise MPIException(ERR_TYPE, "cannot free a predefined datatype")
         self._null = True
 
@@ -122,30 +160,36 @@ class Datatype:
 
     @property
     def dtype(self) -> np.dtype[np.generic]:
-        """The numpy dtype of one element."""
+        """The numpy dtype of one basic element (uint8 for a mixed derived type)."""
         return self._dtype
 
     @property
     def element_dtype(self) -> np.dtype[np.generic]:
-        """The dtype reductions work on (the base type of a contiguous type)."""
-        return self._base._dtype if self._base is not None else self._dtype
+        """The dtype reductions work on (the basic type of a homogeneous type)."""
+        return self._dtype
 
     @property
     def elements(self) -> int:
-        """Base elements per element of this type (1 for predefined types)."""
-        return self._count
+        """Basic elements per element of this type."""
+        return len(self._map.disps)
+
+    @property
+    def typemap(self) -> TypeMap:
+        """The type map of one element."""
+        self._check()
+        return self._map
 
     def span(self, count: int) -> int:
         """Bytes from a buffer's start that ``count`` elements reach."""
-        return count * self.extent
+        return self._map.span(count)
 
     def pack_from(self, view: memoryview, offset: int, count: int) -> bytes:
         """The data of ``count`` elements at byte ``offset`` of ``view``, packed."""
-        return bytes(view[offset : offset + count * self.extent])
+        return self._map.pack(view, offset, count)
 
     def unpack_into(self, view: memoryview, offset: int, data: bytes | memoryview) -> None:
         """Store packed ``data`` as elements at byte ``offset`` of ``view``."""
-        view[offset : offset + len(data)] = data
+        self._map.unpack(view, offset, data)
 
     def _check(self) -> None:
         if self._null:
@@ -217,7 +261,9 @@ predefined: dict[str, Datatype] = {
 }
 """Every predefined datatype by its ``MPI`` attribute name."""
 predefined["DATATYPE_NULL"] = Datatype()
-_PREDEFINED_SET = frozenset(predefined.values())
+_BASIC_DTYPES: dict[int, np.dtype[np.generic]] = {
+    int(t.typemap.kinds[0]): t.dtype for t in predefined.values() if t
+}
 
 # struct/memoryview format character -> the type a plain buffer of it carries
 _BY_FORMAT: dict[str, Datatype] = {
