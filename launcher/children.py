@@ -208,3 +208,36 @@ def describe_exit(returncode: int) -> str:
         return f"was killed by {signal.Signals(-returncode).name}"
     except ValueError:
         return f"was killed by signal {-returncode}"
+
+
+KILL_WAIT_S = 10.0
+"""How long to wait for a SIGKILLed child to be reaped before calling it unkillable."""
+
+
+async def stop_children(children: list[Child], *, group: bool, grace_s: float) -> list[Child]:
+    """SIGTERM every live child (its process group if ``group``), SIGKILL what is left after
+    ``grace_s``, and return the children still alive ``KILL_WAIT_S`` after that."""
+    live = [c for c in children if not c.exited.is_set()]
+    for child in live:
+        child.stopping = True
+        child.signal(signal.SIGTERM, group=group)
+    for signum, wait_s in ((signal.SIGKILL, grace_s), (None, KILL_WAIT_S)):
+        with trio.move_on_after(wait_s):
+            for child in live:
+                await child.exited.wait()
+        live = [c for c in live if not c.exited.is_set()]
+        if not live:
+            return []
+        for child in live:
+            if signum is not None:
+                child.signal(signum, group=group)
+    return live
+
+
+def job_signals() -> list[int]:
+    """The signals a launcher stops its job on: SIGTERM, and SIGINT and SIGHUP unless they
+    were ignored when it started (nohup, '&' in a script): those stay ignored."""
+    caught: list[int] = [signal.SIGTERM]
+    caught += [s for s in (signal.SIGINT, signal.SIGHUP) if signal.getsignal(s) != signal.SIG_IGN]
+    return caught
+

@@ -31,7 +31,14 @@ import trio
 from launcher import control, hostfile
 from launcher.agent.nodes import STATS_FILE
 from launcher.channel import Channel, accept_agent
-from launcher.children import LineReader, describe_exit, exit_code_of, tag_lines, write_all
+from launcher.children import (
+    LineReader,
+    describe_exit,
+    exit_code_of,
+    job_signals,
+    tag_lines,
+    write_all,
+)
 from launcher.control import ControlError
 from launcher.errors import EXIT_INTERNAL, EXIT_LOST_HOST, EXIT_TIMEOUT, LaunchError
 from launcher.remote import Agent, read_token
@@ -394,11 +401,7 @@ class MultiJob:
                     await channel.send(control.Ping())
 
     async def _watch_signals(self, task_status: trio.TaskStatus[None]) -> None:
-        caught = [signal.SIGTERM]
-        caught += [
-            s for s in (signal.SIGINT, signal.SIGHUP) if signal.getsignal(s) != signal.SIG_IGN
-        ]
-        with trio.open_signal_receiver(*caught) as signals:
+        with trio.open_signal_receiver(*job_signals()) as signals:
             task_status.started()
             async for signum in signals:
                 self._signals += 1

@@ -31,7 +31,9 @@ from launcher.children import (
     LineReader,
     describe_exit,
     exit_code_of,
+    job_signals,
     spawn,
+    stop_children,
     tag_lines,
     write_all,
 )
@@ -56,7 +58,6 @@ __all__ = ["Outcome", "run_job"]
 
 _SOCKET_PATH_MAX = 107  # sun_path holds 108 bytes with the terminating NUL
 _ROUTES_TIMEOUT_S = 30.0
-_KILL_WAIT_S = 10.0
 _DRAIN_S = 2.0  # output still arriving after everything stopped
 _ROOT_CAUSE_WAIT_S = 0.2  # a rank failing because its nicd died: let the nicd be blamed
 
@@ -266,12 +267,7 @@ class Job:
             self._drained.set()
 
     async def _watch_signals(self, task_status: trio.TaskStatus[None]) -> None:
-        # SIGINT or SIGHUP ignored when emurun started stays ignored (nohup, '&' in a script).
-        caught = [signal.SIGTERM]
-        caught += [
-            s for s in (signal.SIGINT, signal.SIGHUP) if signal.getsignal(s) != signal.SIG_IGN
-        ]
-        with trio.open_signal_receiver(*caught) as signals:
+        with trio.open_signal_receiver(*job_signals()) as signals:
             task_status.started()
             async for signum in signals:
                 self._signals += 1
@@ -288,21 +284,7 @@ class Job:
     # -- stopping -------------------------------------------------------------------------
 
     async def _stop(self, children: list[Child], *, group: bool) -> None:
-        live = [c for c in children if not c.exited.is_set()]
-        for child in live:
-            child.stopping = True
-            child.signal(signal.SIGTERM, group=group)
-        for signum, wait_s in ((signal.SIGKILL, self.plan.stop_grace), (None, _KILL_WAIT_S)):
-            with trio.move_on_after(wait_s):
-                for child in live:
-                    await child.exited.wait()
-            live = [c for c in live if not c.exited.is_set()]
-            if not live:
-                return
-            for child in live:
-                if signum is not None:
-                    child.signal(signum, group=group)
-        for child in live:
+        for child in await stop_children(children, group=group, grace_s=self.plan.stop_grace):
             self.say(f"{child.name} (pid {child.pid}) would not die", always=True)
 
     async def _sweep(self) -> None:

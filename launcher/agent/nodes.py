@@ -23,7 +23,7 @@ import trio
 
 from launcher import cleanup, control, tuning
 from launcher import plan as planmod
-from launcher.children import Child, LineReader, spawn
+from launcher.children import Child, LineReader, spawn, stop_children
 from launcher.errors import EXIT_INTERNAL, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND
 from nicd import manage
 from nicd.ready import decode_ready_untrusted, socket_path
@@ -39,7 +39,6 @@ __all__ = ["STATS_FILE", "LocalNodes"]
 STATS_FILE = re.compile(r"(nic|rank)[0-9]{1,5}\.json")
 """Names of the statistics files shipped to emurun (and the only ones it accepts)."""
 _ROUTES_TIMEOUT_S = 30.0
-_KILL_WAIT_S = 10.0
 _DRAIN_S = 2.0
 _STATS_MAX = 1 << 20
 
@@ -216,21 +215,7 @@ class LocalNodes:
             await self._drained.wait()
 
     async def _stop(self, children: list[Child], *, group: bool) -> None:
-        live = [c for c in children if not c.exited.is_set()]
-        for child in live:
-            child.stopping = True
-            child.signal(signal.SIGTERM, group=group)
-        for signum, wait_s in ((signal.SIGKILL, self.plan.stop_grace), (None, _KILL_WAIT_S)):
-            with trio.move_on_after(wait_s):
-                for child in live:
-                    await child.exited.wait()
-            live = [c for c in live if not c.exited.is_set()]
-            if not live:
-                return
-            for child in live:
-                if signum is not None:
-                    child.signal(signum, group=group)
-        for child in live:
+        for child in await stop_children(children, group=group, grace_s=self.plan.stop_grace):
             self.say(f"{child.name} (pid {child.pid}) would not die")
 
     async def ship_stats(self) -> None:

@@ -18,7 +18,7 @@ import pytest
 import trio
 import trio.testing
 
-from launcher import supervise
+from launcher import children, supervise
 from launcher.errors import EXIT_INTERNAL, EXIT_TIMEOUT
 from launcher.plan import LaunchPlan, Program
 from nicd import manage
@@ -277,7 +277,7 @@ async def test_an_unkillable_host_is_reported_and_left(
     stuck = cluster.hosts[1]
     assert stuck.signals == [(10.0, TERM, True), (13.0, KILL, True)]
     assert not stuck.exited.is_set()
-    kill_wait = supervise._KILL_WAIT_S
+    kill_wait = children.KILL_WAIT_S
     assert all(n.signals == [(13.0 + kill_wait, TERM, False)] for n in cluster.nicds)
     # its output streams never close: the drain wait ends the job
     assert took == pytest.approx(13.0 + kill_wait + supervise._DRAIN_S)
