@@ -121,8 +121,8 @@ END_STATES: frozenset[PeerState] = frozenset()
 
 class _Peer:
     __slots__ = (
-        "busy", "last_heard", "node", "probe_at", "probes", "quiet_since", "rtt", "state",
-        "timeouts",
+        "busy", "last_heard", "node", "ping_at", "ping_id", "probe_at", "probes", "quiet_since",
+        "rtt", "state", "timeouts",
     )  # fmt: skip
 
     def __init__(self, node: int, rtt: RttEstimator) -> None:
@@ -139,6 +139,10 @@ class _Peer:
         """PINGs sent since we last heard from it."""
         self.quiet_since = 0.0
         """Active time (:attr:`Transport.active`) of the last life or the start of the watch."""
+        self.ping_id = 0
+        """Id of the last PING sent to it (unique per peer: a PONG echoes it)."""
+        self.ping_at: float | None = None
+        """When that PING went, until its PONG gives an RTT sample."""
 
 
 class Transport:
@@ -275,6 +279,8 @@ class Transport:
             if msg_type is MsgType.PING:  # answered here, whatever our ports do
                 self._stats.probes_answered += 1
                 out.append(self._probe_packet(MsgType.PONG, packet.from_node, packet.seq))
+            else:
+                self._pong(packet, now)
             return out
         key = StreamKey(packet.src_port, packet.from_node, packet.dst_port)
         sender = self._senders.get(key)
@@ -467,7 +473,19 @@ class Transport:
             self._move(peer, PeerEvent.TIMEOUT)
         peer.probe_at = now + c.probe_interval_s
         self._stats.probes_sent += 1
-        return [self._probe_packet(MsgType.PING, peer.node, peer.probes)]
+        peer.ping_id = (peer.ping_id + 1) & _U32
+        peer.ping_at = now
+        return [self._probe_packet(MsgType.PING, peer.node, peer.ping_id)]
+
+    def _pong(self, packet: ControlPacket, now: float) -> None:
+        """A PONG answering our last PING is an unambiguous RTT sample: a stream whose every
+        ACK is ambiguous (go-back-N under heavy loss, Karn's rule) still learns the peer's RTT
+        instead of waiting on the initial RTO for the whole run."""
+        peer = self._peers.get(packet.from_node)
+        if peer is None or peer.ping_at is None or packet.seq != peer.ping_id:
+            return
+        peer.rtt.on_sample(now - peer.ping_at)
+        peer.ping_at = None
 
     def _probe_packet(self, msg_type: MsgType, node: int, seq: int) -> SendPacket:
         packet = ControlPacket(msg_type, seq & _U32, self.node_id, node, 0, 0, None)
