@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "containers": ("emubench.containers", "N containers (docker-compose) vs N local nodes"),
     "grim": ("emubench.grim", "GRIM interfaces (seed 002 Figs 4.6, 4.10)"),
     "mpi-compare": ("emubench.mpi_compare", "emucluster MPI against mpi4py on MPICH"),
+    "mpi-datatypes": ("emubench.mpi_dtype", "Alltoallv and vector-datatype sends vs MPICH"),
     "mpi-micro": ("emubench.mpi_micro", "the MPI micro-benchmark ranks of mpi-compare"),
     "unexpected-queue": ("emubench.unexpected_queue", "unexpected-queue search (seed 004 Fig 4)"),
     "nicd": ("emubench.nicd_port", "nicd port-to-port latency and bandwidth"),

@@ -46,3 +46,13 @@ def test_allreduce_numpy_and_stencil_with_faults() -> None:
     stencil = mpirun(3, EXAMPLES / "stencil.py", emurun_args=faults)
     assert stencil.code == 0, stencil.err
     assert "total heat" in stencil.out
+
+
+def test_columns_vector_datatype_and_v_collectives() -> None:
+    """Uneven blocks: Gatherv, a strided column sent as a vector datatype, Alltoallv."""
+    result = mpirun(3, EXAMPLES / "columns.py")
+    assert result.code == 0, result.err
+    assert "Gatherv: 37x11 from row blocks [13, 12, 12]" in result.out
+    assert "vector datatype: 3 strided columns received" in result.out
+    assert "Alltoallv: column blocks [4, 4, 3] checked on 3 ranks" in result.out
+    assert "columns: OK" in result.out
