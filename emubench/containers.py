@@ -175,7 +175,7 @@ def plot(record: dict[str, Any], path: str) -> None:
     ax.set_title(f"{nodes} containers vs {nodes} local nodes, one machine ({env['cpus']} CPUs)",
                  fontsize=10)  # fmt: skip
     ax.legend(fontsize=8)
-    fig.text(0.01, 0.01, f"{record['note']}.", fontsize=6, wrap=True, va="bottom")
+    fig.text(0.01, 0.01, f"{record.get('note', '')}.", fontsize=6, wrap=True, va="bottom")
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
