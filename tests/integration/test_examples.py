@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.integration.mpirun import EXAMPLES, mpirun
@@ -46,3 +48,17 @@ def test_allreduce_numpy_and_stencil_with_faults() -> None:
     stencil = mpirun(3, EXAMPLES / "stencil.py", emurun_args=faults)
     assert stencil.code == 0, stencil.err
     assert "total heat" in stencil.out
+
+
+def test_skew_cpu_measures_both_reduces_with_the_host_clock() -> None:
+    """The user-level skew program: CPU of each variant through a sleeping catch-up."""
+    result = mpirun(4, EXAMPLES / "skew_cpu.py", "--skew-us", "300", "--iters", "4",
+                    "--warmup", "1")  # fmt: skip
+    assert result.code == 0, result.err
+    [line] = [line for line in result.out.splitlines() if line.startswith("{")]
+    figures = json.loads(line)
+    assert figures["nodes"] == 4
+    assert figures["clock"] == "host"
+    assert set(figures["cpu_us"]) == {"binomial", "app-bypass"}
+    assert all(us > 0 for us in figures["cpu_us"].values())
+    assert figures["factor"] > 0
