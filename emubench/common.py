@@ -65,6 +65,15 @@ def median(xs: Iterable[float]) -> float:
     return float(statistics.median(values)) if values else float("nan")
 
 
+def host_cpu() -> float:
+    """This host's CPU seconds as `emucluster.hosttime.Region` counts them (the public
+    measure users get): process CPU time plus the library's waits for the NIC charged as
+    polling. Under ``EMU_WAIT=spin`` the second term stays 0."""
+    from emucluster import hosttime
+
+    return time.process_time() + hosttime.waited()
+
+
 def busy_cpu(seconds: float) -> None:
     """Spend ``seconds`` of this process's CPU time: a busy loop that time slicing by other
     processes cannot stretch (the skew and catch-up loops of thesis 3.5 and 4.4)."""

@@ -33,6 +33,7 @@ from emubench.common import (
     busy_cpu,
     command_line,
     environment,
+    host_cpu,
     load_average,
     median,
     run_emurun_json,
@@ -271,10 +272,10 @@ def skew(args: argparse.Namespace) -> None:
                     s = float(rng.uniform(-top / 2, top / 2)) if rank else 0.0
                     if s > 0:
                         busy_cpu(s)
-                    c0 = time.process_time()
+                    c0 = host_cpu()
                     comm.Bcast(buf, root=0, algorithm=variant)
                     if i >= args.warmup:
-                        mine.append((time.process_time() - c0) * 1e6)
+                        mine.append((host_cpu() - c0) * 1e6)
                 cpu[f"{size} {avg:g} {variant}"] = mine
     gathered = comm.gather(cpu, 0)
     if rank == 0:

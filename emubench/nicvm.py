@@ -35,6 +35,7 @@ from emubench.common import (
     busy_cpu,
     command_line,
     environment,
+    host_cpu,
     load_average,
     median,
     pyplot,
@@ -200,13 +201,13 @@ def _skew(args: argparse.Namespace) -> dict[str, Any]:
             for algorithm in ("binomial", "nicvm"):
                 comm.Barrier()
                 skew = float(rng.uniform(0, skew_max))
-                t0, c0 = time.perf_counter(), time.process_time()
+                t0, c0 = time.perf_counter(), host_cpu()
                 busy_cpu(skew)
-                c1 = time.process_time()
+                c1 = host_cpu()
                 comm.Bcast(buf, 0, algorithm=algorithm)
-                c2 = time.process_time()
+                c2 = host_cpu()
                 busy_cpu(catch_up)
-                c3 = time.process_time()
+                c3 = host_cpu()
                 t1 = time.perf_counter()
                 if i >= args.warmup:
                     res[algorithm]["wall_us"].append((t1 - t0 - skew - catch_up) * 1e6)

@@ -11,10 +11,12 @@ CPU utilisation (Figs 3.6-3.8), per iteration after a barrier: start; busy-loop 
 in [0, max]; the reduce; busy-loop the catch-up (max skew + ``--bound-us``, prolonged while an
 application-bypass reduction of this rank is still outstanding, see `_settle`); stop. The paper's
 utilisation is elapsed - nominal skew - nominal catch-up (wall clock). Because many emulated
-nodes share few cores, each rank also reports the process CPU time outside its busy loops
-(``time.process_time``, with the CPU of signal-driven progress that ran inside a busy loop moved
-back out of it), which time slicing does not inflate: comparisons are based on it. Busy loops
-count process CPU time, not wall time, for the same reason.
+nodes share few cores, each rank also reports the CPU time outside its busy loops
+(`emubench.common.host_cpu`: ``time.process_time`` plus the library's waits for the NIC
+charged as polling, the public `emucluster.hosttime` measure; the CPU of signal-driven
+progress that ran inside a busy loop is moved back out of it), which time slicing does not
+inflate: comparisons are based on it. Busy loops count process CPU time, not wall time, for
+the same reason.
 
 Latency (Figs 3.9-3.10), the thesis's method: the one-way latency between the root and the
 *last node* (deepest in the tree) is measured by ping-pong; per iteration after a barrier the
@@ -52,6 +54,7 @@ from emubench.common import (
     busy_cpu,
     command_line,
     environment,
+    host_cpu,
     load_average,
     pyplot,
     read_json,
@@ -103,10 +106,10 @@ def _settle() -> tuple[float, float, float]:
     bypass = appbypass.active()
     if bypass is None or not bypass.core.outstanding:
         return 0.0, 0.0, 0.0
-    c0, t0, a0 = time.process_time(), time.perf_counter(), bypass.async_cpu_s
+    c0, t0, a0 = host_cpu(), time.perf_counter(), bypass.async_cpu_s
     while bypass.core.outstanding and time.perf_counter() - t0 < SETTLE_LIMIT_S:
         busy_cpu(SETTLE_STEP_S)
-    return time.process_time() - c0, time.perf_counter() - t0, bypass.async_cpu_s - a0
+    return host_cpu() - c0, time.perf_counter() - t0, bypass.async_cpu_s - a0
 
 
 SETTLE_STEP_S = 50e-6
@@ -147,17 +150,17 @@ class Rank:
         comm, MPI = self.comm, self.MPI
         if variant == "ireduce":
             request = comm.Ireduce(data, out, MPI.SUM, 0)
-            c2 = time.process_time()
+            c2 = host_cpu()
             busy_cpu(between)
-            c3 = time.process_time()
+            c3 = host_cpu()
             request.Wait()
         else:
             comm.Reduce(
                 data, out, MPI.SUM, 0, algorithm="app-bypass" if variant == "ab" else "binomial"
             )
-            c2 = time.process_time()
+            c2 = host_cpu()
             busy_cpu(between)
-            c3 = time.process_time()
+            c3 = host_cpu()
         return c2, c3
 
     def utilisation(self, skew_us: float, elements: int) -> dict[str, dict[str, list[float]]]:
@@ -176,12 +179,12 @@ class Rank:
                 variant = variants[(i + k) % len(variants)]  # rotate: no variant always first
                 comm.Barrier()
                 skew = float(self.rng.uniform(0, skew_max))
-                t0, c0, a0 = time.perf_counter(), time.process_time(), _async_cpu()
+                t0, c0, a0 = time.perf_counter(), host_cpu(), _async_cpu()
                 busy_cpu(skew)
-                c1 = time.process_time()
+                c1 = host_cpu()
                 c2, c3 = self.reduce(variant, data, out, catch_up)
                 settle_cpu, settle_wall, settle_async = _settle()
-                t1, c4 = time.perf_counter(), time.process_time()
+                t1, c4 = time.perf_counter(), host_cpu()
                 if i >= args.warmup:
                     busy = (c1 - c0) + (c3 - c2) + settle_cpu
                     outside = (c4 - c0) - busy + (_async_cpu() - a0)

@@ -1,7 +1,9 @@
 """How the host waits for its NIC: the wait policy (spin, block, hybrid), in one place.
 
 ``spin`` polls the socket like GM polls its event queue and burns CPU as on the real cluster;
-``block`` sleeps in the kernel (``select``); ``hybrid`` spins ``spin_s`` then blocks. A
+``block`` sleeps in the kernel (``select``); ``hybrid`` spins ``spin_s`` then blocks. A sleep
+yields the core to the other emulated processes, and `emucluster.hosttime` charges it to the
+program as if it had polled (what `hosttime.Region` reports as CPU time). A
 blocking wait sleeps in ``select``, which PEP 475 resumes after a Python signal handler ran,
 so signal handlers run during waits too.
 
@@ -16,6 +18,8 @@ from __future__ import annotations
 import select
 import time
 from typing import TYPE_CHECKING, Literal
+
+from emucluster import hosttime
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -54,7 +58,9 @@ class Waiter:
                     break
         while True:
             remaining = None if deadline is None else max(0.0, deadline - clock())
+            started, delay = hosttime.wait_mark()
             ready, _, _ = select.select([fileno], [], [], remaining)
+            hosttime.charge_wait(started, delay)  # as if this host had polled its NIC
             if ready and take():
                 return True
             if deadline is not None and clock() >= deadline:

@@ -16,9 +16,17 @@ import sys
 from typing import TYPE_CHECKING, cast
 
 from emucluster import coll, mpi4py_shim
+from emucluster.config import ENV_WAIT
 from launcher.errors import EXIT_USAGE, LaunchError, UsageError
 from launcher.hostfile import HostSpec, map_ranks, parse_host_list, parse_hostfile
-from launcher.plan import HostsPlan, LaunchPlan, Program, resolve_program, validate_job_id
+from launcher.plan import (
+    PROFILE_WAIT,
+    HostsPlan,
+    LaunchPlan,
+    Program,
+    resolve_program,
+    validate_job_id,
+)
 from nicd import errors as nicd_errors
 from nicd.config import FAULT_ENV, RECOVERY_MODES, FaultConfig
 
@@ -99,6 +107,14 @@ def build_parser() -> _Parser:
         default=3.0,
         metavar="S",
         help="seconds between SIGTERM and SIGKILL when stopping a process (%(default)s)",
+    )
+    p.option(
+        "--profile",
+        choices=("faithful", "throughput"),
+        default="faithful",
+        help="faithful: a waiting host yields its core and is charged as if it had polled "
+        "(emucluster.hosttime), as on a node with its own processor; throughput: hosts spin "
+        "briefly before sleeping (EMU_WAIT=hybrid). An EMU_WAIT of yours wins (%(default)s)",
     )
     p.option("--nicd-args", default="", metavar="ARGS", help="extra nicd flags, one string")
     p.option("--recovery", choices=RECOVERY_MODES, help="nicd loss recovery (nicd's default: gbn)")
@@ -302,6 +318,8 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
     except ValueError as exc:
         raise UsageError(f"--nicd-args: {exc}") from None
     host_extras = {**_exports(args.export, env), **_collective_env(args)}
+    if ENV_WAIT not in host_extras and ENV_WAIT not in env:
+        host_extras[ENV_WAIT] = PROFILE_WAIT[args.profile]
     if args.mpi4py or env.get(mpi4py_shim.ENV_SWITCH) == "1":
         host_extras[mpi4py_shim.ENV_SWITCH] = "1"
         host_extras["PYTHONPATH"] = mpi4py_shim.pythonpath(
@@ -338,6 +356,7 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         recovery=args.recovery,
         stop_grace=args.stop_grace,
         quiet=args.quiet,
+        profile=args.profile,
         hosts=hosts,
     )
 

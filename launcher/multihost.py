@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from launcher import control, hostfile
+from launcher import plan as planmod
 from launcher.agent.nodes import STATS_FILE
 from launcher.channel import Channel, accept_agent
 from launcher.children import (
@@ -437,7 +438,8 @@ class MultiJob:
         where = ", ".join(f"{a.name}={a.hello.bind_addr if a.hello else '?'}:{len(a.nodes)}"
                           for a in self.agents)  # fmt: skip
         return (f"job {self.plan.job_id}: {self.plan.np} nodes ready on {len(self.agents)} "
-                f"hosts ({where}); {prio.get(self.priority, self.priority)}")  # fmt: skip
+                f"hosts ({where}); {prio.get(self.priority, self.priority)}; "
+                f"{planmod.describe_profile(self.plan)}")  # fmt: skip
 
 
 def run_multi(plan: LaunchPlan) -> int:

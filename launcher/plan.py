@@ -19,6 +19,7 @@ from emucluster.config import (  # the variables a host learns its place from
     ENV_RUN_DIR,
     ENV_SIZE,
     ENV_STATS_DIR,
+    ENV_WAIT,
 )
 from launcher.errors import EXIT_NOT_EXECUTABLE, ProgramNotFound, UsageError
 from nicd.config import FAULT_ENV, FaultConfig, Recovery
@@ -46,6 +47,12 @@ __all__ = [
 
 BindTo = Literal["core", "none"]
 NicPriority = Literal["rt", "nice", "none"]
+Profile = Literal["faithful", "throughput"]
+PROFILE_WAIT: dict[str, str] = {"faithful": "block", "throughput": "hybrid"}
+"""The wait policy (``EMU_WAIT``) each ``--profile`` gives hosts unless the user chose one.
+``faithful``: a waiting host yields its core to the others, as if each host had a processor
+of its own, and `emucluster.hosttime` charges the wait as polling; ``throughput``: a short spin
+first (lower latency when cores are free), the library's historical default."""
 
 _JOB_ID = re.compile(r"[A-Za-z0-9]{1,32}")
 _SEED_STRIDE = 1 << 16  # node ids are 16 bits on the wire
@@ -100,6 +107,8 @@ class LaunchPlan:
     stop_grace: float = 3.0
     """Seconds between SIGTERM and SIGKILL when stopping a process."""
     quiet: bool = False
+    profile: Profile = "faithful"
+    """``--profile``: how hosts wait (`PROFILE_WAIT`); stated on emurun's first line."""
     """Say nothing on stderr except failures."""
     hosts: HostsPlan | None = None
     """Several hosts, each run by an agent (launcher.multihost); None: this machine alone."""
@@ -224,6 +233,13 @@ def nicd_env(plan: LaunchPlan, parent: Mapping[str, str]) -> dict[str, str]:
     env = {k: v for k, v in parent.items() if k not in FAULT_ENV.values()}
     env[ENV_JOB_ID] = plan.job_id
     return env
+
+
+def describe_profile(plan: LaunchPlan) -> str:
+    """The ``--profile`` and the wait policy the hosts got, for emurun's first line."""
+    wait = plan.env.get(ENV_WAIT)
+    how = f"EMU_WAIT={wait}" if wait is not None else "EMU_WAIT from the environment"
+    return f"profile {plan.profile} ({how})"
 
 
 def host_env(

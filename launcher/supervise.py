@@ -309,7 +309,7 @@ class Job:
             prio = "no priorities"
         return (
             f"job {self.plan.job_id}: {self.plan.np} nodes ready; {prio}; "
-            f"bind-to {self.plan.bind_to}"
+            f"bind-to {self.plan.bind_to}; {planmod.describe_profile(self.plan)}"
         )
 
     def usages(self) -> list[ProcessUsage]:

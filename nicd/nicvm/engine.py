@@ -39,7 +39,7 @@ from nicd import hostlink as hl
 from nicd.actions import AckNow, CoreAction, GiveBack, SendFailed, ToHost, ToPort, TransportAction
 from nicd.errors import BadPacket, UsageError
 from nicd.link.wire import MsgType
-from nicd.nicvm import NicvmError, Outcome, Packet, Result, compile_module, run
+from nicd.nicvm import NicvmError, Outcome, Packet, Result, run
 from nicd.nicvm.packet import check_name, decode_preamble_untrusted, encode_preamble
 from nicd.service import NicService
 
@@ -160,6 +160,8 @@ class NicvmEngine(NicService):
             return hl.NicvmReply(False, str(exc))
         if name not in self.modules and len(self.modules) >= MAX_MODULES:
             return hl.NicvmReply(False, f"{MAX_MODULES} modules are loaded already")
+        from nicd.nicvm.compiler import compile_module  # lark, only once a module is loaded
+
         try:
             module = compile_module(source)
         except NicvmError as exc:

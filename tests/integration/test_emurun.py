@@ -171,6 +171,7 @@ def test_port_demo_on_n_nodes(job: Job, nodes: int) -> None:
     assert f"{nodes} nodes on the emulated Myrinet" in r.out
     assert "all greetings arrived" in r.out
     assert f"{nodes} nodes ready" in r.err
+    assert "profile faithful (EMU_WAIT=block)" in r.err  # the default, stated on that line
     job.assert_clean()
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.integration.mpirun import EXAMPLES, mpirun
@@ -56,3 +58,17 @@ def test_columns_vector_datatype_and_v_collectives() -> None:
     assert "vector datatype: 3 strided columns received" in result.out
     assert "Alltoallv: column blocks [4, 4, 3] checked on 3 ranks" in result.out
     assert "columns: OK" in result.out
+
+
+def test_skew_cpu_measures_both_reduces_with_the_host_clock() -> None:
+    """The user-level skew program: CPU of each variant through a sleeping catch-up."""
+    result = mpirun(4, EXAMPLES / "skew_cpu.py", "--skew-us", "300", "--iters", "4",
+                    "--warmup", "1")  # fmt: skip
+    assert result.code == 0, result.err
+    [line] = [line for line in result.out.splitlines() if line.startswith("{")]
+    figures = json.loads(line)
+    assert figures["nodes"] == 4
+    assert figures["clock"] == "host"
+    assert set(figures["cpu_us"]) == {"binomial", "app-bypass"}
+    assert all(us > 0 for us in figures["cpu_us"].values())
+    assert figures["factor"] > 0

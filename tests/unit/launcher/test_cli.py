@@ -9,6 +9,7 @@ import pytest
 
 from launcher.cli import build_parser, main, plan_from_argv, split_argv
 from launcher.errors import EXIT_NOT_FOUND, UsageError
+from launcher.plan import describe_profile
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -56,7 +57,7 @@ def test_full_plan(tmp_path: Path) -> None:
     assert plan.tag_output
     assert plan.cpu_report
     assert plan.quiet
-    assert dict(plan.env) == {"A": "1", "KEEP": "k"}
+    assert dict(plan.env) == {"A": "1", "KEEP": "k", "EMU_WAIT": "block"}  # --profile faithful
     assert (plan.faults.loss, plan.faults.dup, plan.faults.seed) == (0.2, 0.1, 4)
     assert plan.stats_dir == str(tmp_path / "s")
     assert (plan.bind_to, plan.nic_priority, plan.job_id) == ("none", "nice", "j1")
@@ -73,6 +74,27 @@ def test_defaults(tmp_path: Path) -> None:
     assert len(plan.job_id) == 8
 
 
+@pytest.mark.parametrize(
+    ("argv", "env", "wait"),
+    [
+        ([], {}, "block"),  # faithful, the default: waiting hosts yield their cores
+        (["--profile", "faithful"], {}, "block"),
+        (["--profile", "throughput"], {}, "hybrid"),
+        (["--profile", "throughput"], {"EMU_WAIT": "spin"}, None),  # emurun's own: passed on
+        (["-x", "EMU_WAIT=spin"], {}, "spin"),  # the user's choice wins
+    ],
+)
+def test_profile_chooses_the_hosts_wait_policy_unless_the_user_did(
+    argv: list[str], env: dict[str, str], wait: str | None
+) -> None:
+    plan = plan_from_argv(["-np", "2", *argv, "true"], env)
+    assert plan.env.get("EMU_WAIT") == wait
+    assert plan.profile == ("throughput" if "throughput" in argv else "faithful")
+    described = describe_profile(plan)
+    assert described.startswith(f"profile {plan.profile} (")
+    assert (wait or "from the environment") in described
+
+
 def test_collective_algorithms_become_host_environment() -> None:
     plan = plan_from_argv(
         ["-np", "2", "--bcast", "Binomial", "--reduce", "app-bypass", "--coll",
@@ -83,6 +105,7 @@ def test_collective_algorithms_become_host_environment() -> None:
         "EMU_BCAST": "binomial",  # the flag wins over -x
         "EMU_REDUCE": "app-bypass",  # reserved for an offload: passed, the host decides
         "EMU_ALLREDUCE": "reduce-bcast",
+        "EMU_WAIT": "block",  # --profile faithful
     }
 
 

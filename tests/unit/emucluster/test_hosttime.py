@@ -1,0 +1,70 @@
+"""emucluster.hosttime: the run-delay reading, the charged library waits, and Region."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+
+from emucluster import hosttime
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def test_the_run_delay_is_the_second_schedstat_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "schedstat"
+    fake.write_text("987654 4500000000 17\n")
+    monkeypatch.setattr(hosttime, "SCHEDSTAT", str(fake))
+    reader = hosttime._Schedstat()
+    assert reader.run_delay_ns() == 4_500_000_000
+    fake.write_text("987654 4600000000 18\n")  # the same descriptor reads the new figure
+    assert reader.run_delay_ns() == 4_600_000_000
+
+
+def test_without_schedstat_the_run_delay_is_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hosttime, "SCHEDSTAT", str(tmp_path / "missing"))
+    reader = hosttime._Schedstat()
+    assert reader.run_delay_ns() == 0
+    assert reader.fd is None
+    (tmp_path / "garbled").write_text("nothing useful")
+    monkeypatch.setattr(hosttime, "SCHEDSTAT", str(tmp_path / "garbled"))
+    assert hosttime._Schedstat().run_delay_ns() == 0
+
+
+def test_a_library_wait_is_charged_and_a_program_sleep_is_not() -> None:
+    with hosttime.Region() as slept:
+        time.sleep(0.01)  # the program's own sleep
+    assert slept.waited_s == 0.0
+    assert slept.wall_s > 0.0
+    with hosttime.Region() as waited:
+        mark = hosttime.wait_mark()
+        time.sleep(0.01)  # as the library sleeps in select waiting for its NIC
+        hosttime.charge_wait(*mark)
+    assert waited.waited_s > 0.0
+    assert waited.cpu_s == waited.process_cpu_s + waited.waited_s
+    assert waited.waited_s <= waited.wall_s  # never more than the time that passed
+
+
+def test_spin_burns_this_process_cpu_and_waits_nothing() -> None:
+    with hosttime.Region() as used:
+        hosttime.spin(0.005)
+    assert used.process_cpu_s > 0.0
+    assert used.waited_s == 0.0
+    assert 0.0 <= used.run_delay_s <= used.wall_s
+    assert used.own_wall_s == used.wall_s - used.run_delay_s
+
+
+def test_region_can_be_driven_by_hand_and_reused() -> None:
+    region = hosttime.Region()
+    with pytest.raises(RuntimeError, match="before start"):
+        region.stop()
+    first = region.start().stop()
+    second = region.start().stop()
+    assert first is not second  # each start begins afresh
+    assert hosttime.now() <= time.monotonic()
