@@ -219,6 +219,22 @@ def run_emurun(
     )
 
 
+def job_result(
+    proc: subprocess.CompletedProcess[str], out: str | Path, started: float
+) -> dict[str, Any]:
+    """The JSON a finished job's rank 0 wrote to ``out``, with its wall time since the
+    monotonic ``started`` and its command line; SystemExit with the end of its output if it
+    failed or wrote nothing."""
+    argv = " ".join(str(word) for word in proc.args)
+    if proc.returncode != 0 or not Path(out).exists():
+        tail = ((proc.stdout or "") + (proc.stderr or ""))[-3000:]
+        raise SystemExit(f"{argv} failed ({proc.returncode}):\n{tail}")
+    results: dict[str, Any] = read_json(out)
+    results["wall_s"] = round(time.monotonic() - started, 2)
+    results["command"] = argv
+    return results
+
+
 def run_emurun_json(
     np: int,
     module: str,

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 from emubench.common import (
     command_line,
     environment,
+    job_result,
     load_average,
     print_table,
     pyplot,
-    read_json,
     run_emurun,
     write_json,
 )
@@ -93,15 +93,6 @@ def _containers(args: argparse.Namespace, out: Path) -> subprocess.CompletedProc
                        check=False)  # fmt: skip
 
 
-def _finish(proc: subprocess.CompletedProcess[str], out: Path, started: float) -> dict[str, Any]:
-    if proc.returncode != 0 or not out.exists():
-        raise SystemExit(f"{' '.join(map(str, proc.args))} failed ({proc.returncode}):\n"
-                         f"{(proc.stdout + proc.stderr)[-3000:]}")  # fmt: skip
-    results: dict[str, Any] = read_json(out)
-    results["wall_s"] = round(time.monotonic() - started, 2)
-    return results
-
-
 def summarise(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Ping-pong one-way and Bcast mean of 8 bytes, each side, and containers / local."""
     summary: dict[str, Any] = {}
@@ -130,7 +121,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             print(f"{side}: {args.nodes} nodes ...", file=sys.stderr, flush=True)
             started = time.monotonic()
             proc = _local(args, out) if side == "local" else _containers(args, out)
-            runs[side] = _finish(proc, out, started)
+            runs[side] = job_result(proc, out, started)
     return {
         "benchmark": "emubench.containers",
         "parameters": {

@@ -25,10 +25,10 @@ from typing import Any
 from emubench.common import (
     command_line,
     environment,
+    job_result,
     load_average,
     print_table,
     pyplot,
-    read_json,
     run_emurun,
     save_figure,
     write_json,
@@ -47,16 +47,6 @@ def _mpiexec() -> str:
     if not found:
         raise SystemExit("mpiexec not found: pip install mpi4py mpich")
     return found
-
-
-def _finish(proc: subprocess.CompletedProcess[str], out: Path, started: float) -> dict[str, Any]:
-    argv = [str(word) for word in proc.args]
-    if proc.returncode != 0 or not out.exists():
-        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    results: dict[str, Any] = read_json(out)
-    results["wall_s"] = round(time.monotonic() - started, 2)
-    results["command"] = " ".join(argv)
-    return results
 
 
 def _micro_args(args: argparse.Namespace, nodes: int, out: Path) -> list[str]:
@@ -86,7 +76,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     argv += ["--impl", "mpi4py"]
                     proc = subprocess.run(argv, capture_output=True, text=True,
                                           timeout=args.timeout, check=False)  # fmt: skip
-                runs[impl][str(nodes)] = _finish(proc, out, started)
+                runs[impl][str(nodes)] = job_result(proc, out, started)
     return {
         "benchmark": "emubench.mpi_compare",
         "parameters": {k: v for k, v in vars(args).items() if k != "argv"}

@@ -28,10 +28,10 @@ from typing import Any
 from emubench.common import (
     command_line,
     environment,
+    job_result,
     load_average,
     print_table,
     pyplot,
-    read_json,
     run_emurun,
     save_figure,
     write_json,
@@ -45,15 +45,6 @@ RANK = "emubench.mpi_dtype_rank"
 def _rank_args(args: argparse.Namespace, out: Path) -> list[str]:
     words = ["-m", RANK, "--out", str(out), "--iters", str(args.iters)]
     return [*words, "--blocks", str(args.blocks), "--coll-iters", str(args.coll_iters)]
-
-
-def _finish(proc: subprocess.CompletedProcess[str], out: Path, started: float) -> dict[str, Any]:
-    if proc.returncode != 0 or not out.exists():
-        argv = " ".join(str(word) for word in proc.args)
-        raise SystemExit(f"{argv} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    results: dict[str, Any] = read_json(out)
-    results["wall_s"] = round(time.monotonic() - started, 2)
-    return results
 
 
 def _mpiexec_beside(python: str) -> str | None:
@@ -72,7 +63,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         proc = run_emurun(args.nodes, [sys.executable, *_rank_args(args, out)], capture=True,
                           check=False, emurun_args=["--nic-priority", args.nic_priority],
                           timeout_s=None, wall_timeout=args.timeout)  # fmt: skip
-        runs["emucluster"] = _finish(proc, out, started)
+        runs["emucluster"] = job_result(proc, out, started)
         if mpiexec is not None:
             out = Path(tmp) / "mpich.json"
             print(f"mpich on {args.nodes} processes ...", file=sys.stderr, flush=True)
@@ -81,7 +72,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
             proc = subprocess.run([*argv, "--impl", "mpi4py"], capture_output=True, text=True,
                                   timeout=args.timeout, check=False, env=env)  # fmt: skip
-            runs["mpich"] = _finish(proc, out, started)
+            runs["mpich"] = job_result(proc, out, started)
     return {
         "benchmark": "emubench.mpi_dtype",
         "parameters": {k: v for k, v in vars(args).items() if k != "argv"},
