@@ -29,6 +29,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "mpi-micro": ("emubench.mpi_micro", "the MPI micro-benchmark ranks of mpi-compare"),
     "unexpected-queue": ("emubench.unexpected_queue", "unexpected-queue search (seed 004 Fig 4)"),
     "nicd": ("emubench.nicd_port", "nicd port-to-port latency and bandwidth"),
+    "overhead": ("emubench.overhead", "CPU per MPI message in each process vs the relay"),
     "multihost": ("emubench.multihost", "3 namespaces x 2 slots vs 6 local nodes (root)"),
 }
 """Subcommand -> (module whose ``main(argv)`` it runs, what it measures)."""

@@ -72,6 +72,8 @@ JOBS: tuple[Job, ...] = (
     Job("mpi-compare", _json_png("mpi_bench"),
         (*_json_png("mpi_bench"), "--nodes", "2", "4", "--iters", "50", "--coll-iters", "20"),
         ("mpi_bench.json", "mpi_bench.png"), needs="mpiexec"),
+    Job("overhead", _json_png("overhead"), (*_json_png("overhead"), "--quick"),
+        ("overhead.json", "overhead.png")),
     Job("mpi-datatypes", _json_png("mpi_datatypes"), (*_json_png("mpi_datatypes"), "--quick"),
         ("mpi_datatypes.json", "mpi_datatypes.png")),
     Job("reduce-skew",
