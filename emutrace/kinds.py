@@ -1,0 +1,39 @@
+"""Event kinds of a trace: one small int per kind, with the names of its integer fields.
+
+Every event is ``(t_ns, kind, *ints)``: ``t_ns`` from ``time.monotonic_ns()`` (CLOCK_MONOTONIC,
+one clock for every process of a single-machine job), then the fields named here.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FIELDS", "K_MPI_ENTER", "K_MPI_EXIT", "K_PKT_RECV", "K_PKT_SEND", "MPI_CALLS", "NAMES"]
+
+K_PKT_SEND = 1  # nicd: a datagram handed to the link socket
+K_PKT_RECV = 2  # nicd: a datagram read from the link socket
+K_MPI_ENTER = 3  # host: an MPI call begins
+K_MPI_EXIT = 4  # host: the same call returns
+
+_PACKET = ("mtype", "flags", "seq", "src", "src_port", "dst", "dst_port", "size")
+
+NAMES: dict[int, str] = {
+    K_PKT_SEND: "send",
+    K_PKT_RECV: "recv",
+    K_MPI_ENTER: "mpi_enter",
+    K_MPI_EXIT: "mpi_exit",
+}
+"""Kind code -> event name in the merged trace."""
+
+FIELDS: dict[int, tuple[str, ...]] = {
+    K_PKT_SEND: _PACKET,
+    K_PKT_RECV: _PACKET,
+    K_MPI_ENTER: ("call", "peer", "tag", "nbytes"),
+    K_MPI_EXIT: ("call",),
+}
+"""Kind code -> the names of its integer fields, in order."""
+
+MPI_CALLS: tuple[str, ...] = (
+    "Send", "Ssend", "Recv", "Sendrecv", "send", "ssend", "recv", "sendrecv",
+    "Barrier", "barrier", "Bcast", "bcast", "Reduce", "reduce", "Allreduce", "allreduce",
+    "Gather", "gather", "Scatter", "scatter", "Allgather", "allgather", "Alltoall", "alltoall",
+)  # fmt: skip
+"""The traced MPI calls; an event's ``call`` field is an index here."""
