@@ -12,14 +12,16 @@ K_PKT_SEND = 1  # nicd: a datagram handed to the link socket
 K_PKT_RECV = 2  # nicd: a datagram read from the link socket
 K_MPI_ENTER = 3  # host: an MPI call begins
 K_MPI_EXIT = 4  # host: the same call returns
+K_TIMER = 5  # nicd: the shell's timer fired (RTO, delayed ACK, ...)
 
 _PACKET = ("mtype", "flags", "seq", "src", "src_port", "dst", "dst_port", "size")
 
 NAMES: dict[int, str] = {
-    K_PKT_SEND: "send",
-    K_PKT_RECV: "recv",
+    K_PKT_SEND: "pkt send",
+    K_PKT_RECV: "pkt recv",
     K_MPI_ENTER: "mpi_enter",
     K_MPI_EXIT: "mpi_exit",
+    K_TIMER: "timer",
 }
 """Kind code -> event name in the merged trace."""
 
@@ -28,6 +30,7 @@ FIELDS: dict[int, tuple[str, ...]] = {
     K_PKT_RECV: _PACKET,
     K_MPI_ENTER: ("call", "peer", "tag", "nbytes"),
     K_MPI_EXIT: ("call",),
+    K_TIMER: (),
 }
 """Kind code -> the names of its integer fields, in order."""
 

@@ -82,7 +82,7 @@ def draw_timeline(trace: dict[str, Any], path: str, window_ms: tuple[float, floa
         if e["ph"] == "X" and e["tid"] == HOST_TID:
             ax.broken_barh([(e["ts"] / 1000, e["dur"] / 1000)], (y - 0.3, 0.6), color="tab:blue")
         elif e["ph"] == "X":
-            ax.plot(e["ts"] / 1000, y, "|", color="tab:red" if e["name"] == "send" else "k")
+            ax.plot(e["ts"] / 1000, y, "|", color="tab:red" if e["name"] == "pkt send" else "k")
         elif e["ph"] == "s":
             starts[e["id"]] = (e["ts"], y)
         elif e["ph"] == "f" and e["id"] in starts:

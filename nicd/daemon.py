@@ -24,7 +24,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, cast
 
-from emutrace.kinds import K_PKT_RECV, K_PKT_SEND
+from emutrace.kinds import K_PKT_RECV, K_PKT_SEND, K_TIMER
 from emutrace.recorder import Recorder, start_from_env
 from nicd import hostlink as hl
 from nicd.actions import RaiseSignal, ToHost, Transmit
@@ -189,6 +189,8 @@ class _Shell(asyncio.DatagramProtocol):
         deadline = self._timer_at
         self._timer = self._timer_at = None
         now = max(deadline or 0.0, time.monotonic())
+        if self.tracer is not None:
+            self.tracer.emit(K_TIMER)
         self._execute(self.core.on_timer(now=now))
         self._rearm()
 

@@ -81,7 +81,7 @@ def test_flows_pair_each_receipt_with_its_latest_send() -> None:
     trace = chrome.to_chrome(_recordings())
     assert schema.check_trace(trace) == []
     ev = trace["traceEvents"]
-    sends = [e for e in ev if e["ph"] == "X" and e["name"] == "send"]
+    sends = [e for e in ev if e["ph"] == "X" and e["name"] == "pkt send"]
     starts = {e["id"]: e for e in ev if e["ph"] == "s"}
     finishes = [e for e in ev if e["ph"] == "f"]
     assert len(finishes) == 2
