@@ -17,6 +17,9 @@ import select
 import time
 from typing import TYPE_CHECKING, Literal
 
+from emutrace import recorder
+from emutrace.kinds import K_WAIT_SLEEP
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -54,7 +57,10 @@ class Waiter:
                     break
         while True:
             remaining = None if deadline is None else max(0.0, deadline - clock())
+            slept_from = time.monotonic_ns() if recorder.tracer is not None else 0
             ready, _, _ = select.select([fileno], [], [], remaining)
+            if recorder.tracer is not None:
+                recorder.tracer.emit(K_WAIT_SLEEP, time.monotonic_ns() - slept_from)
             if ready and take():
                 return True
             if deadline is not None and clock() >= deadline:

@@ -14,7 +14,16 @@ import bisect
 from collections import defaultdict
 from typing import Any
 
-from emutrace.kinds import FIELDS, K_MPI_ENTER, K_MPI_EXIT, K_PKT_RECV, K_PKT_SEND, MPI_CALLS, NAMES
+from emutrace.kinds import (
+    FIELDS,
+    K_MPI_ENTER,
+    K_MPI_EXIT,
+    K_PKT_RECV,
+    K_PKT_SEND,
+    K_WAIT_SLEEP,
+    MPI_CALLS,
+    NAMES,
+)
 
 __all__ = ["HOST_TID", "NIC_TID", "PACKET_US", "to_chrome"]
 
@@ -56,6 +65,9 @@ def to_chrome(recordings: list[dict[str, Any]]) -> dict[str, Any]:
                 start, args = open_calls.pop()
                 name = MPI_CALLS[args[0]] if 0 <= args[0] < len(MPI_CALLS) else "mpi"
                 out.append(_slice(name, start, ts - start, node, tid, K_MPI_ENTER, args))
+            elif kind == K_WAIT_SLEEP and fields:
+                slept = fields[0] / 1000.0
+                out.append(_slice(NAMES[kind], ts - slept, slept, node, tid, kind, fields))
             else:
                 out.append(_instant(NAMES.get(kind, f"kind{kind}"), ts, node, tid, kind, fields))
     out.extend(_flows(sends, receipts))

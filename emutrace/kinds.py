@@ -13,6 +13,11 @@ K_PKT_RECV = 2  # nicd: a datagram read from the link socket
 K_MPI_ENTER = 3  # host: an MPI call begins
 K_MPI_EXIT = 4  # host: the same call returns
 K_TIMER = 5  # nicd: the shell's timer fired (RTO, delayed ACK, ...)
+K_HOST_IN = 6  # nicd: a whole record read from a host connection
+K_HOST_OUT = 7  # nicd: a record written to a host connection
+K_SIGNAL_RAISE = 8  # nicd: SIGUSR1 sent to a host
+K_SIGNAL_HANDLED = 9  # host: the SIGUSR1 handler ran
+K_WAIT_SLEEP = 10  # host: the wait policy slept in select (emitted at wake-up)
 
 _PACKET = ("mtype", "flags", "seq", "src", "src_port", "dst", "dst_port", "size")
 
@@ -22,6 +27,11 @@ NAMES: dict[int, str] = {
     K_MPI_ENTER: "mpi_enter",
     K_MPI_EXIT: "mpi_exit",
     K_TIMER: "timer",
+    K_HOST_IN: "host record in",
+    K_HOST_OUT: "host record out",
+    K_SIGNAL_RAISE: "signal raised",
+    K_SIGNAL_HANDLED: "signal handled",
+    K_WAIT_SLEEP: "wait sleep",
 }
 """Kind code -> event name in the merged trace."""
 
@@ -31,6 +41,11 @@ FIELDS: dict[int, tuple[str, ...]] = {
     K_MPI_ENTER: ("call", "peer", "tag", "nbytes"),
     K_MPI_EXIT: ("call",),
     K_TIMER: (),
+    K_HOST_IN: ("conn", "size"),
+    K_HOST_OUT: ("conn",),
+    K_SIGNAL_RAISE: ("pid",),
+    K_SIGNAL_HANDLED: (),
+    K_WAIT_SLEEP: ("slept_ns",),
 }
 """Kind code -> the names of its integer fields, in order."""
 

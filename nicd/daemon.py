@@ -24,7 +24,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, cast
 
-from emutrace.kinds import K_PKT_RECV, K_PKT_SEND, K_TIMER
+from emutrace.kinds import K_HOST_IN, K_HOST_OUT, K_PKT_RECV, K_PKT_SEND, K_SIGNAL_RAISE, K_TIMER
 from emutrace.recorder import Recorder, start_from_env
 from nicd import hostlink as hl
 from nicd.actions import RaiseSignal, ToHost, Transmit
@@ -232,6 +232,8 @@ class _Shell(asyncio.DatagramProtocol):
                 break
             if whole is None:
                 continue
+            if self.tracer is not None:
+                self.tracer.emit(K_HOST_IN, conn.conn_id, len(record))
             now = time.monotonic()
             if isinstance(whole, hl.SetRoutesReq):
                 try:  # numeric only: no DNS lookup may block the event loop
@@ -316,6 +318,8 @@ class _Shell(asyncio.DatagramProtocol):
             elif isinstance(action, ToHost):
                 conn = self.conns.get(action.conn)
                 if conn is not None:
+                    if self.tracer is not None:
+                        self.tracer.emit(K_HOST_OUT, action.conn)
                     self._write_host(conn, hl.encode_record(action.record))
             elif isinstance(action, RaiseSignal):
                 self._raise_signal(action)
@@ -327,6 +331,8 @@ class _Shell(asyncio.DatagramProtocol):
         if conn is None or (conn.pid is not None and conn.pid != action.pid):
             self.core.on_link_error("signal_refused")
             return
+        if self.tracer is not None:
+            self.tracer.emit(K_SIGNAL_RAISE, action.pid)
         try:
             os.kill(action.pid, signal.SIGUSR1)
         except OSError:

@@ -7,6 +7,7 @@ import json
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from emutrace.chrome import HOST_TID, NIC_TID
 from emutrace.schema import check_trace
 from tests.integration.mpirun import PROGRAMS, mpirun
 
@@ -49,6 +50,20 @@ def test_trace_is_valid_and_reconciles_with_the_stats(tmp_path: Path) -> None:
     assert sum(e["ph"] == "f" for e in flows) == len(recvs)
     assert trace["otherData"]["dropped"]
     assert not any(trace["otherData"]["dropped"].values())
+
+
+def test_host_side_events_are_recorded(tmp_path: Path) -> None:
+    """Blocking waits sleep in select; host records cross the PCI socket both ways."""
+    trace_dir = tmp_path / "trace"
+    options = ("--trace", str(trace_dir), "-x", "EMU_WAIT=block")
+    result = mpirun(2, PROGRAMS / "p2p_suite.py", emurun_args=options)
+    assert result.code == 0, result.err
+    events = json.loads((trace_dir / "trace.json").read_text())["traceEvents"]
+    names = Counter((e["name"], e["tid"]) for e in events if e["ph"] in ("X", "i"))
+    assert names["wait sleep", HOST_TID] > 0
+    assert names["host record in", NIC_TID] > 0
+    assert names["host record out", NIC_TID] > 0
+    assert names["Send", HOST_TID] > 0
 
 
 def test_traced_and_untraced_runs_give_the_same_results(tmp_path: Path) -> None:

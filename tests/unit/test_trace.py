@@ -9,7 +9,7 @@ import msgpack
 import pytest
 
 from emutrace import chrome, merge, recorder, schema
-from emutrace.kinds import K_MPI_ENTER, K_MPI_EXIT, K_PKT_RECV, K_PKT_SEND
+from emutrace.kinds import K_MPI_ENTER, K_MPI_EXIT, K_PKT_RECV, K_PKT_SEND, K_WAIT_SLEEP
 from nicd.link import wire
 
 
@@ -121,3 +121,10 @@ def test_parse_window() -> None:
     for bad in ("3", "2:1", "x:1"):
         with pytest.raises(ValueError, match="window"):
             merge.parse_window(bad)
+
+
+def test_a_wait_sleep_becomes_a_slice_ending_at_the_wake_up() -> None:
+    host = recorder.Recorder("host", 2)
+    host.emit(K_WAIT_SLEEP, 3000)  # slept 3 us
+    (sleep,) = [e for e in chrome.to_chrome([host.snapshot()])["traceEvents"] if e["ph"] == "X"]
+    assert (sleep["name"], sleep["ts"], sleep["dur"], sleep["pid"]) == ("wait sleep", -3.0, 3.0, 2)
