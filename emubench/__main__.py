@@ -29,6 +29,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "unexpected-queue": ("emubench.unexpected_queue", "unexpected-queue search (seed 004 Fig 4)"),
     "nicd": ("emubench.nicd_port", "nicd port-to-port latency and bandwidth"),
     "multihost": ("emubench.multihost", "3 namespaces x 2 slots vs 6 local nodes (root)"),
+    "trace": ("emubench.trace_figure", "traced Bcast timelines; the cost of tracing"),
 }
 """Subcommand -> (module whose ``main(argv)`` it runs, what it measures)."""
 DEFAULT_DIR = Path("docs/figures")

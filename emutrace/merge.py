@@ -22,7 +22,7 @@ from emutrace.recorder import FILE_SUFFIX
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["load_dir", "main", "merge_dir", "parse_window"]
+__all__ = ["draw_axes", "draw_timeline", "load_dir", "main", "merge_dir", "parse_window"]
 
 DEFAULT_WINDOW_MS = (0.0, 5.0)
 
@@ -69,18 +69,29 @@ def draw_timeline(trace: dict[str, Any], path: str, window_ms: tuple[float, floa
             "trace: matplotlib is absent; no timeline.png (pip install '.[bench]')", file=sys.stderr
         )
         return False
+    fig, ax = plt.subplots(figsize=(12, 1 + 1.2 * len(_nodes(trace))))
+    draw_axes(ax, trace, window_ms)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def draw_axes(ax: Any, trace: dict[str, Any], window_ms: tuple[float, float]) -> None:
+    """Draw ``trace``'s window on matplotlib axes: a row per host and NIC, MPI calls and
+    sleeps as bars, packets as ticks (sends red), flows as grey lines."""
     lo, hi = window_ms[0] * 1000.0, window_ms[1] * 1000.0
     events = [e for e in trace["traceEvents"] if "ts" in e and lo <= e["ts"] <= hi]
-    nodes = sorted({e["pid"] for e in trace["traceEvents"] if e.get("ph") == "M"})
+    nodes = _nodes(trace)
     row = {(n, tid): 2 * i + (tid == HOST_TID) for i, n in enumerate(nodes) for tid in (1, 2)}
-    fig, ax = plt.subplots(figsize=(12, 1 + 0.6 * len(row)))
     starts: dict[object, tuple[float, int]] = {}
     for e in events:
         y = row.get((e["pid"], e["tid"]))
         if y is None:
             continue
         if e["ph"] == "X" and e["tid"] == HOST_TID:
-            ax.broken_barh([(e["ts"] / 1000, e["dur"] / 1000)], (y - 0.3, 0.6), color="tab:blue")
+            color = "lightgray" if e["name"] == "wait sleep" else "tab:blue"
+            ax.broken_barh([(e["ts"] / 1000, e["dur"] / 1000)], (y - 0.3, 0.6), color=color)
         elif e["ph"] == "X":
             ax.plot(e["ts"] / 1000, y, "|", color="tab:red" if e["name"] == "pkt send" else "k")
         elif e["ph"] == "s":
@@ -97,10 +108,10 @@ def draw_timeline(trace: dict[str, Any], path: str, window_ms: tuple[float, floa
     )
     ax.set_xlabel("ms")
     ax.set_xlim(window_ms)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
+
+
+def _nodes(trace: dict[str, Any]) -> list[int]:
+    return sorted({e["pid"] for e in trace["traceEvents"] if e.get("ph") == "M"})
 
 
 def parse_window(text: str) -> tuple[float, float]:
