@@ -51,7 +51,7 @@ def picture(args: argparse.Namespace) -> None:
         draw_axes(ax, trace, window)
         ax.set_title(
             f"Bcast {args.size} B, {args.nodes} nodes, skew {args.skew_us} us: {algorithm}"
-        )  # noqa: E501
+        )
     fig.tight_layout()
     fig.savefig(out / "timeline_bcast.png", dpi=120)
     print(f"picture: {out / 'timeline_bcast.png'}")

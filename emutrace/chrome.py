@@ -24,6 +24,7 @@ from emutrace.kinds import (
     MPI_CALLS,
     NAMES,
 )
+from nicd.link.wire import MsgType
 
 __all__ = ["HOST_TID", "NIC_TID", "PACKET_US", "to_chrome"]
 
@@ -53,7 +54,9 @@ def to_chrome(recordings: list[dict[str, Any]]) -> dict[str, Any]:
             ts = (raw[0] - t0) / 1000.0
             kind, fields = raw[1], list(raw[2:])
             if kind in (K_PKT_SEND, K_PKT_RECV):
-                out.append(_slice(NAMES[kind], ts, PACKET_US, node, tid, kind, fields))
+                packet = _slice(NAMES[kind], ts, PACKET_US, node, tid, kind, fields)
+                packet["args"]["type"] = _type_name(fields[0])
+                out.append(packet)
                 key = tuple(fields[:7])
                 if kind == K_PKT_SEND:
                     sends[key].append((ts, node))
@@ -99,6 +102,13 @@ def _flows(
         out.append({**common, "ph": "s", "ts": sent_ts, "pid": src, "tid": NIC_TID})
         out.append({**common, "ph": "f", "bp": "e", "ts": ts, "pid": node, "tid": NIC_TID})
     return out
+
+
+def _type_name(mtype: int) -> str:
+    try:
+        return MsgType(mtype).name
+    except ValueError:
+        return f"type{mtype}"
 
 
 def _meta(name: str, pid: int, tid: int, value: str) -> Event:

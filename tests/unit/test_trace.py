@@ -88,6 +88,7 @@ def test_flows_pair_each_receipt_with_its_latest_send() -> None:
     assert set(starts) == {e["id"] for e in finishes}
     assert starts[finishes[1]["id"]]["ts"] == sends[2]["ts"]  # from the resend
     assert all(f["pid"] == 1 and starts[f["id"]]["pid"] == 0 for f in finishes)
+    assert {s["args"]["type"] for s in sends} == {"MPI_EAGER"}
     calls = [e for e in ev if e["ph"] == "X" and e["tid"] == chrome.HOST_TID]
     assert [c["name"] for c in calls] == ["Send"]
     assert calls[0]["args"]["nbytes"] == 5
@@ -128,3 +129,26 @@ def test_a_wait_sleep_becomes_a_slice_ending_at_the_wake_up() -> None:
     host.emit(K_WAIT_SLEEP, 3000)  # slept 3 us
     (sleep,) = [e for e in chrome.to_chrome([host.snapshot()])["traceEvents"] if e["ph"] == "X"]
     assert (sleep["name"], sleep["ts"], sleep["dur"], sleep["pid"]) == ("wait sleep", -3.0, 3.0, 2)
+
+
+def test_emurun_trace_arms_the_children_and_merges_at_the_end(
+    tmp_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from launcher.tracing import traced_job
+
+    monkeypatch.setenv(recorder.ENV_TRACE_DIR, "")  # restored (removed) after the test
+    seen = []
+
+    def job() -> int:
+        seen.append(os.environ.get(recorder.ENV_TRACE_DIR))
+        recorder.Recorder("nic", 0).flush(seen[0] or "")
+        return 3
+
+    words = ["-np", "1", "--trace", str(tmp_path), "--trace-window", "0:1", "prog"]
+    assert traced_job(words, job) == 3
+    assert seen == [str(tmp_path)]
+    assert os.path.exists(os.path.join(tmp_path, "trace.json"))
+    assert (
+        traced_job(["-np", "1", "--trace", str(tmp_path), "--trace-window", "2:1", "p"], job) == 2
+    )
+    assert traced_job(["-np", "1", "prog"], lambda: 5) == 5
