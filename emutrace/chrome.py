@@ -22,9 +22,9 @@ from emutrace.kinds import (
     K_PKT_SEND,
     K_WAIT_SLEEP,
     MPI_CALLS,
+    MSG_TYPES,
     NAMES,
 )
-from nicd.link.wire import MsgType
 
 __all__ = ["HOST_TID", "NIC_TID", "PACKET_US", "to_chrome"]
 
@@ -105,10 +105,7 @@ def _flows(
 
 
 def _type_name(mtype: int) -> str:
-    try:
-        return MsgType(mtype).name
-    except ValueError:
-        return f"type{mtype}"
+    return MSG_TYPES.get(mtype, f"type{mtype}")
 
 
 def _meta(name: str, pid: int, tid: int, value: str) -> Event:

@@ -55,3 +55,30 @@ MPI_CALLS: tuple[str, ...] = (
     "Gather", "gather", "Scatter", "scatter", "Allgather", "allgather", "Alltoall", "alltoall",
 )  # fmt: skip
 """The traced MPI calls; an event's ``call`` field is an index here."""
+
+MSG_TYPES: dict[int, str] = {
+    1: "GM_DATA",
+    2: "AM_DATA",
+    3: "MPI_EAGER",
+    4: "MPI_RTS",
+    5: "MPI_CTS",
+    6: "RM_WRITE_V",
+    7: "RM_WRITE_P",
+    8: "RM_READ",
+    9: "RM_READ_REPLY",
+    10: "ACK",
+    11: "NACK",
+    12: "MCAST_DATA",
+    13: "MCAST_ACK",
+    14: "AB_COLL",
+    15: "NICVM_SOURCE",
+    16: "NICVM_DATA",
+    17: "MGMT_HELLO",
+    18: "MGMT_ROUTING",
+    19: "MGMT_STATS",
+    20: "PING",
+    21: "PONG",
+    22: "SACK",
+}
+"""nicd.link.wire.MsgType values -> names (copied: emutrace imports nothing of ours; a unit
+test keeps the copy equal)."""

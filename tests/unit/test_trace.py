@@ -9,7 +9,7 @@ import msgpack
 import pytest
 
 from emutrace import chrome, merge, recorder, schema
-from emutrace.kinds import K_MPI_ENTER, K_MPI_EXIT, K_PKT_RECV, K_PKT_SEND, K_WAIT_SLEEP
+from emutrace.kinds import K_MPI_ENTER, K_MPI_EXIT, K_PKT_RECV, K_PKT_SEND, K_WAIT_SLEEP, MSG_TYPES
 from nicd.link import wire
 
 
@@ -152,3 +152,7 @@ def test_emurun_trace_arms_the_children_and_merges_at_the_end(
         traced_job(["-np", "1", "--trace", str(tmp_path), "--trace-window", "2:1", "p"], job) == 2
     )
     assert traced_job(["-np", "1", "prog"], lambda: 5) == 5
+
+
+def test_the_message_type_names_match_the_wire() -> None:
+    assert {m.value: m.name for m in wire.MsgType} == MSG_TYPES
