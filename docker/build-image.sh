@@ -122,7 +122,7 @@ stage_wheels() {
     tmp="$(mktemp -d)"
     mkdir "$tmp/src"
     cp -r "$repo/pyproject.toml" "$repo/README.md" "$repo/nicd" "$repo/emucluster" \
-        "$repo/launcher" "$repo/emubench" "$tmp/src/"
+        "$repo/launcher" "$repo/emubench" "$repo/emutrace" "$tmp/src/"
     find "$tmp/src" -name __pycache__ -prune -exec rm -rf {} +
     "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation \
         -w "$tmp/out" "$tmp/src" >/dev/null 2>&1 \
@@ -140,7 +140,7 @@ content_key() {  # what the image is made of: base image, Dockerfile, dependenci
 import hashlib, pathlib, sys
 root = pathlib.Path(sys.argv[1])
 files = [root / "pyproject.toml", root / "README.md"]
-for package in ("nicd", "emucluster", "launcher", "emubench"):
+for package in ("nicd", "emucluster", "launcher", "emubench", "emutrace"):
     files += (p for p in (root / package).rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 for path in sorted(files):
     print(path.relative_to(root), hashlib.sha256(path.read_bytes()).hexdigest())

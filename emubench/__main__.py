@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "nicd": ("emubench.nicd_port", "nicd port-to-port latency and bandwidth"),
     "overhead": ("emubench.overhead", "CPU per MPI message in each process vs the relay"),
     "multihost": ("emubench.multihost", "3 namespaces x 2 slots vs 6 local nodes (root)"),
+    "trace": ("emubench.trace_figure", "traced Bcast timelines; the cost of tracing"),
 }
 """Subcommand -> (module whose ``main(argv)`` it runs, what it measures)."""
 DEFAULT_DIR = Path("docs/figures")

@@ -21,6 +21,9 @@ import signal
 import threading
 from typing import TYPE_CHECKING, Protocol
 
+from emutrace import recorder
+from emutrace.kinds import K_SIGNAL_HANDLED
+
 if TYPE_CHECKING:
     from types import FrameType
 
@@ -111,6 +114,8 @@ def _dispatch(frame: FrameType | None, retry: bool) -> None:
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     counters["signals"] += 1
+    if recorder.tracer is not None:
+        recorder.tracer.emit(K_SIGNAL_HANDLED)
     _dispatch(frame, False)
 
 

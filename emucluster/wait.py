@@ -20,6 +20,8 @@ import time
 from typing import TYPE_CHECKING, Literal
 
 from emucluster import hosttime
+from emutrace import recorder
+from emutrace.kinds import K_WAIT_SLEEP
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -59,8 +61,11 @@ class Waiter:
         while True:
             remaining = None if deadline is None else max(0.0, deadline - clock())
             started, delay = hosttime.wait_mark()
+            slept_from = time.monotonic_ns() if recorder.tracer is not None else 0
             ready, _, _ = select.select([fileno], [], [], remaining)
             hosttime.charge_wait(started, delay)  # as if this host had polled its NIC
+            if recorder.tracer is not None:
+                recorder.tracer.emit(K_WAIT_SLEEP, time.monotonic_ns() - slept_from)
             if ready and take():
                 return True
             if deadline is not None and clock() >= deadline:

@@ -88,6 +88,8 @@ def build_parser() -> _Parser:
         help="set VAR for the hosts (VAR alone passes emurun's value); repeatable",
     )
     p.option("--stats", dest="stats_dir", metavar="DIR", help="write nic<N>.json and job.json")
+    p.option("--trace", dest="trace_dir", metavar="DIR", help="record events; write DIR/trace.json")
+    p.option("--trace-window", default="0:5", metavar="A:B", help="timeline.png window, ms")
     p.option("--cpu-report", action="store_true", help="print CPU seconds per process at exit")
     p.option(
         "--bind-to",
@@ -376,8 +378,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_multi(plan)
     from launcher.supervise import run_job
+    from launcher.tracing import traced_job
 
-    return run_job(plan)
+    return traced_job(words, lambda: run_job(plan))
 
 
 if __name__ == "__main__":

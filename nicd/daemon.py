@@ -24,6 +24,8 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, cast
 
+from emutrace.kinds import K_HOST_IN, K_HOST_OUT, K_PKT_RECV, K_PKT_SEND, K_SIGNAL_RAISE, K_TIMER
+from emutrace.recorder import Recorder, start_from_env
 from nicd import hostlink as hl
 from nicd.actions import RaiseSignal, ToHost, Transmit
 from nicd.errors import ProtocolViolation, UsageError
@@ -145,6 +147,7 @@ class _Shell(asyncio.DatagramProtocol):
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self._flush_scheduled = False
+        self.tracer: Recorder | None = None  # emurun --trace
 
     # -- link -------------------------------------------------------------------------------
 
@@ -152,6 +155,8 @@ class _Shell(asyncio.DatagramProtocol):
         self.udp = cast("asyncio.DatagramTransport", transport)  # uvloop's is no subclass
 
     def datagram_received(self, data: bytes, addr: Addr) -> None:
+        if self.tracer is not None:
+            self.tracer.emit_packet(K_PKT_RECV, data)
         actions = self.core.on_datagram(data, (addr[0], addr[1]), now=time.monotonic())
         if actions:
             self._execute(actions)
@@ -184,6 +189,8 @@ class _Shell(asyncio.DatagramProtocol):
         deadline = self._timer_at
         self._timer = self._timer_at = None
         now = max(deadline or 0.0, time.monotonic())
+        if self.tracer is not None:
+            self.tracer.emit(K_TIMER)
         self._execute(self.core.on_timer(now=now))
         self._rearm()
 
@@ -225,6 +232,8 @@ class _Shell(asyncio.DatagramProtocol):
                 break
             if whole is None:
                 continue
+            if self.tracer is not None:
+                self.tracer.emit(K_HOST_IN, conn.conn_id, len(record))
             now = time.monotonic()
             if isinstance(whole, hl.SetRoutesReq):
                 try:  # numeric only: no DNS lookup may block the event loop
@@ -299,6 +308,8 @@ class _Shell(asyncio.DatagramProtocol):
                     continue
                 try:
                     sock.sendto(action.datagram, action.addr)
+                    if self.tracer is not None:
+                        self.tracer.emit_packet(K_PKT_SEND, action.datagram)
                 except (BlockingIOError, InterruptedError):
                     core.on_link_busy(action)
                     self._watch_link()
@@ -307,6 +318,8 @@ class _Shell(asyncio.DatagramProtocol):
             elif isinstance(action, ToHost):
                 conn = self.conns.get(action.conn)
                 if conn is not None:
+                    if self.tracer is not None:
+                        self.tracer.emit(K_HOST_OUT, action.conn)
                     self._write_host(conn, hl.encode_record(action.record))
             elif isinstance(action, RaiseSignal):
                 self._raise_signal(action)
@@ -318,6 +331,8 @@ class _Shell(asyncio.DatagramProtocol):
         if conn is None or (conn.pid is not None and conn.pid != action.pid):
             self.core.on_link_error("signal_refused")
             return
+        if self.tracer is not None:
+            self.tracer.emit(K_SIGNAL_RAISE, action.pid)
         try:
             os.kill(action.pid, signal.SIGUSR1)
         except OSError:
@@ -360,6 +375,7 @@ async def _serve(config: NicConfig, ready: bool) -> NicCore:
     udp_sock.bind((config.listen_host, config.listen_port))
     udp_sock.setblocking(False)
     shell = _Shell(core, loop, udp_sock)
+    shell.tracer = start_from_env("nic", config.node_id)
     await loop.create_datagram_endpoint(lambda: shell, sock=udp_sock)
 
     path = socket_path(config.run_dir, config.node_id)

@@ -33,6 +33,7 @@ from emucluster.offload.app_bypass import shell as appbypass
 from emucluster.p2p import P2P
 from emucluster.port import Port, PortError
 from emucluster.progress import MPI_PORT, Progress
+from emutrace import mpihooks
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -86,6 +87,9 @@ def init() -> Progress:
     if port is not None:
         appbypass.install(_engine, config)
     _state = "initialized"
+    from emucluster.mpi.comm import Intracomm  # late: comm imports this module
+
+    mpihooks.install(Intracomm, port.node_id if port is not None else 0)  # EMU_TRACE_DIR
     atexit.register(_finalize_at_exit)
     sys.excepthook = _excepthook
     return _engine

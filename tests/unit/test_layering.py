@@ -19,12 +19,13 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PACKAGES = ("nicd", "emucluster", "launcher", "emubench")
+PACKAGES = ("nicd", "emucluster", "launcher", "emubench", "emutrace")
 FORBIDDEN: dict[str, frozenset[str]] = {
     "nicd": frozenset({"emucluster", "launcher", "emubench"}),
     "emucluster": frozenset({"launcher", "emubench"}),
     "launcher": frozenset({"emubench"}),
     "emubench": frozenset(),
+    "emutrace": frozenset({"nicd", "emucluster", "launcher", "emubench"}),
 }
 DYNAMIC_IMPORTERS = frozenset({"import_module", "__import__"})
 
