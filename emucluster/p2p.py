@@ -78,6 +78,9 @@ EAGER_LIMIT_BYTES = 16_287  # MPICH-GM's eager limit (seed 000 §2.2)
 DATA_CHUNK_BYTES = 1 << 20  # rendezvous payload per remote-memory write
 # RTS payload head: message size (64) | send id (32) | flags (8)
 RTS_HEAD = struct.Struct(">QIB")
+MAX_RNDV_BYTES = (1 << 31) - 1
+"""Largest message a peer may announce (MPI's int count of bytes): an RTS beyond is a
+counted drop, never an allocation that raises MemoryError."""
 _INLINE = 0x01  # RTS flag: the data follows the head (synchronous send of an eager size)
 _U32 = 0xFFFFFFFF
 
@@ -506,6 +509,9 @@ class P2P:
         inline = bool(flags & _INLINE)
         if inline and len(payload) - RTS_HEAD.size != size:
             self._drop("rts_inline_size")
+            return []
+        if size > MAX_RNDV_BYTES:  # no receive buffer could be granted for it
+            self._drop("rts_too_large")
             return []
         data = memoryview(payload)[RTS_HEAD.size :] if inline else None
         message = _Unexpected(src_node, size, data, send_id, inline=inline)

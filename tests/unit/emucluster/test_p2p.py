@@ -320,6 +320,14 @@ _peer_messages = st.tuples(
 )
 
 
+def test_an_rts_announcing_more_than_a_count_of_bytes_is_dropped_not_allocated() -> None:
+    core = P2P(0, 2)
+    core.recv(CTX, ANY_SOURCE, ANY_TAG, None, None)  # would take it into a fresh buffer
+    rts = RTS_HEAD.pack(1 << 40, 7, 0)  # a terabyte: bytearray() would raise MemoryError
+    assert core.on_message(1, MsgType.MPI_RTS, (CTX, 1, 0, 0), rts) == []
+    assert core.dropped == {"rts_too_large": 1}
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_peer_messages, max_size=20))
 def test_any_peer_messages_never_raise(
