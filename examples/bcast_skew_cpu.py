@@ -47,7 +47,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--method", choices=tuple(OFFLOAD), default="mcast")
     p.add_argument("--avg-skew-us", type=float, default=400.0,
-                   help="mcast: average skew (maximum = 3 x average), as seed 001 states it")  # fmt: skip
+                   help="mcast: average skew (maximum = 3 x average), as seed 001 states")  # fmt: skip
     p.add_argument("--skew-us", type=float, default=1000.0, help="nicvm: maximum skew")
     p.add_argument("--size", type=int, default=32, help="bytes broadcast")
     p.add_argument("--iters", type=int, default=60)
@@ -85,10 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     variants = ("binomial", OFFLOAD[args.method])
     pattern = (np.arange(args.size) % 251).astype(np.uint8)
     buf = np.empty(args.size, dtype=np.uint8)
-    if args.method == "mcast":
-        top = 3 * args.avg_skew_us / 1e6
-    else:
-        top = args.skew_us / 1e6
+    top = (3 * args.avg_skew_us if args.method == "mcast" else args.skew_us) / 1e6  # max skew
     catch_up = top + CATCH_UP_BOUND_S
     cpu: dict[str, list[float]] = {v: [] for v in variants}
     for i in range(args.warmup + args.iters):
