@@ -47,7 +47,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--method", choices=tuple(OFFLOAD), default="mcast")
     p.add_argument("--avg-skew-us", type=float, default=400.0,
-                   help="mcast: average skew (maximum = 3 x average), as seed 001 states")  # fmt: skip
+                   help="mcast: average skew (max = 3 x average)")  # fmt: skip
     p.add_argument("--skew-us", type=float, default=1000.0, help="nicvm: maximum skew")
     p.add_argument("--size", type=int, default=32, help="bytes broadcast")
     p.add_argument("--iters", type=int, default=60)
