@@ -78,6 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--max-message", type=int, default=1 << 24, help="largest message in bytes (%(default)s)"
     )
+    g.add_argument(
+        "--host-out-bytes",
+        type=int,
+        default=64 << 20,
+        help="bytes queued for a host that does not read before its connection is closed "
+        "(%(default)s)",
+    )
     f = p.add_argument_group(
         f"fault injection (seeded; each also read from {', '.join(FAULT_ENV.values())})"
     )
@@ -142,6 +149,7 @@ def config_from_args(args: argparse.Namespace) -> NicConfig:
         max_ports=args.max_ports,
         send_tokens=args.send_tokens,
         max_message=args.max_message,
+        host_out_bytes=args.host_out_bytes,
         stats_file=args.stats,
         mcast_forward_first=args.mcast_forward_first,
         transport=transport,

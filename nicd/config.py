@@ -224,6 +224,14 @@ class NicConfig:
     """Send tokens a port gets at open: most outstanding sends per port."""
     max_message: int = 1 << 24
     """Largest message a port may send, in bytes."""
+    host_out_bytes: int = 64 << 20
+    """Bytes of records nicd keeps queued for one host connection that does not read them
+    (beyond what its socket buffer holds). Past this the connection is closed with a logged
+    reason and a counted ``host_outq_full`` drop; at least ``max_message`` plus a little is
+    always allowed, so one whole delivery fits."""
+    host_records_per_wake: int = 64
+    """Host records read from one connection per wake-up of the event loop: a host that
+    floods its NIC waits its turn, and the link is served in between."""
     sent_delay_s: float = 0.002
     """SENT events wait up to this long to be coalesced (or ride along with the next
     delivery to the same host, or go at once when half the port's send tokens are owed):

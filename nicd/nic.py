@@ -276,6 +276,10 @@ class NicCore:
         host record): a counted drop."""
         self.link.drop(reason)
 
+    def on_host_read_yield(self) -> None:
+        """The shell left a host connection's records for the next turn (its budget)."""
+        self.link.host_read_yields += 1
+
     def on_host_written(self) -> None:
         """The shell wrote one record to a host."""
         self.link.host_records_out += 1

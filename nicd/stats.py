@@ -19,6 +19,8 @@ class LinkStats:
     bytes_out: int = 0
     host_records_in: int = 0
     host_records_out: int = 0
+    host_read_yields: int = 0
+    """Times the shell stopped reading a host connection at its per-wake budget."""
     drops: Counter[str] = field(default_factory=Counter)
     """Dropped incoming datagrams and host records by reason (``crc``, ``unknown_source``...)."""
     peers_dead: list[int] = field(default_factory=list)
@@ -36,6 +38,7 @@ class LinkStats:
             "bytes_out": self.bytes_out,
             "host_records_in": self.host_records_in,
             "host_records_out": self.host_records_out,
+            "host_read_yields": self.host_read_yields,
             "drops": dict(self.drops),
             "drops_total": sum(self.drops.values()),
             "peers_dead": list(self.peers_dead),
