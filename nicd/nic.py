@@ -88,6 +88,9 @@ class NicCore:
         self.faults: FaultPlan[Addr] = FaultPlan(config.faults)
         self.link = LinkStats()
         self._routes: dict[int, Addr] = {}
+        self._routes_sealed = False
+        """A table is in force (from the routes file or a SET_ROUTES record): no record may
+        replace it (see :meth:`_set_routes_record`)."""
         self._nodes_by_addr: dict[Addr, int] = {}
         self._fault_free = not config.faults.active
         self.control_queue: deque[Transmit] = deque()
@@ -143,7 +146,9 @@ class NicCore:
     # -- inputs -----------------------------------------------------------------------------
 
     def set_routes(self, routes: dict[int, Addr]) -> None:
-        """Install the routing table (node id -> resolved UDP address)."""
+        """Install the routing table (node id -> resolved UDP address). The table is then
+        sealed against SET_ROUTES records."""
+        self._routes_sealed = True
         self._routes = dict(routes)
         self._nodes_by_addr = {addr: node for node, addr in routes.items()}
         self.gm.nodes = frozenset(routes)
@@ -419,6 +424,17 @@ class NicCore:
         return (self.ports.admit(first), []) if verdict is None else verdict
 
     def _set_routes_record(self, conn: int, req: hl.SetRoutesReq, now: float) -> list[NicAction]:
+        """Only the launcher sets routes: one table, before any port opens. Every launcher
+        (emurun, its agents, NicCluster) installs the table once and only then starts hosts,
+        so no host ever gets a turn; a host (or any same-uid process) that connects earlier
+        and installs a table makes the launcher's own refused, and the job fails loudly at
+        start instead of being rerouted quietly. A secret handed to nicd would travel in
+        argv or the environment, both readable by the same uid in /proc, i.e. by exactly the
+        hosts it would keep out: more protocol for no more protection."""
+        if self._routes_sealed or self.ports.any_opened:
+            self.link.drop("routes_refused")
+            why = "routes are set once, by the launcher, before any port opens"
+            return [ToHost(conn, hl.Refused(why))]
         self.set_routes(req.routes)
         return [ToHost(conn, hl.RoutesOk())]
 
