@@ -79,6 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-message", type=int, default=1 << 24, help="largest message in bytes (%(default)s)"
     )
     g.add_argument(
+        "--reassembly-timeout-s",
+        type=float,
+        default=30.0,
+        help="seconds a partial message may hear nothing before it is dropped and its "
+        "receive token returned (%(default)s)",
+    )
+    g.add_argument(
         "--host-out-bytes",
         type=int,
         default=64 << 20,
@@ -127,6 +134,8 @@ def config_from_args(args: argparse.Namespace) -> NicConfig:
         raise UsageError("--mtu must be in 1..60000 (one UDP datagram per packet)")
     if args.window < 1:
         raise UsageError("--window must be at least 1")
+    if not args.reassembly_timeout_s > 0 or not args.host_out_bytes > 0:
+        raise UsageError("--reassembly-timeout-s and --host-out-bytes must be positive")
     transport = TransportConfig(
         mtu=args.mtu,
         window=args.window,
@@ -150,6 +159,7 @@ def config_from_args(args: argparse.Namespace) -> NicConfig:
         send_tokens=args.send_tokens,
         max_message=args.max_message,
         host_out_bytes=args.host_out_bytes,
+        reassembly_timeout_s=args.reassembly_timeout_s,
         stats_file=args.stats,
         mcast_forward_first=args.mcast_forward_first,
         transport=transport,

@@ -224,6 +224,11 @@ class NicConfig:
     """Send tokens a port gets at open: most outstanding sends per port."""
     max_message: int = 1 << 24
     """Largest message a port may send, in bytes."""
+    reassembly_timeout_s: float = 30.0
+    """A message being reassembled whose stream brings nothing for this long (its sender
+    died or went silent mid-message) is discarded, counted ``reassembly_timeout``, and its
+    receive token goes back to the port. A live sender resends at least every RTO (1 s at
+    most), so only a gone one comes near this."""
     host_out_bytes: int = 64 << 20
     """Bytes of records nicd keeps queued for one host connection that does not read them
     (beyond what its socket buffer holds). Past this the connection is closed with a logged

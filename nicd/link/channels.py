@@ -237,6 +237,13 @@ class Transport:
                 receiver.drop_partial()
         return out
 
+    def drop_partial(self, src_node: int, src_port: int, dst_port: int) -> None:
+        """Discard the message being reassembled on that incoming stream (its sender went
+        silent); later fragments are still taken in order, so the stream stays whole."""
+        receiver = self._receivers.get(RecvKey(src_node, src_port, dst_port))
+        if receiver is not None:
+            receiver.drop_partial()
+
     # -- packets ----------------------------------------------------------------------------
 
     def on_data(self, packet: DataPacket, *, now: float) -> list[TransportAction]:
