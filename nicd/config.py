@@ -73,6 +73,10 @@ class TransportConfig:
     ``no_buffer`` (the peer stays alive; GM itself waits for ever)."""
     max_message: int = 1 << 24
     """Largest message a receiver reassembles, in bytes; a longer one is a counted drop."""
+    idle_stream_s: float = 60.0
+    """An incoming stream that never took a packet (its state is the initial one: garbage,
+    or refused at its first message) and heard nothing for this long is forgotten, counted
+    ``streams_evicted``; a packet brings it back exactly as it was."""
     recovery: Recovery = "gbn"
     """Loss recovery. ``gbn``: a receiver drops what arrives out of order and NACKs the gap;
     the sender goes back N. ``selective``: a receiver holds out-of-order packets within the

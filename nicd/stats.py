@@ -72,6 +72,8 @@ class TransportStats:
     """PONGs sent in answer to a peer's PING."""
     stalls: int = 0
     """Gaps between our own inputs long enough to be discounted from a peer's silence."""
+    streams_evicted: int = 0
+    """Idle incoming streams in their initial state, forgotten (see ``idle_stream_s``)."""
     peers_revived: int = 0
     """DEAD peers heard from again (usable again for new sends)."""
     recovery: Counter[str] = field(default_factory=Counter)
