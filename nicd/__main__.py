@@ -78,6 +78,20 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--max-message", type=int, default=1 << 24, help="largest message in bytes (%(default)s)"
     )
+    g.add_argument(
+        "--reassembly-timeout-s",
+        type=float,
+        default=30.0,
+        help="seconds a partial message may hear nothing before it is dropped and its "
+        "receive token returned (%(default)s)",
+    )
+    g.add_argument(
+        "--host-out-bytes",
+        type=int,
+        default=64 << 20,
+        help="bytes queued for a host that does not read before its connection is closed "
+        "(%(default)s)",
+    )
     f = p.add_argument_group(
         f"fault injection (seeded; each also read from {', '.join(FAULT_ENV.values())})"
     )
@@ -120,6 +134,8 @@ def config_from_args(args: argparse.Namespace) -> NicConfig:
         raise UsageError("--mtu must be in 1..60000 (one UDP datagram per packet)")
     if args.window < 1:
         raise UsageError("--window must be at least 1")
+    if not args.reassembly_timeout_s > 0 or not args.host_out_bytes > 0:
+        raise UsageError("--reassembly-timeout-s and --host-out-bytes must be positive")
     transport = TransportConfig(
         mtu=args.mtu,
         window=args.window,
@@ -142,6 +158,8 @@ def config_from_args(args: argparse.Namespace) -> NicConfig:
         max_ports=args.max_ports,
         send_tokens=args.send_tokens,
         max_message=args.max_message,
+        host_out_bytes=args.host_out_bytes,
+        reassembly_timeout_s=args.reassembly_timeout_s,
         stats_file=args.stats,
         mcast_forward_first=args.mcast_forward_first,
         transport=transport,

@@ -73,6 +73,10 @@ class TransportConfig:
     ``no_buffer`` (the peer stays alive; GM itself waits for ever)."""
     max_message: int = 1 << 24
     """Largest message a receiver reassembles, in bytes; a longer one is a counted drop."""
+    idle_stream_s: float = 60.0
+    """An incoming stream that never took a packet (its state is the initial one: garbage,
+    or refused at its first message) and heard nothing for this long is forgotten, counted
+    ``streams_evicted``; a packet brings it back exactly as it was."""
     recovery: Recovery = "gbn"
     """Loss recovery. ``gbn``: a receiver drops what arrives out of order and NACKs the gap;
     the sender goes back N. ``selective``: a receiver holds out-of-order packets within the
@@ -224,6 +228,19 @@ class NicConfig:
     """Send tokens a port gets at open: most outstanding sends per port."""
     max_message: int = 1 << 24
     """Largest message a port may send, in bytes."""
+    reassembly_timeout_s: float = 30.0
+    """A message being reassembled whose stream brings nothing for this long (its sender
+    died or went silent mid-message) is discarded, counted ``reassembly_timeout``, and its
+    receive token goes back to the port. A live sender resends at least every RTO (1 s at
+    most), so only a gone one comes near this."""
+    host_out_bytes: int = 64 << 20
+    """Bytes of records nicd keeps queued for one host connection that does not read them
+    (beyond what its socket buffer holds). Past this the connection is closed with a logged
+    reason and a counted ``host_outq_full`` drop; at least ``max_message`` plus a little is
+    always allowed, so one whole delivery fits."""
+    host_records_per_wake: int = 64
+    """Host records read from one connection per wake-up of the event loop: a host that
+    floods its NIC waits its turn, and the link is served in between."""
     sent_delay_s: float = 0.002
     """SENT events wait up to this long to be coalesced (or ride along with the next
     delivery to the same host, or go at once when half the port's send tokens are owed):

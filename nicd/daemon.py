@@ -106,7 +106,7 @@ _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
 class _HostConn:
-    __slots__ = ("assembler", "conn_id", "fds", "outq", "pid", "sock", "writing")
+    __slots__ = ("assembler", "conn_id", "fds", "outq", "outq_bytes", "pid", "sock", "writing")
 
     def __init__(self, conn_id: int, sock: socket.socket, max_message: int) -> None:
         self.conn_id = conn_id
@@ -114,6 +114,8 @@ class _HostConn:
         self.pid = peer_pid(sock)
         self.assembler = hl.Assembler(max_message)
         self.outq: deque[bytes] = deque()
+        self.outq_bytes = 0
+        """Bytes in ``outq`` (bounded: see :meth:`_Shell._write_host`)."""
         self.writing = False
         self.fds: list[int] = []
         """Descriptors received with the chunks of the record being assembled (at most one
@@ -212,7 +214,14 @@ class _Shell(asyncio.DatagramProtocol):
             self.loop.add_reader(sock.fileno(), self._readable, conn)
 
     def _readable(self, conn: _HostConn) -> None:
+        # A budget of records per wake-up: the reader stays registered (level-triggered), so
+        # the rest waits for the next turn of the loop and the link is served in between.
+        budget = self.core.config.host_records_per_wake
         while conn.conn_id in self.conns:
+            if budget <= 0:
+                self.core.on_host_read_yield()
+                break
+            budget -= 1
             try:
                 record, fds, _, _ = socket.recv_fds(conn.sock, hl.MAX_RECORD_BYTES, 1)
             except (BlockingIOError, InterruptedError):
@@ -246,8 +255,9 @@ class _Shell(asyncio.DatagramProtocol):
             elif isinstance(whole, hl.RegisterReq):
                 memory, why = map_sealed_memfd(conn.pop_fd(), whole.size)
                 if memory is None:
-                    log.warning("host connection %d: region %d refused: %s", conn.conn_id,
-                                whole.region, why)
+                    log.warning(
+                        "host connection %d: region %d refused: %s", conn.conn_id, whole.region, why
+                    )
                 self._execute(self.core.on_register(conn.conn_id, whole, memory, now=now))
                 continue
             elif isinstance(whole, hl.DeregisterReq):
@@ -268,21 +278,39 @@ class _Shell(asyncio.DatagramProtocol):
         self._execute(self.core.on_disconnect(conn.conn_id, now=time.monotonic()))
 
     def _write_host(self, conn: _HostConn, records: list[bytes]) -> None:
+        if conn.conn_id not in self.conns:
+            return
         self.core.on_host_written()
         if conn.outq:
-            conn.outq.extend(records)
+            self._enqueue(conn, records)
             return
         for i, record in enumerate(records):
             try:
                 conn.sock.send(record)
             except (BlockingIOError, InterruptedError):
-                conn.outq.extend(records[i:])
                 conn.writing = True
                 self.loop.add_writer(conn.sock.fileno(), self._writable, conn)
+                self._enqueue(conn, records[i:])
                 return
             except OSError:
                 self.loop.call_soon(self._disconnect, conn)
                 return
+
+    def _enqueue(self, conn: _HostConn, records: list[bytes]) -> None:
+        """Queue records for a host whose socket is full. Past the bound the connection is
+        closed rather than records dropped: they are the port's events (SENT, ERROR,
+        deliveries), each promised exactly once, so losing one silently would hang the host,
+        while a closed port fails its sends loudly and the host sees why."""
+        conn.outq.extend(records)
+        conn.outq_bytes += sum(len(r) for r in records)
+        limit = max(self.core.config.host_out_bytes, self.core.config.max_message + 65536)
+        if conn.outq_bytes > limit:
+            log.warning("host connection %d: over %d bytes queued that the host does not "
+                        "read; closing it", conn.conn_id, limit)  # fmt: skip
+            self.core.on_link_error("host_outq_full")
+            conn.outq.clear()
+            conn.outq_bytes = 0
+            self._disconnect(conn)
 
     def _writable(self, conn: _HostConn) -> None:
         while conn.outq:
@@ -293,7 +321,7 @@ class _Shell(asyncio.DatagramProtocol):
             except OSError:
                 self._disconnect(conn)
                 return
-            conn.outq.popleft()
+            conn.outq_bytes -= len(conn.outq.popleft())
         conn.writing = False
         self.loop.remove_writer(conn.sock.fileno())
 
@@ -326,9 +354,14 @@ class _Shell(asyncio.DatagramProtocol):
 
     def _raise_signal(self, action: RaiseSignal) -> None:
         # Only the process that owns the connection may be signalled (SO_PEERCRED), so a
-        # host cannot aim the NIC's signals at someone else.
+        # host cannot aim the NIC's signals at someone else. Fail closed: a connection whose
+        # peer pid is unknown (SO_PEERCRED gave none, e.g. across pid namespaces) gets no
+        # signal at all, never one to the pid the host named.
         conn = self.conns.get(action.conn)
-        if conn is None or (conn.pid is not None and conn.pid != action.pid):
+        if conn is not None and conn.pid is None:
+            self.core.on_link_error("signal_unverified")
+            return
+        if conn is None or conn.pid != action.pid:
             self.core.on_link_error("signal_refused")
             return
         if self.tracer is not None:

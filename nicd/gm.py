@@ -78,6 +78,11 @@ class PortTable:
         self._ever_opened.add(requested)
         return state
 
+    @property
+    def any_opened(self) -> bool:
+        """A port has been opened on this NIC at some time (hosts have started)."""
+        return bool(self._ever_opened)
+
     def close_conn(self, conn: int) -> PortState | None:
         """Forget the port of ``conn``; return it (with its regions), if it had one."""
         port = self._by_conn.pop(conn, None)

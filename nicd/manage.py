@@ -37,7 +37,8 @@ def _request(socket_path: str, request: hl.HostRecord, timeout: float) -> hl.Hos
 def set_routes(
     socket_path: str, routes: Mapping[int, tuple[str, int]], timeout: float = 10.0
 ) -> None:
-    """Install ``routes`` (node id -> (host, UDP port)) in the nicd at ``socket_path``."""
+    """Install ``routes`` (node id -> (host, UDP port)) in the nicd at ``socket_path``. A nicd
+    takes one table, before any port opens (the launcher's); it refuses any later one."""
     table = {int(node): (str(host), int(port)) for node, (host, port) in routes.items()}
     reply = _request(socket_path, hl.SetRoutesReq(table), timeout)
     if not isinstance(reply, hl.RoutesOk):

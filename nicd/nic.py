@@ -56,10 +56,12 @@ from nicd.grim.service import GrimNic
 from nicd.hostlink.grim import NIC_PORT
 from nicd.link.channels import Transport
 from nicd.link.faults import FaultPlan
-from nicd.link.wire import ControlPacket, MsgType, decode_untrusted, encode
+from nicd.link.reliable import Admission
+from nicd.link.wire import ControlPacket, FragFlags, MsgType, decode_untrusted, encode
 from nicd.mcast.config import McastConfig
 from nicd.mcast.service import McastNic
 from nicd.nicvm.engine import NicvmEngine, NicvmOff
+from nicd.reassembly import PartialKey, Partials
 from nicd.stats import LinkStats
 
 if TYPE_CHECKING:
@@ -87,7 +89,13 @@ class NicCore:
         self.transport = Transport(config.node_id, config.transport, self._admit)
         self.faults: FaultPlan[Addr] = FaultPlan(config.faults)
         self.link = LinkStats()
+        self.partials = Partials(config.reassembly_timeout_s)
+        """Messages being reassembled, so a silent sender's cannot keep a token for ever."""
+        self._now = 0.0  # of the datagram being handled, for admissions
         self._routes: dict[int, Addr] = {}
+        self._routes_sealed = False
+        """A table is in force (from the routes file or a SET_ROUTES record): no record may
+        replace it (see :meth:`_set_routes_record`)."""
         self._nodes_by_addr: dict[Addr, int] = {}
         self._fault_free = not config.faults.active
         self.control_queue: deque[Transmit] = deque()
@@ -143,7 +151,9 @@ class NicCore:
     # -- inputs -----------------------------------------------------------------------------
 
     def set_routes(self, routes: dict[int, Addr]) -> None:
-        """Install the routing table (node id -> resolved UDP address)."""
+        """Install the routing table (node id -> resolved UDP address). The table is then
+        sealed against SET_ROUTES records."""
+        self._routes_sealed = True
         self._routes = dict(routes)
         self._nodes_by_addr = {addr: node for node, addr in routes.items()}
         self.gm.nodes = frozenset(routes)
@@ -180,6 +190,9 @@ class NicCore:
             return self._run([*revived, *service.on_packet(packet, now=now)], now)
         if isinstance(packet, ControlPacket):
             return self._run(self.transport.on_control(packet, now=now), now)
+        self._now = now
+        if self.partials:
+            self.partials.heard(PartialKey(node, packet.src_port, packet.dst_port), now)
         return self._run(self.transport.on_data(packet, now=now), now)
 
     def on_host(self, conn: int, record: hl.HostRecord, *, now: float) -> list[NicAction]:
@@ -220,6 +233,7 @@ class NicCore:
         if state is None:
             return []
         self.gm.on_port_closed(state.port)
+        self.partials.port_closed(state.port)
         for service in self._services:
             service.on_port_closed(state.port)
         return self._run(self.transport.close_port(state.port, now=now), now)
@@ -227,6 +241,8 @@ class NicCore:
     def on_timer(self, *, now: float) -> list[NicAction]:
         """Fire every timer whose deadline has passed."""
         actions = self._run(self.transport.on_timer(now=now), now)
+        if self.partials:
+            actions += self._run(self._expire_partials(now), now)
         actions += self._run(self.gm.on_timer(now=now), now)
         if not self._fault_free:
             actions += self._transmit_all(self.faults.on_timer(now=now))
@@ -276,6 +292,10 @@ class NicCore:
         host record): a counted drop."""
         self.link.drop(reason)
 
+    def on_host_read_yield(self) -> None:
+        """The shell left a host connection's records for the next turn (its budget)."""
+        self.link.host_read_yields += 1
+
     def on_host_written(self) -> None:
         """The shell wrote one record to a host."""
         self.link.host_records_out += 1
@@ -285,6 +305,7 @@ class NicCore:
     def next_deadline(self) -> float | None:
         """The earliest moment ``on_timer`` wants to run."""
         deadlines = [self.transport.next_deadline(), self.gm.next_deadline()]
+        deadlines.append(self.partials.next_deadline())
         deadlines += [service.next_deadline() for service in self._services]
         if not self._fault_free:
             deadlines.append(self.faults.next_deadline())
@@ -341,6 +362,8 @@ class NicCore:
         return self._transmit_all(self.faults.on_send(addr, datagram, now=now), control)
 
     def _step_deliver(self, d: Deliver, now: float) -> Sequence[CoreAction]:
+        if self.partials:
+            self.partials.done(PartialKey(d.src_node, d.src_port, d.port))
         state = self.ports.get(d.port)
         service = self._by_port.get(d.port) or self._by_msg.get(d.msg_type)
         if service is not None:
@@ -411,10 +434,45 @@ class NicCore:
         return list(self.transport.resume_port(action.port, now=now))
 
     def _admit(self, first: DataPacket) -> Verdict:
+        """The transport's admission of a message's FIRST fragment: GRIM's verdict, else the
+        port table's (a receive token). A message of several fragments is watched until its
+        delivery; a partial its sender abandoned on the same stream gives its token back."""
+        key = PartialKey(first.src_node, first.src_port, first.dst_port)
+        state = self.ports.get(first.dst_port)
+        if self.partials.forget(key) and state is not None:
+            self.ports.provide(state, 1)
+            self.link.drop("abandoned_partial")
+        tokens = 0 if state is None else state.receive_tokens
         verdict = self.grim.admit(first)
-        return (self.ports.admit(first), []) if verdict is None else verdict
+        if verdict is None:
+            verdict = (self.ports.admit(first), [])
+        if verdict[0] is Admission.OK and FragFlags.LAST not in first.flags:
+            took = state is not None and state.receive_tokens < tokens
+            self.partials.started(key, now=self._now, token=took)
+        return verdict
+
+    def _expire_partials(self, now: float) -> list[CoreAction]:
+        """Discard the partial messages whose senders went silent; return their tokens."""
+        out: list[CoreAction] = []
+        for key, token in self.partials.expired(now):
+            self.link.drop("reassembly_timeout")
+            self.transport.drop_partial(key.src_node, key.src_port, key.dst_port)
+            if token:
+                out.append(GiveBack(key.dst_port))
+        return out
 
     def _set_routes_record(self, conn: int, req: hl.SetRoutesReq, now: float) -> list[NicAction]:
+        """Only the launcher sets routes: one table, before any port opens. Every launcher
+        (emurun, its agents, NicCluster) installs the table once and only then starts hosts,
+        so no host ever gets a turn; a host (or any same-uid process) that connects earlier
+        and installs a table makes the launcher's own refused, and the job fails loudly at
+        start instead of being rerouted quietly. A secret handed to nicd would travel in
+        argv or the environment, both readable by the same uid in /proc, i.e. by exactly the
+        hosts it would keep out: more protocol for no more protection."""
+        if self._routes_sealed or self.ports.any_opened:
+            self.link.drop("routes_refused")
+            why = "routes are set once, by the launcher, before any port opens"
+            return [ToHost(conn, hl.Refused(why))]
         self.set_routes(req.routes)
         return [ToHost(conn, hl.RoutesOk())]
 

@@ -19,6 +19,8 @@ class LinkStats:
     bytes_out: int = 0
     host_records_in: int = 0
     host_records_out: int = 0
+    host_read_yields: int = 0
+    """Times the shell stopped reading a host connection at its per-wake budget."""
     drops: Counter[str] = field(default_factory=Counter)
     """Dropped incoming datagrams and host records by reason (``crc``, ``unknown_source``...)."""
     peers_dead: list[int] = field(default_factory=list)
@@ -36,6 +38,7 @@ class LinkStats:
             "bytes_out": self.bytes_out,
             "host_records_in": self.host_records_in,
             "host_records_out": self.host_records_out,
+            "host_read_yields": self.host_read_yields,
             "drops": dict(self.drops),
             "drops_total": sum(self.drops.values()),
             "peers_dead": list(self.peers_dead),
@@ -69,6 +72,8 @@ class TransportStats:
     """PONGs sent in answer to a peer's PING."""
     stalls: int = 0
     """Gaps between our own inputs long enough to be discounted from a peer's silence."""
+    streams_evicted: int = 0
+    """Idle incoming streams in their initial state, forgotten (see ``idle_stream_s``)."""
     peers_revived: int = 0
     """DEAD peers heard from again (usable again for new sends)."""
     recovery: Counter[str] = field(default_factory=Counter)

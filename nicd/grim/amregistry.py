@@ -8,7 +8,11 @@ ids to new ones) and answers with the whole table; ``lookup`` assigns nothing an
 the whole table too (a name not in it is not registered anywhere yet).
 
 Invariants: an id, once given to a name, never changes and is never given to another name;
-ids are 1..65535 in order of first publication (0 means "no handler" on the wire).
+ids are 1..65535 in order of first publication (0 means "no handler" on the wire). The reply
+carrying the whole table never exceeds ``max_reply`` bytes (the NIC's largest message): a
+name that would push it past, or one longer than ``MAX_NAME_BYTES``, is refused (left out of
+the table, so its publisher sees it missing) and counted; nothing is ever truncated, and a
+name flood ends at that bound.
 """
 
 from __future__ import annotations
@@ -17,27 +21,58 @@ import msgpack
 
 from nicd.errors import BadPacket
 
-__all__ = ["MAX_HANDLER_ID", "Registry", "decode_reply", "decode_request", "encode_reply",
-           "encode_request"]  # fmt: skip
+__all__ = ["MAX_HANDLER_ID", "MAX_NAME_BYTES", "Registry", "decode_reply", "decode_request",
+           "encode_reply", "encode_request", "reply_size_bound"]  # fmt: skip
 
 MAX_HANDLER_ID = 0xFFFF  # the 16-bit handler field of the data header
+MAX_NAME_BYTES = 255  # a handler name, UTF-8
+_REPLY_FRAME = 21  # {"req": uint32, "table": map32}: everything of a reply but its entries
+_ENTRY_ID = 3  # a uint16 id, as msgpack packs it at most
+
+
+def _entry_size(name: str) -> int:
+    """Bytes one ``name: id`` entry takes in a reply, at most."""
+    n = len(name.encode("utf-8", "surrogatepass"))
+    header = 1 if n < 32 else 2 if n < 256 else 3 if n < 65536 else 5
+    return header + n + _ENTRY_ID
+
+
+def reply_size_bound(table: dict[str, int]) -> int:
+    """An upper bound of ``len(encode_reply(req, table))`` for any ``req``."""
+    return _REPLY_FRAME + sum(_entry_size(name) for name in table)
 
 
 class Registry:
-    """Name -> id assignments of one job."""
+    """Name -> id assignments of one job; its whole-table reply fits in ``max_reply`` bytes."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_reply: int = 1 << 24) -> None:
         self._ids: dict[str, int] = {}
+        self.max_reply = max_reply
+        self._reply_bytes = _REPLY_FRAME  # reply_size_bound(self._ids), kept as names come
         self.syncs = 0
         self.lookups = 0
+        self.refused_long = 0
+        """Names refused for being longer than ``MAX_NAME_BYTES``."""
+        self.refused_full = 0
+        """Names refused because the id space or the reply size is exhausted."""
 
     def publish(self, names: list[str]) -> dict[str, int]:
-        """Assign ids to the names not yet known; return the whole table. Names past the
-        16-bit id space are left out (the caller sees them missing)."""
+        """Assign ids to the names not yet known; return the whole table. A name that is too
+        long, or past the 16-bit id space, or that would make the reply exceed
+        ``max_reply``, is left out and counted (the caller sees it missing)."""
         self.syncs += 1
         for name in names:
-            if name not in self._ids and len(self._ids) < MAX_HANDLER_ID:
-                self._ids[name] = len(self._ids) + 1
+            if name in self._ids:
+                continue
+            if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+                self.refused_long += 1
+                continue
+            cost = _entry_size(name)
+            if len(self._ids) >= MAX_HANDLER_ID or self._reply_bytes + cost > self.max_reply:
+                self.refused_full += 1
+                continue
+            self._ids[name] = len(self._ids) + 1
+            self._reply_bytes += cost
         return dict(self._ids)
 
     def table(self) -> dict[str, int]:
@@ -53,7 +88,9 @@ class Registry:
 
     def stats(self) -> dict[str, int]:
         """Counters, JSON-able."""
-        return {"handlers": len(self._ids), "syncs": self.syncs, "lookups": self.lookups}
+        return {"handlers": len(self._ids), "syncs": self.syncs, "lookups": self.lookups,
+                "reply_bytes": self._reply_bytes, "refused_long": self.refused_long,
+                "refused_full": self.refused_full}  # fmt: skip
 
 
 def encode_request(op: str, req: int, names: list[str]) -> bytes:

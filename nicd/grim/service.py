@@ -118,7 +118,7 @@ class GrimNic(NicService):
         # host said: nothing there (insertion-ordered: the oldest answer is forgotten first)
         self._negative: dict[tuple[int, int], None] = {}
         self._watched: set[int] = set()  # ports whose host waits on its memory (RmWatch)
-        self.registry = Registry() if node_id == REGISTRY_NODE else None
+        self.registry = Registry(max_message) if node_id == REGISTRY_NODE else None
         self.counts: Counter[str] = Counter()
 
     # -- admission (transport hook) ---------------------------------------------------------

@@ -164,6 +164,9 @@ class Transport:
             MsgType, Callable[[GbnSender, ControlPacket, float], list[TransportAction]]
         ] = {MsgType.ACK: self._on_ack, MsgType.NACK: self._on_nack, MsgType.SACK: self._on_sack}
         self._watched: dict[int, _Peer] = {}  # peers with a probe timer
+        self._initial: dict[RecvKey, float] = {}
+        """Incoming streams that never took a packet, with when one last came: evictable."""
+        self._sweep_at: float | None = None
         self._last_input: float | None = None
         self.active = 0.0
         """Time our loop ran, from input to input, with stalls discounted (see module doc)."""
@@ -237,6 +240,13 @@ class Transport:
                 receiver.drop_partial()
         return out
 
+    def drop_partial(self, src_node: int, src_port: int, dst_port: int) -> None:
+        """Discard the message being reassembled on that incoming stream (its sender went
+        silent); later fragments are still taken in order, so the stream stays whole."""
+        receiver = self._receivers.get(RecvKey(src_node, src_port, dst_port))
+        if receiver is not None:
+            receiver.drop_partial()
+
     # -- packets ----------------------------------------------------------------------------
 
     def on_data(self, packet: DataPacket, *, now: float) -> list[TransportAction]:
@@ -251,6 +261,10 @@ class Transport:
             )  # fmt: skip
             self._receivers[key] = receiver
         out += receiver.on_data(packet, now=now, admit=self._admit)
+        if receiver.expected == 0:  # nothing taken yet: garbage, a gap, or refused at once
+            self._initial[key] = now
+            if self._sweep_at is None:
+                self._sweep_at = now + self.config.idle_stream_s
         if receiver.ack_pending:
             self._pending_acks[key] = receiver
         else:
@@ -338,6 +352,8 @@ class Transport:
             self._track_sender(key, sender, now)
         if self._pending_acks:
             out += self.flush(now=now)
+        if self._sweep_at is not None and now >= self._sweep_at:
+            self._evict_idle(now)
         return out
 
     def flush(self, *, now: float) -> list[TransportAction]:
@@ -357,6 +373,8 @@ class Transport:
         deadlines = [d for s in self._busy.values() if (d := s.next_deadline()) is not None]
         deadlines += [p.probe_at for p in self._watched.values() if p.probe_at is not None]
         deadlines += [r.ack_due for r in self._pending_acks.values() if r.ack_due is not None]
+        if self._sweep_at is not None:
+            deadlines.append(self._sweep_at)
         return min(deadlines) if deadlines else None
 
     # -- queries ----------------------------------------------------------------------------
@@ -393,6 +411,7 @@ class Transport:
             "streams_out": len(self._senders),
             "streams_busy": len(self._busy),
             "streams_in": len(self._receivers),
+            "streams_evicted": s.streams_evicted,
             "peers": {
                 str(node): {
                     "state": peer.state.value,
@@ -432,6 +451,33 @@ class Transport:
             return []
         self._stats.nacks_received[reason.name.lower()] += 1
         return sender.on_nack(reason, packet.seq, now=now)
+
+    def _evict_idle(self, now: float) -> None:
+        """Forget incoming streams still in their initial state (``expected`` 0: nothing
+        taken, so no partial message and nothing the sender counts on) that heard nothing
+        for ``idle_stream_s``. A packet on one later builds the same state again, so the
+        sender sees no difference; a refusal it had is answered anew. This bounds what
+        packets a peer sends to port pairs nobody uses can make us keep."""
+        idle = self.config.idle_stream_s
+        oldest: float | None = None
+        for key, seen in list(self._initial.items()):
+            receiver = self._receivers.get(key)
+            if receiver is None or receiver.expected != 0:
+                del self._initial[key]  # it took a packet since: a stream like any other
+                continue
+            # ``seen + idle`` as the deadline was computed: no float mismatch, no spinning
+            if seen + idle > now or receiver.ack_pending:  # not yet (an ACK owed: later)
+                due = seen if seen + idle > now else now
+                oldest = due if oldest is None else min(oldest, due)
+                continue
+            del self._initial[key]
+            del self._receivers[key]
+            self._pending_acks.pop(key, None)
+            refused = self._refused.get(key.dst_port)
+            if refused is not None:
+                refused.pop(key, None)
+            self._stats.streams_evicted += 1
+        self._sweep_at = None if oldest is None else oldest + idle
 
     def _peer(self, node: int) -> _Peer:
         peer = self._peers.get(node)
@@ -571,11 +617,11 @@ def _check_config(c: TransportConfig) -> None:
         raise UsageError("window and ack_every must be at least 1")
     if (
         min(c.no_buffer_retry_s, c.dead_peer_timeout_s, c.probe_interval_s) <= 0
-        or min(c.no_port_timeout_s, c.no_buffer_timeout_s) <= 0
+        or min(c.no_port_timeout_s, c.no_buffer_timeout_s, c.idle_stream_s) <= 0
     ):
         raise UsageError(
-            "no_buffer_retry_s, dead_peer_timeout_s, probe_interval_s, no_port_timeout_s and "
-            "no_buffer_timeout_s must be positive"
+            "no_buffer_retry_s, dead_peer_timeout_s, probe_interval_s, no_port_timeout_s, "
+            "no_buffer_timeout_s and idle_stream_s must be positive"
         )
     if c.recovery not in RECOVERY_MODES:
         raise UsageError(f"recovery {c.recovery!r} must be one of {', '.join(RECOVERY_MODES)}")

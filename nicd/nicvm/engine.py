@@ -2,14 +2,15 @@
 
 Thesis §4.3.3 (Figs 4.5-4.8). Hosts upload modules by name (``NicvmLoadReq``), several at once,
 purge and list them; a module lives until purged or, unless loaded with ``persist``, until the
-port that loaded it closes. A ``NICVM_DATA`` message (its own type, so other traffic pays one
-type test) runs its module on the receive path before host delivery; a host may also hand one
-to its own NIC (``NicvmDelegateReq``, the loopback path). The module's ``mpi_send_message``
-calls become send descriptors, carried out by the reliable transport after it returns: one
-outstanding at a time as in Fig 4.8, or all at once (``pipelined``). The host delivery waits
-until they have completed, and is skipped when the module consumed the packet. Ranks come
-from the port's communicator map (``NicvmCommReq``); without one, communicator 0 is the
-whole job with rank = node id.
+port that loaded it closes. Only that port may purge or replace it (a counted refusal
+otherwise); a persistent module whose port closed is any local port's. A ``NICVM_DATA`` message
+(its own type, so other traffic pays one type test) runs its module on the receive path before
+host delivery; a host may also hand one to its own NIC (``NicvmDelegateReq``, the loopback
+path). The module's ``mpi_send_message`` calls become send descriptors, carried out by the
+reliable transport after it returns: one outstanding at a time as in Fig 4.8, or all at once
+(``pipelined``). The host delivery waits until they have completed, and is skipped when the
+module consumed the packet. Ranks come from the port's communicator map (``NicvmCommReq``);
+without one, communicator 0 is the whole job with rank = node id.
 
 Invariants: nothing a host or peer sends raises out of this class. A received NICVM message
 is delivered to its host exactly once unless the module ran OK and consumed it, or it was
@@ -83,6 +84,13 @@ class Loaded:
                 "instructions": len(self.module.code), **self.counters}  # fmt: skip
 
 
+def _may_change(loaded: Loaded, port: int | None) -> bool:
+    """Only the port that loaded a module purges or replaces it; a module nobody owns any
+    more (persistent, its port closed) is any local port's. A remote upload (``port`` None)
+    replaces nothing that a port owns."""
+    return loaded.owner is None or loaded.owner == port
+
+
 @dataclass(slots=True)
 class _SendContext:
     """Fig 4.7's NICVM send context: the sends still to start and what follows them."""
@@ -143,8 +151,14 @@ class NicvmEngine(NicService):
         if isinstance(record, hl.NicvmLoadReq):
             return [ToHost(conn, self.load(record.name, record.source, port, record.persist))]
         if isinstance(record, hl.NicvmPurgeReq):
-            if self.modules.pop(record.name, None) is None:
+            loaded = self.modules.get(record.name)
+            if loaded is None:
                 return [ToHost(conn, hl.NicvmReply(False, f"no module {record.name!r}"))]
+            if not _may_change(loaded, port):
+                self.counters["purge_refused"] += 1
+                why = f"module {record.name!r} belongs to port {loaded.owner}"
+                return [ToHost(conn, hl.NicvmReply(False, why))]
+            del self.modules[record.name]
             self.counters["purged"] += 1
             return [ToHost(conn, hl.NicvmReply(True))]
         if isinstance(record, hl.NicvmListReq):
@@ -158,8 +172,12 @@ class NicvmEngine(NicService):
             check_name(name)
         except ValueError as exc:
             return hl.NicvmReply(False, str(exc))
-        if name not in self.modules and len(self.modules) >= MAX_MODULES:
+        existing = self.modules.get(name)
+        if existing is None and len(self.modules) >= MAX_MODULES:
             return hl.NicvmReply(False, f"{MAX_MODULES} modules are loaded already")
+        if existing is not None and not _may_change(existing, owner):
+            self.counters["replace_refused"] += 1
+            return hl.NicvmReply(False, f"module {name!r} belongs to port {existing.owner}")
         from nicd.nicvm.compiler import compile_module  # lark, only once a module is loaded
 
         try:

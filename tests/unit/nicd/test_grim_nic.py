@@ -392,3 +392,28 @@ def test_a_peer_probing_many_addresses_cannot_grow_upcalls_or_answers_without_bo
         grim.on_host(state, RmXlateReply(VBASE + i, 0, 0, 0, 0), now=p.now)
     assert len(grim._negative) <= MAX_NEGATIVE
     assert grim.counts["negative_evicted"] >= 100
+
+
+def test_a_registry_table_past_the_message_size_is_never_sent_truncated_or_dropped() -> None:
+    """Audit test 14: a name flood at a NIC whose largest message is 2 KiB. Every request is
+    answered with a reply that fits; the names that do not fit are refused and counted."""
+    from dataclasses import replace as dc_replace
+
+    from nicd.config import NicConfig
+
+    small = NicConfig(0, "/tmp", max_message=2048)
+    net = NicNet([small, dc_replace(small, node_id=1)])
+    for core in net.cores:
+        core.on_host(1, hl.OpenReq(PORT), now=0.0)
+        core.on_host(1, hl.ProvideReq(64), now=0.0)
+    for req in range(1, 11):
+        names = [f"flood_{req}_{i}_" + "n" * 20 for i in range(12)]
+        net.request(1, hl.SendReq(req, 0, NIC_PORT, encode_request("sync", req, names),
+                                  int(MsgType.AM_DATA)))  # fmt: skip
+        net.run()
+    replies = [r for r in net.hosts[1] if isinstance(r, hl.RecvEvent) and r.src_port == NIC_PORT]
+    assert sorted(decode_reply(r.payload)[0] for r in replies) == list(range(1, 11))
+    assert all(len(r.payload) <= 2048 for r in replies)
+    stats = net.cores[0].stats()
+    assert stats["link"]["drops"].get("grim_reply_unsendable", 0) == 0
+    assert stats["grim"]["registry"]["refused_full"] > 0

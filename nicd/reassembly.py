@@ -1,0 +1,85 @@
+"""Watch over the messages this NIC is reassembling, so none holds a receive token forever.
+
+A multi-fragment message takes its port's receive token when its FIRST fragment is admitted
+and gives it up as a delivery when its LAST arrives. If its sender dies or goes silent in
+between, nothing else would ever end it (GRIM 4.3.3 buffers only at the sender; the receiver
+just waits). This table remembers, per incoming stream, when the partial message last heard a
+packet and whether it took a token; NicCore discards the ones silent for
+``reassembly_timeout_s`` and returns their tokens. A stream holds at most one partial at a
+time, so the table never holds more entries than there are incoming streams. Sans-IO.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["PartialKey", "Partials"]
+
+
+class PartialKey(NamedTuple):
+    """An incoming stream: from LC ``src_port`` of ``src_node`` to local LC ``dst_port``."""
+
+    src_node: int
+    src_port: int
+    dst_port: int
+
+
+class _Partial:
+    __slots__ = ("heard", "token")
+
+    def __init__(self, heard: float, token: bool) -> None:
+        self.heard = heard
+        """When a packet of its stream last arrived."""
+        self.token = token
+        """It took a receive token at admission (remote-memory writes take none)."""
+
+
+class Partials:
+    """The partial messages of one NIC, by stream."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._by_key: dict[PartialKey, _Partial] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def started(self, key: PartialKey, *, now: float, token: bool) -> None:
+        """A message of several fragments was admitted on ``key``."""
+        self._by_key[key] = _Partial(now, token)
+
+    def forget(self, key: PartialKey) -> bool:
+        """A new message starts on ``key``, so its old partial (if any: the sender gave up
+        on it) is gone. True if that one held a token (the caller gives it back)."""
+        old = self._by_key.pop(key, None)
+        return old is not None and old.token
+
+    def heard(self, key: PartialKey, now: float) -> None:
+        """A packet of stream ``key`` arrived (cheap when it has no partial)."""
+        partial = self._by_key.get(key)
+        if partial is not None:
+            partial.heard = now
+
+    def done(self, key: PartialKey) -> None:
+        """The message on ``key`` was delivered (its token went with it)."""
+        self._by_key.pop(key, None)
+
+    def port_closed(self, port: int) -> None:
+        """Local ``port`` closed: its partials are dropped with it, tokens and all."""
+        for key in [k for k in self._by_key if k.dst_port == port]:
+            del self._by_key[key]
+
+    def expired(self, now: float) -> list[tuple[PartialKey, bool]]:
+        """Forget and return the partials silent for the timeout, with whether each held a
+        token."""
+        limit = now - self.timeout_s
+        gone = [(k, p.token) for k, p in self._by_key.items() if p.heard <= limit]
+        for key, _ in gone:
+            del self._by_key[key]
+        return gone
+
+    def next_deadline(self) -> float | None:
+        """When the oldest partial times out, or None."""
+        if not self._by_key:
+            return None
+        return min(p.heard for p in self._by_key.values()) + self.timeout_s
