@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from emucluster.mpi.topology import Topology
+
 __all__ = ["COLL_SEQ_MOD", "CommState"]
 
 COLL_SEQ_MOD = 1 << 21  # collective calls numbered modulo this in wire tags (see collectives)
@@ -10,7 +15,7 @@ COLL_SEQ_MOD = 1 << 21  # collective calls numbered modulo this in wire tags (se
 class CommState:
     """One communicator's state, shared by every Comm handle that refers to it."""
 
-    __slots__ = ("coll_seq", "context", "name", "nodes", "rank", "size")
+    __slots__ = ("attrs", "coll_seq", "context", "info", "name", "nodes", "rank", "size", "topo")
 
     def __init__(self, context: int, nodes: tuple[int, ...], rank: int, name: str = "") -> None:
         self.context = context
@@ -25,3 +30,9 @@ class CommState:
         """The name set by Set_name."""
         self.coll_seq = 0
         """Collective calls started on this communicator (every member counts alike)."""
+        self.topo: Topology | None = None
+        """The virtual topology attached by Create_cart/graph/dist_graph (None: none)."""
+        self.attrs: dict[int, object] = {}
+        """Attribute values by keyval (Set_attr)."""
+        self.info: dict[str, str] = {}
+        """Hints set by Set_info / Dup_with_info (kept, never acted on)."""

@@ -1,4 +1,4 @@
-"""What emucluster does not offer (dynamic processes, MPI-IO, one-sided, sessions, info).
+"""What emucluster does not offer (dynamic processes, MPI-IO, one-sided, sessions).
 
 Each name exists so unmodified programs import and test for it as with mpi4py; using one
 raises ``NotImplementedError`` at once (mpi4py's answer for a call its MPI lacks), never
@@ -11,11 +11,9 @@ from typing import Any, NoReturn
 
 __all__ = [
     "FILE_NULL",
-    "INFO_NULL",
     "SESSION_NULL",
     "WIN_NULL",
     "File",
-    "Info",
     "Session",
     "Win",
     "not_offered",
@@ -95,19 +93,6 @@ class Session(_Unoffered):
         not_offered("sessions (Session.Init)")
 
 
-class Info(_Unoffered):
-    """Info objects (``MPI.Info``): only INFO_NULL."""
-
-    __slots__ = ()
-    _what = "info objects"
-
-    @classmethod
-    def Create(cls, *args: Any, **kwargs: Any) -> Info:
-        """Not offered."""
-        not_offered("info objects (Info.Create)")
-
-
 FILE_NULL = File()
 WIN_NULL = Win()
 SESSION_NULL = Session()
-INFO_NULL = Info()
