@@ -483,10 +483,13 @@ Remove_error_class = _errors.Remove_error_class
 Remove_error_code = _errors.Remove_error_code
 Remove_error_string = _errors.Remove_error_string
 
-APPNUM = KEYVAL_INVALID  # no multiple-program launches: the attribute does not exist
-COMM_TYPE_HW_UNGUIDED = 2
-COMM_TYPE_HW_GUIDED = 3
-COMM_TYPE_RESOURCE_GUIDED = 4
+from emucluster.mpi.commgroup import (  # noqa: E402
+    COMM_TYPE_HW_GUIDED,
+    COMM_TYPE_HW_UNGUIDED,
+    COMM_TYPE_RESOURCE_GUIDED,
+)
+from emucluster.mpi.constants import APPNUM  # noqa: E402
+
 MODE_RDONLY, MODE_RDWR, MODE_WRONLY, MODE_CREATE = 2, 8, 4, 1
 MODE_EXCL, MODE_DELETE_ON_CLOSE, MODE_UNIQUE_OPEN = 64, 16, 32
 MODE_SEQUENTIAL, MODE_APPEND = 256, 128

@@ -24,6 +24,7 @@ from emucluster.mpi.commextras import CommExtras, set_world
 from emucluster.mpi.constants import (
     ANY_SOURCE,
     ANY_TAG,
+    APPNUM,
     CONGRUENT,
     IDENT,
     IO,
@@ -213,6 +214,8 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
             return last_used_code()
         if keyval == IO:
             return ANY_SOURCE  # every process may do (Python) I/O
+        if keyval == APPNUM:
+            return 0  # emurun launches one program
         if keyval == KEYVAL_INVALID:
             raise MPIException(ERR_KEYVAL, "Get_attr of KEYVAL_INVALID")
         return self._state().attrs.get(keyval)  # type: ignore[return-value]
@@ -315,8 +318,9 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         return _intracomm(commgroup.create_group(self._state(), group, tag))
 
     def Split_type(self, split_type: int, key: int = 0, info: object = None) -> Intracomm:
-        """COMM_TYPE_SHARED: one communicator per node; COMM_NULL otherwise (collective)."""
-        return _intracomm(commgroup.split_type(self._state(), split_type, key))
+        """One communicator per node for COMM_TYPE_SHARED and the MPI 4 hardware splits that
+        find the node's shared memory; COMM_NULL otherwise (collective)."""
+        return _intracomm(commgroup.split_type(self._state(), split_type, key, info))
 
     def Free(self) -> None:
         """Free the communicator; it becomes COMM_NULL."""

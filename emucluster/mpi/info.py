@@ -88,10 +88,13 @@ class Info:
     @classmethod
     def Create_env(cls, args: Iterable[str] | None = None) -> Info:
         """An info object describing how the program was started (MPI 4 INFO_ENV keys)."""
+        from emucluster.mpi import runtime
+
         argv = list(sys.argv if args is None else args)
-        d = {"command": argv[0] if argv else "", "argv": " ".join(argv[1:]),
-             "maxprocs": os.environ.get("EMU_NUM_NODES", "1"),
-             "wdir": os.getcwd()}  # fmt: skip
+        d = {"command": argv[0] if argv else "", "argv": " ".join(argv[1:])}
+        if runtime.is_initialized():
+            d["maxprocs"] = str(runtime.engine().num_nodes)
+        d["wdir"] = os.getcwd()
         return cls._of(d)
 
     def Free(self) -> None:
