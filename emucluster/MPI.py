@@ -447,33 +447,41 @@ from emucluster.mpi.bsend import (  # noqa: E402
     Attach_buffer,
     Detach_buffer,
 )
-
-# -- issue 15 (topo): topologies, intercomm handles, info objects ------------------------------
 from emucluster.mpi.comm import Intercomm  # noqa: E402
 from emucluster.mpi.constants import IO, LASTUSEDCODE  # noqa: E402
 from emucluster.mpi.info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info  # noqa: E402
 from emucluster.mpi.mprobe import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: E402
 from emucluster.mpi.persistent import Prequest  # noqa: E402
 from emucluster.mpi.serial import PICKLE as pickle  # noqa: E402
+from emucluster.mpi.session import MAX_PSET_NAME_LEN, SESSION_NULL, Session  # noqa: E402
 from emucluster.mpi.topocomm import Cartcomm, Distgraphcomm, Graphcomm, Topocomm  # noqa: E402
 from emucluster.mpi.topocreate import UNWEIGHTED, WEIGHTS_EMPTY, Compute_dims  # noqa: E402
 from emucluster.mpi.topology import CART, DIST_GRAPH, GRAPH  # noqa: E402
 from emucluster.mpi.unsupported import (  # noqa: E402
     FILE_NULL,
-    SESSION_NULL,
     WIN_NULL,
     File,
-    Session,
     Win,
     not_offered,
 )
 
-__all__ += [
-    "CART", "DIST_GRAPH", "GRAPH", "INFO_ENV", "MAX_INFO_KEY", "MAX_INFO_VAL", "UNWEIGHTED",
-    "WEIGHTS_EMPTY", "Cartcomm", "Compute_dims", "Distgraphcomm", "Graphcomm", "Intercomm",
+__all__ += [  # issue 15: topologies, intercomm handles, info objects, sessions
+    "CART",
+    "DIST_GRAPH",
+    "GRAPH",
+    "INFO_ENV",
+    "MAX_INFO_KEY",
+    "MAX_INFO_VAL",
+    "MAX_PSET_NAME_LEN",
+    "UNWEIGHTED",
+    "WEIGHTS_EMPTY",
+    "Cartcomm",
+    "Compute_dims",
+    "Distgraphcomm",
+    "Graphcomm",
+    "Intercomm",
     "Topocomm",
 ]  # fmt: skip
-# -- end issue 15 (topo) -----------------------------------------------------------------------
 
 globals().update({k: v for k, v in vars(_errors).items() if k.startswith("ERR_")})
 Add_error_class = _errors.Add_error_class

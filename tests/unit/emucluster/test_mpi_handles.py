@@ -140,5 +140,17 @@ def test_self_topologies_pickling_and_split_types() -> None:
         c2 = c.Dup(); c2.Set_attr(k, "v"); c3 = c2.Dup()
         assert c3.Get_attr(k) == "v"
         c2.Free(); c3.Free(); dup.Free(); cart.Free(); g.Free()
+        s = MPI.Session.Init()
+        assert [s.Get_nth_pset(i) for i in range(s.Get_num_psets())] == ["mpi://WORLD", "mpi://SELF"]
+        assert s.Get_pset_info("mpi://SELF").Get("mpi_size") == "1"
+        comm = MPI.Intracomm.Create_from_group(s.Create_group("mpi://SELF"))
+        assert comm.size == 1 and MPI.Comm.Compare(comm, c) == MPI.CONGRUENT
+        comm.Free(); s.Finalize()
+        try:
+            MPI.SESSION_NULL.Get_num_psets()
+        except MPI.Exception as exc:
+            assert exc.Get_error_class() == MPI.ERR_SESSION
+        else:
+            raise AssertionError("SESSION_NULL answered")
         """
     )
