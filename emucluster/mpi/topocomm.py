@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from emucluster.coll.context import TAG_LIMIT, drive
 from emucluster.mpi import runtime
-from emucluster.mpi.buffers import message
 from emucluster.mpi.collectives import CallContext, wait_all
 from emucluster.mpi.comm import Comm, Intracomm
 from emucluster.mpi.constants import PROC_NULL
-from emucluster.mpi.errors import ERR_ARG, ERR_DIMS, ERR_RANK, ERR_TOPOLOGY, ERR_TRUNCATE
+from emucluster.mpi.errors import ERR_ARG, ERR_DIMS, ERR_RANK, ERR_TOPOLOGY
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.layout import simple, vector, vector_w
 from emucluster.mpi.request import CollDriver, Request
 from emucluster.mpi.topology import (
     CART,
@@ -131,49 +131,74 @@ class Topocomm(Intracomm):
 
     def Neighbor_allgather(self, sendbuf: Any, recvbuf: Any) -> None:
         """``sendbuf`` to every out-neighbour; block k of ``recvbuf`` from in-neighbour k."""
-        send, fill = self._buffers(sendbuf, recvbuf, alltoall=False)
-        fill(self._exchange_blocking(send))
+        self._run(*self._plan(sendbuf, recvbuf, "allgather"))
+
+    def Neighbor_allgatherv(self, sendbuf: Any, recvbuf: Any) -> None:
+        """Neighbor_allgather with per-block counts and displacements in ``recvbuf``."""
+        self._run(*self._plan(sendbuf, recvbuf, "allgatherv"))
 
     def Neighbor_alltoall(self, sendbuf: Any, recvbuf: Any) -> None:
         """Block k of ``sendbuf`` to out-neighbour k; block k of ``recvbuf`` from in-neighbour
         k."""
-        send, fill = self._buffers(sendbuf, recvbuf, alltoall=True)
-        fill(self._exchange_blocking(send))
+        self._run(*self._plan(sendbuf, recvbuf, "alltoall"))
+
+    def Neighbor_alltoallv(self, sendbuf: Any, recvbuf: Any) -> None:
+        """Neighbor_alltoall with per-block counts and displacements."""
+        self._run(*self._plan(sendbuf, recvbuf, "alltoallv"))
+
+    def Neighbor_alltoallw(self, sendbuf: Any, recvbuf: Any) -> None:
+        """Neighbor_alltoall with per-block counts, byte displacements and datatypes."""
+        self._run(*self._plan(sendbuf, recvbuf, "alltoallw"))
 
     def Ineighbor_allgather(self, sendbuf: Any, recvbuf: Any) -> Request:
         """Nonblocking Neighbor_allgather."""
-        send, fill = self._buffers(sendbuf, recvbuf, alltoall=False)
-        return self._exchange_start(send, fill)
+        return self._start(*self._plan(sendbuf, recvbuf, "allgather"))
+
+    def Ineighbor_allgatherv(self, sendbuf: Any, recvbuf: Any) -> Request:
+        """Nonblocking Neighbor_allgatherv."""
+        return self._start(*self._plan(sendbuf, recvbuf, "allgatherv"))
 
     def Ineighbor_alltoall(self, sendbuf: Any, recvbuf: Any) -> Request:
         """Nonblocking Neighbor_alltoall."""
-        send, fill = self._buffers(sendbuf, recvbuf, alltoall=True)
-        return self._exchange_start(send, fill)
+        return self._start(*self._plan(sendbuf, recvbuf, "alltoall"))
+
+    def Ineighbor_alltoallv(self, sendbuf: Any, recvbuf: Any) -> Request:
+        """Nonblocking Neighbor_alltoallv."""
+        return self._start(*self._plan(sendbuf, recvbuf, "alltoallv"))
+
+    def Ineighbor_alltoallw(self, sendbuf: Any, recvbuf: Any) -> Request:
+        """Nonblocking Neighbor_alltoallw."""
+        return self._start(*self._plan(sendbuf, recvbuf, "alltoallw"))
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _buffers(self, sendbuf: Any, recvbuf: Any, *, alltoall: bool
-                 ) -> tuple[Callable[[int], list[bytes]],
-                            Callable[[list[bytes | None]], None]]:  # fmt: skip
+    def _plan(self, sendbuf: Any, recvbuf: Any, kind: str
+              ) -> tuple[list[bytes], Callable[[list[bytes | None]], None]]:  # fmt: skip
+        """Pack the send blocks (one per out-edge) and say how to unpack the received ones (one
+        per in-edge), parsing the specs as the world collectives do (`layout`)."""
         topo, rank = self._topo(), self._state().rank
         nin, nout = len(topo.in_edges(rank)), len(topo.out_edges(rank))
-        out = message(sendbuf, writable=False).view
-        into = message(recvbuf, writable=True).view
-        rblocks = _split(into, nin)
-
-        def send(n: int) -> list[bytes]:
-            return [bytes(b) for b in _split(out, nout)] if alltoall else [bytes(out)] * n
+        parse = {"allgather": simple, "allgatherv": vector, "alltoall": simple,
+                 "alltoallv": vector, "alltoallw": vector_w}[kind]  # fmt: skip
+        recv = parse(recvbuf, readonly=False, blocks=nin) if nin else None
+        if kind.startswith("allgather"):
+            data = [simple(sendbuf, readonly=True).pack(0)] * nout
+        else:
+            send = parse(sendbuf, readonly=True, blocks=nout) if nout else None
+            data = [] if send is None else [send.pack(k) for k in range(nout)]
 
         def fill(blocks: list[bytes | None]) -> None:
-            for view, data in zip(rblocks, blocks, strict=True):
-                if data is None:
-                    continue
-                if len(data) > len(view):
-                    raise MPIException(ERR_TRUNCATE, f"{len(data)} bytes for a block of "
-                                       f"{len(view)}")  # fmt: skip
-                view[: len(data)] = data
+            for k, block in enumerate(blocks):
+                if block is not None and recv is not None:
+                    recv.unpack(k, block)
 
-        return send, fill
+        return data, fill
+
+    def _run(self, data: list[bytes], fill: Callable[[list[bytes | None]], None]) -> None:
+        fill(self._exchange_blocking(lambda n: data))
+
+    def _start(self, data: list[bytes], fill: Callable[[list[bytes | None]], None]) -> Request:
+        return self._exchange_start(lambda n: data, fill)
 
     def _exchange_gen(self, payloads: Callable[[int], list[bytes]]
                       ) -> CollGen[list[bytes | None]]:  # fmt: skip
@@ -423,12 +448,3 @@ def _items(seq: Any, size: int) -> list[Any]:
     if len(items) != size:
         raise ValueError(f"expecting {size} items, got {len(items)}")
     return items
-
-
-def _split(view: memoryview, n: int) -> list[memoryview]:
-    if n == 0:
-        return []
-    block, rest = divmod(len(view), n)
-    if rest:
-        raise ValueError(f"buffer of {len(view)} bytes does not split into {n} blocks")
-    return [view[i * block : (i + 1) * block] for i in range(n)]

@@ -68,6 +68,15 @@ def exercise(comm: MPI.Topocomm) -> None:
     recv = array.array("i", [UNTOUCHED] * len(ins))
     comm.Ineighbor_allgather([array.array("i", [me]), MPI.INT], [recv, MPI.INT]).Wait()
     check("Ineighbor_allgather", list(recv), [UNTOUCHED if p == MPI.PROC_NULL else p for p in ins])
+    # v-forms: block k holds 1 element at displacement 2k (the odd slots stay untouched)
+    recv = array.array("i", [UNTOUCHED] * (2 * len(ins)))
+    spec = [recv, ([1] * len(ins), [2 * k for k in range(len(ins))]), MPI.INT]
+    comm.Neighbor_alltoallv([send, ([1] * len(outs), list(range(len(outs)))), MPI.INT], spec)
+    check("Neighbor_alltoallv", list(recv[::2]), want)
+    check("Neighbor_alltoallv gaps", set(recv[1::2]) | {UNTOUCHED}, {UNTOUCHED})
+    recv = array.array("i", [UNTOUCHED] * len(ins))
+    comm.Ineighbor_allgatherv([array.array("i", [me]), MPI.INT], [recv, MPI.INT]).Wait()
+    check("Ineighbor_allgatherv", list(recv), [UNTOUCHED if p == MPI.PROC_NULL else p for p in ins])
 
 
 ring = world.Create_cart([size], periods=[True])
