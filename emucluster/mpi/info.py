@@ -73,6 +73,8 @@ class Info:
             return _restore, ("INFO_ENV",)
         if self._d is None:
             return type(self), ()
+        if self == INFO_ENV:
+            return type(self), (INFO_ENV,)
         return _rebuild, (type(self), list(self._d.items()))
 
     # -- MPI calls ----------------------------------------------------------------------------
@@ -147,28 +149,30 @@ class Info:
         """No Fortran handles here: -1."""
         return -1
 
-    # -- the dictionary interface -------------------------------------------------------------
+    # -- the dictionary interface (mpi4py's: on INFO_NULL, lookups and stores raise KeyError) --
 
     def __len__(self) -> int:
         return len(self._d) if self._d is not None else 0
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and key in self._dict()
+        return isinstance(key, str) and key in (self._d or {})
 
     def __iter__(self) -> Iterator[str]:
         return iter(list(self._dict()))
 
     def __getitem__(self, key: str) -> str:
-        value = self.Get(key)
+        value = self.Get(key) if self else None
         if value is None:
             raise KeyError(key)
         return value
 
     def __setitem__(self, key: str, value: str) -> None:
+        if not self:
+            raise KeyError(key)
         self.Set(key, value)
 
     def __delitem__(self, key: str) -> None:
-        if key not in self._dict():
+        if key not in self:
             raise KeyError(key)
         self.Delete(key)
 
@@ -191,6 +195,8 @@ class Info:
 
     def update(self, items: Any = (), **kwds: str) -> None:
         """Set every pair of ``items`` (a mapping or pairs) and of ``kwds``."""
+        if not self:
+            raise KeyError("update of INFO_NULL")
         pairs = items.items() if hasattr(items, "items") else items
         for key, value in [*pairs, *kwds.items()]:
             self.Set(key, value)
@@ -213,8 +219,8 @@ class Info:
         return d.popitem()
 
     def copy(self) -> Info:
-        """A copy (``Dup``)."""
-        return self.Dup()
+        """A copy (``Dup``; INFO_NULL's copy is a null handle)."""
+        return self.Dup() if self else type(self)()
 
     def clear(self) -> None:
         """Remove every key."""

@@ -126,11 +126,31 @@ class Session:
         self._state()
         raise MPIException(errorcode)
 
+    def Attach_buffer(self, buf: Any) -> None:
+        """MPI 4.1 per-session buffers are not offered (use MPI.Attach_buffer)."""
+        _not_41("Session.Attach_buffer")
+
+    def Detach_buffer(self) -> Any:
+        """MPI 4.1 per-session buffers are not offered."""
+        _not_41("Session.Detach_buffer")
+
+    def Flush_buffer(self) -> None:
+        """MPI 4.1 per-session buffers are not offered."""
+        _not_41("Session.Flush_buffer")
+
+    def Iflush_buffer(self) -> Any:
+        """MPI 4.1 per-session buffers are not offered."""
+        _not_41("Session.Iflush_buffer")
+
     def Abort(self, errorcode: int = 0) -> None:
         """Terminate the whole job with ``errorcode``."""
         from emucluster.mpi import runtime
 
         runtime.abort(errorcode)
+
+
+def _not_41(what: str) -> None:
+    raise NotImplementedError(f"{what} (MPI 4.1) is not offered by emucluster, which is MPI 3.1")
 
 
 def _members(pset_name: str) -> tuple[int, ...]:
