@@ -110,6 +110,7 @@ __all__ = [
     "DOUBLE_INT",
     "DOUBLE_PRECISION",
     "ERRHANDLER_NULL",
+    "ERRORS_ABORT",
     "ERRORS_ARE_FATAL",
     "ERRORS_RETURN",
     "ERR_ARG",
@@ -353,9 +354,12 @@ REPLACE = _ops["REPLACE"]
 NO_OP = _ops["NO_OP"]
 OP_NULL = _ops["OP_NULL"]
 
-ERRORS_RETURN = Errhandler("MPI_ERRORS_RETURN")
-ERRORS_ARE_FATAL = Errhandler("MPI_ERRORS_ARE_FATAL")
-ERRHANDLER_NULL = Errhandler()
+from emucluster.mpi.errhandler import (  # noqa: E402
+    ERRHANDLER_NULL,
+    ERRORS_ABORT,
+    ERRORS_ARE_FATAL,
+    ERRORS_RETURN,
+)
 
 _engine = _runtime.init()
 COMM_WORLD, COMM_SELF = make_world(_engine.node, _engine.num_nodes)

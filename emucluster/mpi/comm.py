@@ -39,9 +39,9 @@ from emucluster.mpi.constants import (
     UNIVERSE_SIZE,
     WTIME_IS_GLOBAL,
 )
+from emucluster.mpi.errhandler import Errhandler
 from emucluster.mpi.errors import (
     ERR_COMM,
-    ERR_ERRHANDLER,
     ERR_KEYVAL,
     ERR_RANK,
     ERR_TAG,
@@ -66,23 +66,6 @@ if TYPE_CHECKING:
 __all__ = ["Comm", "Errhandler", "Intercomm", "Intracomm", "make_world"]
 
 PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
-
-
-class Errhandler:
-    """An error handler; every error raises ``MPI.Exception`` here whichever is set."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str = "MPI_ERRHANDLER_NULL") -> None:
-        self.name = name
-
-    def Free(self) -> None:
-        """Nothing to free; ERR_ERRHANDLER for ERRHANDLER_NULL."""
-        if self.name == "MPI_ERRHANDLER_NULL":
-            raise MPIException(ERR_ERRHANDLER, "Free of ERRHANDLER_NULL")
-
-    def __repr__(self) -> str:
-        return f"<emucluster.MPI.Errhandler {self.name}>"
 
 
 class Comm(CommExtras, PersistentP2P, MatchedProbe):
@@ -221,16 +204,16 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         return self._state().attrs.get(keyval)  # type: ignore[return-value]
 
     def Get_errhandler(self) -> Errhandler:
-        """The error handler (errors always raise MPI.Exception)."""
-        self._state()
-        return Errhandler("MPI_ERRORS_RETURN")
+        """A new handle to the communicator's error handler (see `emucluster.mpi.errhandler`:
+        failing calls raise MPI.Exception whichever is set)."""
+        return Errhandler._of(self._state().errhandler)
 
     def Set_errhandler(self, errhandler: Errhandler) -> None:
-        """Accepted and ignored: errors always raise MPI.Exception, as mpi4py's default;
-        ERR_ERRHANDLER for ERRHANDLER_NULL."""
-        self._state()
-        if errhandler.name == "MPI_ERRHANDLER_NULL":
-            raise MPIException(ERR_ERRHANDLER, "Set_errhandler(ERRHANDLER_NULL)")
+        """Set the handler ``Call_errhandler`` runs; ERR_ERRHANDLER for ERRHANDLER_NULL."""
+        st = self._state()
+        handler = errhandler._handler()
+        st.errhandler.release()
+        st.errhandler = handler.acquire()
 
     def Compare(self, comm: Comm) -> int:
         """IDENT, CONGRUENT, SIMILAR or UNEQUAL (``Comm.Compare(a, b)`` works too)."""
@@ -259,6 +242,7 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         context = runtime.claim_context(internal_allreduce(st, runtime.free_context_mask()))
         new = CommState(context, st.nodes, st.rank)
         new.topo = st.topo
+        new.errhandler = st.errhandler.acquire()
         new.info = dict(st.info) if info is None else self._hints(info)
         self._copy_attrs(new)
         comm = type(self).__new__(type(self))
@@ -328,6 +312,7 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         if st.context < 4:
             raise MPIException(ERR_COMM, "cannot free COMM_WORLD or COMM_SELF")
         self._delete_attrs()
+        st.errhandler.release()
         runtime.release_context(st.context)
         self._st = None
 

@@ -16,7 +16,8 @@ import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from emucluster.mpi import commgroup, handles
+from emucluster.mpi import commgroup, errhandler, handles
+from emucluster.mpi.errhandler import Errhandler
 from emucluster.mpi.errors import ERR_COMM, ERR_KEYVAL
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.info import INFO_NULL, Info
@@ -165,6 +166,17 @@ class CommExtras:
         """Free: delete every attribute (callbacks run)."""
         for keyval in list(self._state().attrs):
             self.Delete_attr(keyval)
+
+    # -- error handlers -----------------------------------------------------------------------
+
+    @classmethod
+    def Create_errhandler(cls, errhandler_fn: Callable[..., Any]) -> Errhandler:
+        """A user error handler: ``errhandler_fn(comm, errorcode)``."""
+        return Errhandler._create(errhandler_fn)
+
+    def Call_errhandler(self, errorcode: int) -> None:
+        """Run the communicator's error handler for ``errorcode``."""
+        errhandler.call(self._state().errhandler, self, errorcode)
 
     # -- what emucluster does not have --------------------------------------------------------
 

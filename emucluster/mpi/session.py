@@ -9,12 +9,16 @@ an unknown process-set name or position raises ERR_ARG.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from emucluster.mpi.errors import ERR_ARG, ERR_ERRHANDLER, ERR_SESSION
+from emucluster.mpi.errhandler import ERRORS_RETURN, Errhandler, Handler, call
+from emucluster.mpi.errors import ERR_ARG, ERR_SESSION
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.group import Group
 from emucluster.mpi.info import INFO_NULL, Info
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["MAX_PSET_NAME_LEN", "PSETS", "SESSION_NULL", "Session"]
 
@@ -25,9 +29,10 @@ PSETS = ("mpi://WORLD", "mpi://SELF")
 class _SessionState:
     __slots__ = ("errhandler", "hints")
 
-    def __init__(self, hints: dict[str, str], errhandler: object) -> None:
+    def __init__(self, hints: dict[str, str], errhandler: Errhandler | None) -> None:
         self.hints = hints
-        self.errhandler = errhandler
+        chosen = ERRORS_RETURN if errhandler is None else errhandler
+        self.errhandler: Handler = chosen._handler().acquire()
 
 
 class Session:
@@ -67,7 +72,7 @@ class Session:
         return self._st
 
     @classmethod
-    def Init(cls, info: Info = INFO_NULL, errhandler: object = None) -> Session:
+    def Init(cls, info: Info = INFO_NULL, errhandler: Errhandler | None = None) -> Session:
         """Start a session."""
         session = cls.__new__(cls)
         hints = dict(info.items()) if isinstance(info, Info) and info else {}
@@ -76,7 +81,7 @@ class Session:
 
     def Finalize(self) -> None:
         """End the session; the handle becomes SESSION_NULL."""
-        self._state()
+        self._state().errhandler.release()
         self._st = None
 
     def Get_num_psets(self, info: Info = INFO_NULL) -> int:
@@ -105,26 +110,25 @@ class Session:
         self._state()
         return Group._of(_members(pset_name))
 
-    def Get_errhandler(self) -> Any:
-        """The session's error handler (errors raise MPI.Exception whichever is set)."""
-        st = self._state()
-        if st.errhandler is None:
-            from emucluster.mpi.comm import Errhandler
+    def Get_errhandler(self) -> Errhandler:
+        """A new handle to the session's error handler."""
+        return Errhandler._of(self._state().errhandler)
 
-            return Errhandler("MPI_ERRORS_RETURN")
-        return st.errhandler
-
-    def Set_errhandler(self, errhandler: Any) -> None:
-        """Record an error handler (errors always raise MPI.Exception here)."""
+    def Set_errhandler(self, errhandler: Errhandler) -> None:
+        """Set the handler ``Call_errhandler`` runs; ERR_ERRHANDLER for ERRHANDLER_NULL."""
         st = self._state()
-        if getattr(errhandler, "name", None) == "MPI_ERRHANDLER_NULL":
-            raise MPIException(ERR_ERRHANDLER, "Set_errhandler(ERRHANDLER_NULL)")
-        st.errhandler = errhandler
+        handler = errhandler._handler()
+        st.errhandler.release()
+        st.errhandler = handler.acquire()
+
+    @classmethod
+    def Create_errhandler(cls, errhandler_fn: Callable[..., Any]) -> Errhandler:
+        """A user error handler: ``errhandler_fn(session, errorcode)``."""
+        return Errhandler._create(errhandler_fn)
 
     def Call_errhandler(self, errorcode: int) -> None:
-        """Raise the MPI.Exception of ``errorcode``."""
-        self._state()
-        raise MPIException(errorcode)
+        """Run the session's error handler for ``errorcode``."""
+        call(self._state().errhandler, self, errorcode)
 
     def Attach_buffer(self, buf: Any) -> None:
         """MPI 4.1 per-session buffers are not offered (use MPI.Attach_buffer)."""

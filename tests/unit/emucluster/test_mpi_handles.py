@@ -140,6 +140,13 @@ def test_self_topologies_pickling_and_split_types() -> None:
         c2 = c.Dup(); c2.Set_attr(k, "v"); c3 = c2.Dup()
         assert c3.Get_attr(k) == "v"
         c2.Free(); c3.Free(); dup.Free(); cart.Free(); g.Free()
+        calls = []
+        eh = MPI.Comm.Create_errhandler(lambda comm, code: calls.append(code))
+        c4 = c.Dup(); c4.Set_errhandler(eh); c4.Call_errhandler(MPI.ERR_OTHER)
+        assert calls == [MPI.ERR_OTHER] and c4.Get_errhandler() == eh
+        c4.Set_errhandler(MPI.ERRORS_RETURN); c4.Call_errhandler(MPI.ERR_OTHER)
+        assert calls == [MPI.ERR_OTHER]
+        eh.Free(); c4.Free()
         s = MPI.Session.Init()
         assert [s.Get_nth_pset(i) for i in range(s.Get_num_psets())] == ["mpi://WORLD", "mpi://SELF"]
         assert s.Get_pset_info("mpi://SELF").Get("mpi_size") == "1"
@@ -154,3 +161,33 @@ def test_self_topologies_pickling_and_split_types() -> None:
             raise AssertionError("SESSION_NULL answered")
         """
     )
+
+
+def test_errhandler_handles_slots_and_pickle() -> None:
+    from emucluster.mpi.errhandler import (
+        ERRHANDLER_NULL,
+        ERRORS_RETURN,
+        MAX_USER_ERRHANDLERS,
+        Errhandler,
+        call,
+    )
+
+    assert Errhandler(ERRORS_RETURN) == ERRORS_RETURN
+    assert pickle.loads(pickle.dumps(ERRORS_RETURN)) is ERRORS_RETURN
+    seen: list[tuple[object, int]] = []
+    made = [
+        Errhandler._create(lambda obj, code: seen.append((obj, code)))
+        for _ in range(MAX_USER_ERRHANDLERS)
+    ]
+    with pytest.raises(RuntimeError):
+        Errhandler._create(lambda obj, code: None)
+    with pytest.raises(ValueError, match="cannot pickle"):
+        pickle.dumps(made[0])
+    call(made[3]._handler(), "comm", 15)
+    assert seen == [("comm", 15)]
+    extra = Errhandler(made[0])  # a second handle to a handler
+    for handle in made:
+        handle.Free()
+    assert made[0] == ERRHANDLER_NULL
+    Errhandler._create(lambda obj, code: None).Free()  # slots came back
+    extra.Free()
