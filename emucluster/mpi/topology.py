@@ -71,10 +71,8 @@ def compute_dims(nnodes: int, dims: Sequence[int]) -> list[int]:
         raise TopoError("dims", f"negative dimension in {list(dims)}")
     fixed = prod(d for d in dims if d > 0)
     free = [i for i, d in enumerate(dims) if d == 0]
-    if nnodes == 0:
-        if free or fixed:
-            return [d if d > 0 else 0 for d in dims] if not free else [0] * len(dims)
-        return list(dims)
+    if nnodes == 0:  # an empty grid: the free dimensions are empty
+        return [int(d) for d in dims]
     if nnodes % fixed:
         raise TopoError("dims", f"{nnodes} nodes do not divide into fixed dims {list(dims)}")
     rest = nnodes // fixed
