@@ -110,6 +110,7 @@ __all__ = [
     "DOUBLE_INT",
     "DOUBLE_PRECISION",
     "ERRHANDLER_NULL",
+    "ERRORS_ABORT",
     "ERRORS_ARE_FATAL",
     "ERRORS_RETURN",
     "ERR_ARG",
@@ -353,9 +354,12 @@ REPLACE = _ops["REPLACE"]
 NO_OP = _ops["NO_OP"]
 OP_NULL = _ops["OP_NULL"]
 
-ERRORS_RETURN = Errhandler("MPI_ERRORS_RETURN")
-ERRORS_ARE_FATAL = Errhandler("MPI_ERRORS_ARE_FATAL")
-ERRHANDLER_NULL = Errhandler()
+from emucluster.mpi.errhandler import (  # noqa: E402
+    ERRHANDLER_NULL,
+    ERRORS_ABORT,
+    ERRORS_ARE_FATAL,
+    ERRORS_RETURN,
+)
 
 _engine = _runtime.init()
 COMM_WORLD, COMM_SELF = make_world(_engine.node, _engine.num_nodes)
@@ -447,21 +451,41 @@ from emucluster.mpi.bsend import (  # noqa: E402
     Attach_buffer,
     Detach_buffer,
 )
+from emucluster.mpi.comm import Intercomm  # noqa: E402
 from emucluster.mpi.constants import IO, LASTUSEDCODE  # noqa: E402
+from emucluster.mpi.info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info  # noqa: E402
 from emucluster.mpi.mprobe import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: E402
 from emucluster.mpi.persistent import Prequest  # noqa: E402
 from emucluster.mpi.serial import PICKLE as pickle  # noqa: E402
+from emucluster.mpi.session import MAX_PSET_NAME_LEN, SESSION_NULL, Session  # noqa: E402
+from emucluster.mpi.topocomm import Cartcomm, Distgraphcomm, Graphcomm, Topocomm  # noqa: E402
+from emucluster.mpi.topocreate import UNWEIGHTED, WEIGHTS_EMPTY, Compute_dims  # noqa: E402
+from emucluster.mpi.topology import CART, DIST_GRAPH, GRAPH  # noqa: E402
 from emucluster.mpi.unsupported import (  # noqa: E402
     FILE_NULL,
-    INFO_NULL,
-    SESSION_NULL,
     WIN_NULL,
     File,
-    Info,
-    Session,
     Win,
     not_offered,
 )
+
+__all__ += [  # issue 15: topologies, intercomm handles, info objects, sessions
+    "CART",
+    "DIST_GRAPH",
+    "GRAPH",
+    "INFO_ENV",
+    "MAX_INFO_KEY",
+    "MAX_INFO_VAL",
+    "MAX_PSET_NAME_LEN",
+    "UNWEIGHTED",
+    "WEIGHTS_EMPTY",
+    "Cartcomm",
+    "Compute_dims",
+    "Distgraphcomm",
+    "Graphcomm",
+    "Intercomm",
+    "Topocomm",
+]  # fmt: skip
 
 globals().update({k: v for k, v in vars(_errors).items() if k.startswith("ERR_")})
 Add_error_class = _errors.Add_error_class
@@ -471,10 +495,13 @@ Remove_error_class = _errors.Remove_error_class
 Remove_error_code = _errors.Remove_error_code
 Remove_error_string = _errors.Remove_error_string
 
-APPNUM = KEYVAL_INVALID  # no multiple-program launches: the attribute does not exist
-COMM_TYPE_HW_UNGUIDED = 2
-COMM_TYPE_HW_GUIDED = 3
-COMM_TYPE_RESOURCE_GUIDED = 4
+from emucluster.mpi.commgroup import (  # noqa: E402
+    COMM_TYPE_HW_GUIDED,
+    COMM_TYPE_HW_UNGUIDED,
+    COMM_TYPE_RESOURCE_GUIDED,
+)
+from emucluster.mpi.constants import APPNUM  # noqa: E402
+
 MODE_RDONLY, MODE_RDWR, MODE_WRONLY, MODE_CREATE = 2, 8, 4, 1
 MODE_EXCL, MODE_DELETE_ON_CLOSE, MODE_UNIQUE_OPEN = 64, 16, 32
 MODE_SEQUENTIAL, MODE_APPEND = 256, 128

@@ -20,9 +20,11 @@ from emucluster.envelope import ANY_SOURCE as CORE_ANY_SOURCE
 from emucluster.mpi import bsend, commgroup, runtime
 from emucluster.mpi.buffers import message
 from emucluster.mpi.collectives import Collectives, internal_allgather, internal_allreduce
+from emucluster.mpi.commextras import CommExtras, set_world
 from emucluster.mpi.constants import (
     ANY_SOURCE,
     ANY_TAG,
+    APPNUM,
     CONGRUENT,
     IDENT,
     IO,
@@ -37,9 +39,9 @@ from emucluster.mpi.constants import (
     UNIVERSE_SIZE,
     WTIME_IS_GLOBAL,
 )
+from emucluster.mpi.errhandler import Errhandler
 from emucluster.mpi.errors import (
     ERR_COMM,
-    ERR_ERRHANDLER,
     ERR_KEYVAL,
     ERR_RANK,
     ERR_TAG,
@@ -53,6 +55,7 @@ from emucluster.mpi.persistent import PersistentP2P
 from emucluster.mpi.request import BothPending, RecvPending, Request, SendPending, completed
 from emucluster.mpi.serial import PICKLE
 from emucluster.mpi.state import CommState
+from emucluster.mpi.topocreate import TopologyCreation
 from emucluster.p2p import Outcome
 from emucluster.progress import DeadlockError
 
@@ -60,29 +63,12 @@ if TYPE_CHECKING:
     from emucluster.mpi.status import Status
     from emucluster.p2p import RecvOp, SendOp
 
-__all__ = ["Comm", "Errhandler", "Intracomm", "make_world"]
+__all__ = ["Comm", "Errhandler", "Intercomm", "Intracomm", "make_world"]
 
 PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
-class Errhandler:
-    """An error handler; every error raises ``MPI.Exception`` here whichever is set."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str = "MPI_ERRHANDLER_NULL") -> None:
-        self.name = name
-
-    def Free(self) -> None:
-        """Nothing to free; ERR_ERRHANDLER for ERRHANDLER_NULL."""
-        if self.name == "MPI_ERRHANDLER_NULL":
-            raise MPIException(ERR_ERRHANDLER, "Free of ERRHANDLER_NULL")
-
-    def __repr__(self) -> str:
-        return f"<emucluster.MPI.Errhandler {self.name}>"
-
-
-class Comm(PersistentP2P, MatchedProbe):
+class Comm(CommExtras, PersistentP2P, MatchedProbe):
     """A communicator (mpi4py's ``MPI.Comm``); COMM_NULL when it has no state."""
 
     __slots__ = ("_st",)
@@ -147,17 +133,21 @@ class Comm(PersistentP2P, MatchedProbe):
         return self._state().size
 
     def Get_name(self) -> str:
-        """The communicator's name."""
-        return self._state().name
+        """The communicator's name ("MPI_COMM_NULL" for COMM_NULL)."""
+        return "MPI_COMM_NULL" if self._st is None else self._st.name
 
     def Set_name(self, name: str) -> None:
         """Name the communicator."""
-        self._state().name = name
+        self._state().name = str(name)
 
     @property
     def name(self) -> str:
         """The communicator's name."""
         return self.Get_name()
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self.Set_name(value)
 
     def Is_inter(self) -> bool:
         """False: only intracommunicators exist here."""
@@ -181,12 +171,18 @@ class Comm(PersistentP2P, MatchedProbe):
 
     @property
     def topology(self) -> int:
-        """UNDEFINED: no topologies."""
-        return UNDEFINED
+        """CART, GRAPH, DIST_GRAPH or UNDEFINED."""
+        return self.Get_topology()
 
     def Get_topology(self) -> int:
-        """UNDEFINED: no topologies."""
-        return UNDEFINED
+        """CART, GRAPH, DIST_GRAPH or UNDEFINED (no topology)."""
+        topo = self._state().topo
+        return UNDEFINED if topo is None else topo.kind
+
+    @property
+    def is_topo(self) -> bool:
+        """Whether the communicator has a topology."""
+        return self._state().topo is not None
 
     def Get_attr(self, keyval: int) -> int | bool | None:
         """TAG_UB, UNIVERSE_SIZE and WTIME_IS_GLOBAL; None for other keys."""
@@ -201,26 +197,27 @@ class Comm(PersistentP2P, MatchedProbe):
             return last_used_code()
         if keyval == IO:
             return ANY_SOURCE  # every process may do (Python) I/O
+        if keyval == APPNUM:
+            return 0  # emurun launches one program
         if keyval == KEYVAL_INVALID:
             raise MPIException(ERR_KEYVAL, "Get_attr of KEYVAL_INVALID")
-        return None
+        return self._state().attrs.get(keyval)  # type: ignore[return-value]
 
     def Get_errhandler(self) -> Errhandler:
-        """The error handler (errors always raise MPI.Exception)."""
-        self._state()
-        return Errhandler("MPI_ERRORS_RETURN")
+        """A new handle to the communicator's error handler (see `emucluster.mpi.errhandler`:
+        failing calls raise MPI.Exception whichever is set)."""
+        return Errhandler._of(self._state().errhandler)
 
     def Set_errhandler(self, errhandler: Errhandler) -> None:
-        """Accepted and ignored: errors always raise MPI.Exception, as mpi4py's default;
-        ERR_ERRHANDLER for ERRHANDLER_NULL."""
-        self._state()
-        if errhandler.name == "MPI_ERRHANDLER_NULL":
-            raise MPIException(ERR_ERRHANDLER, "Set_errhandler(ERRHANDLER_NULL)")
+        """Set the handler ``Call_errhandler`` runs; ERR_ERRHANDLER for ERRHANDLER_NULL."""
+        st = self._state()
+        handler = errhandler._handler()
+        st.errhandler.release()
+        st.errhandler = handler.acquire()
 
-    @classmethod
-    def Compare(cls, comm1: Comm, comm2: Comm) -> int:
-        """IDENT, CONGRUENT, SIMILAR or UNEQUAL."""
-        a, b = comm1._state(), comm2._state()
+    def Compare(self, comm: Comm) -> int:
+        """IDENT, CONGRUENT, SIMILAR or UNEQUAL (``Comm.Compare(a, b)`` works too)."""
+        a, b = self._state(), comm._state()
         if a is b:
             return IDENT
         if a.nodes == b.nodes:
@@ -238,13 +235,34 @@ class Comm(PersistentP2P, MatchedProbe):
 
     # -- communicator management --------------------------------------------------------------
 
-    def Dup(self) -> Intracomm:
-        """A new communicator with the same group and a new context (collective)."""
+    def Dup(self, info: object = None) -> Any:
+        """A new communicator of this class with the same group, topology and hints and a
+        new context (collective); ``info`` replaces the hints when given."""
         st = self._state()
         context = runtime.claim_context(internal_allreduce(st, runtime.free_context_mask()))
-        return Intracomm._of(CommState(context, st.nodes, st.rank))
+        new = CommState(context, st.nodes, st.rank)
+        new.topo = st.topo
+        new.errhandler = st.errhandler.acquire()
+        new.info = dict(st.info) if info is None else self._hints(info)
+        self._copy_attrs(new)
+        comm = type(self).__new__(type(self))
+        comm._st = new
+        return comm
 
-    def Clone(self) -> Intracomm:
+    def Dup_with_info(self, info: object) -> Any:
+        """Dup with the hints of ``info``."""
+        return self.Dup(info)
+
+    def Idup(self, info: object = None) -> tuple[Any, Request]:
+        """Nonblocking Dup: (the new communicator, a request); the agreement on a context id
+        completes before this returns, so the request is complete already."""
+        return self.Dup(info), completed()
+
+    def Idup_with_info(self, info: object) -> tuple[Any, Request]:
+        """Nonblocking Dup_with_info."""
+        return self.Idup(info)
+
+    def Clone(self) -> Any:
         """Same as Dup."""
         return self.Dup()
 
@@ -284,14 +302,17 @@ class Comm(PersistentP2P, MatchedProbe):
         return _intracomm(commgroup.create_group(self._state(), group, tag))
 
     def Split_type(self, split_type: int, key: int = 0, info: object = None) -> Intracomm:
-        """COMM_TYPE_SHARED: one communicator per node; COMM_NULL otherwise (collective)."""
-        return _intracomm(commgroup.split_type(self._state(), split_type, key))
+        """One communicator per node for COMM_TYPE_SHARED and the MPI 4 hardware splits that
+        find the node's shared memory; COMM_NULL otherwise (collective)."""
+        return _intracomm(commgroup.split_type(self._state(), split_type, key, info))
 
     def Free(self) -> None:
         """Free the communicator; it becomes COMM_NULL."""
         st = self._state()
         if st.context < 4:
             raise MPIException(ERR_COMM, "cannot free COMM_WORLD or COMM_SELF")
+        self._delete_attrs()
+        st.errhandler.release()
         runtime.release_context(st.context)
         self._st = None
 
@@ -517,7 +538,7 @@ class Comm(PersistentP2P, MatchedProbe):
         return st, source, tag
 
 
-class Intracomm(Comm, Collectives, VectorCollectives, NonblockingCollectives):
+class Intracomm(Comm, Collectives, VectorCollectives, NonblockingCollectives, TopologyCreation):
     """An intracommunicator (mpi4py's ``MPI.Intracomm``): point-to-point and collectives."""
 
     __slots__ = ()
@@ -529,6 +550,46 @@ class Intracomm(Comm, Collectives, VectorCollectives, NonblockingCollectives):
         return comm
 
 
+class Intercomm(Comm):
+    """Intercommunicators (mpi4py's ``MPI.Intercomm``): only the null handle exists here
+    (no spawn, no Create_intercomm); calls on it raise ERR_COMM."""
+
+    __slots__ = ()
+
+    def __new__(cls, comm: Comm | None = None) -> Intercomm:
+        """COMM_NULL; TypeError for an intracommunicator."""
+        if comm is not None and comm._st is not None:
+            raise TypeError("Intercomm() takes an intercommunicator")
+        self = super().__new__(cls, comm)
+        assert isinstance(self, Intercomm)
+        return self
+
+    def Get_remote_group(self) -> Group:
+        """The remote group (ERR_COMM: COMM_NULL)."""
+        self._state()
+        raise AssertionError("unreachable: an Intercomm is always null here")
+
+    @property
+    def remote_group(self) -> Group:
+        """The remote group."""
+        return self.Get_remote_group()
+
+    def Get_remote_size(self) -> int:
+        """The remote size (ERR_COMM: COMM_NULL)."""
+        self._state()
+        raise AssertionError("unreachable: an Intercomm is always null here")
+
+    @property
+    def remote_size(self) -> int:
+        """The remote size."""
+        return self.Get_remote_size()
+
+    def Merge(self, high: bool = False) -> Intracomm:
+        """Merge into an intracommunicator (ERR_COMM: COMM_NULL)."""
+        self._state()
+        raise AssertionError("unreachable: an Intercomm is always null here")
+
+
 def _intracomm(st: CommState | None) -> Intracomm:
     return Intracomm() if st is None else Intracomm._of(st)
 
@@ -536,6 +597,7 @@ def _intracomm(st: CommState | None) -> Intracomm:
 def make_world(node: int, num_nodes: int) -> tuple[Intracomm, Intracomm]:
     """COMM_WORLD (contexts 0/1, rank == node) and COMM_SELF (contexts 2/3)."""
     world = CommState(0, tuple(range(num_nodes)), node, name="MPI_COMM_WORLD")
+    set_world(world)
     self_ = CommState(2, (node,), 0, name="MPI_COMM_SELF")
     return Intracomm._of(world), Intracomm._of(self_)
 

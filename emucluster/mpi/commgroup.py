@@ -21,9 +21,22 @@ from emucluster.mpi.state import COLL_SEQ_MOD, CommState
 if TYPE_CHECKING:
     from emucluster.mpi.group import Group
 
-__all__ = ["COMM_TYPE_SHARED", "create", "create_group", "split_type"]
+__all__ = [
+    "COMM_TYPE_HW_GUIDED",
+    "COMM_TYPE_HW_UNGUIDED",
+    "COMM_TYPE_RESOURCE_GUIDED",
+    "COMM_TYPE_SHARED",
+    "create",
+    "create_group",
+    "split_type",
+]
 
 COMM_TYPE_SHARED = 1  # MPICH's MPI_COMM_TYPE_SHARED
+COMM_TYPE_HW_UNGUIDED = 2  # MPI 4: the next smaller hardware domain
+COMM_TYPE_HW_GUIDED = 3  # MPI 4: the domain named by info "mpi_hw_resource_type"
+COMM_TYPE_RESOURCE_GUIDED = 4  # MPI 4.1: same, for any resource
+RESOURCE_KEY = "mpi_hw_resource_type"
+SHARED_MEMORY = "mpi_shared_memory"  # the one resource type an emulated node has
 _CREATE_GROUP_TAGS = 4096  # call-number slots reserved for Create_group agreements
 
 
@@ -59,10 +72,13 @@ def create_group(st: CommState, group: Group, tag: int) -> CommState | None:
     return CommState(runtime.claim_context(mask), members, members.index(me))
 
 
-def split_type(st: CommState, split: int, key: int) -> CommState | None:
-    """Split by node (each emulated node is its own shared-memory domain); None for UNDEFINED
-    or any other split type (hardware-guided splits find no resource here)."""
-    color = st.nodes[st.rank] if split == COMM_TYPE_SHARED else UNDEFINED
+def split_type(st: CommState, split: int, key: int, info: object = None) -> CommState | None:
+    """Split by node (each emulated node is its own shared-memory domain, the only hardware
+    resource here); None for UNDEFINED and for a resource this node does not have. Guided
+    splits name the resource in ``info`` ("mpi_hw_resource_type"); an unguided split yields
+    the node when that is smaller than the communicator, and records the resource in
+    ``info``."""
+    color = st.nodes[st.rank] if _by_node(st, split, info) else UNDEFINED
     entries = internal_allgather(st, (color, key))
     mask = internal_allreduce(st, runtime.free_context_mask())
     if color == UNDEFINED:
@@ -70,3 +86,17 @@ def split_type(st: CommState, split: int, key: int) -> CommState | None:
     ranked = sorted((k, r) for r, (c, k) in enumerate(entries) if c == color)
     nodes = tuple(st.nodes[r] for _, r in ranked)
     return CommState(runtime.claim_context(mask), nodes, [r for _, r in ranked].index(st.rank))
+
+
+def _by_node(st: CommState, split: int, info: object) -> bool:
+    from emucluster.mpi.info import Info
+
+    if split == COMM_TYPE_SHARED:
+        return True
+    if split in (COMM_TYPE_HW_GUIDED, COMM_TYPE_RESOURCE_GUIDED):
+        return isinstance(info, Info) and bool(info) and info.Get(RESOURCE_KEY) == SHARED_MEMORY
+    if split == COMM_TYPE_HW_UNGUIDED and st.size > 1:
+        if isinstance(info, Info) and info:
+            info.Set(RESOURCE_KEY, SHARED_MEMORY)
+        return True
+    return False

@@ -7,6 +7,7 @@ from emucluster.envelope import MAX_TAG
 __all__ = [
     "ANY_SOURCE",
     "ANY_TAG",
+    "APPNUM",
     "BOTTOM",
     "CONGRUENT",
     "IDENT",
@@ -54,6 +55,7 @@ UNIVERSE_SIZE = 0x64400009
 WTIME_IS_GLOBAL = 0x64400007
 IO = 0x64400005  # attribute key: a rank that may do I/O
 LASTUSEDCODE = 0x6440000B  # largest error code or class in use (Add_error_class ...)
+APPNUM = 0x6440000D  # attribute key: which program of the launch (emurun runs one: 0)
 TAG_UB_VALUE = MAX_TAG  # largest tag a program may use
 
 MAX_PROCESSOR_NAME = 128

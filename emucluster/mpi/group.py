@@ -171,6 +171,12 @@ class Group:
         b = group._check()
         return Group._of([m for m in self._check() if m not in b])
 
+    @classmethod
+    def Create_from_session_pset(cls, session: Any, pset_name: str) -> Group:
+        """The group of a session's process set (``session.Create_group``)."""
+        group: Group = session.Create_group(pset_name)
+        return cls._of(group.members)
+
     def Free(self) -> None:
         """Free the group; the handle becomes GROUP_NULL."""
         self._check()

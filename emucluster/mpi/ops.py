@@ -12,6 +12,11 @@ Two ways to apply an Op, as in mpi4py:
 
 In both, ``x`` / ``inbuf`` is the contribution of the lower ranks. `ObjectCombine` and
 `BufferCombine` adapt an Op to the collective contract's `Combine` (bytes in, bytes out).
+
+An ``Op`` is a handle, as in mpi4py: ``Op(op)`` is another handle to the same operation (equal,
+not identical), ``Op()`` the null handle (equal to OP_NULL). User operations take one of
+mpi4py's `MAX_USER_OPS` slots until freed (RuntimeError when none is left), pickle as
+``Op.Create(function, commute)``, and predefined ones pickle as themselves.
 """
 
 from __future__ import annotations
@@ -30,7 +35,10 @@ from emucluster.mpi.errors import Exception as MPIException
 if TYPE_CHECKING:
     from emucluster.mpi.datatypes import Datatype
 
-__all__ = ["BufferCombine", "ObjectCombine", "Op", "predefined_ops"]
+__all__ = ["MAX_USER_OPS", "BufferCombine", "ObjectCombine", "Op", "predefined_ops"]
+
+MAX_USER_OPS = 32  # mpi4py's registry of user-defined operations holds 32
+_user_slots: set[object] = set()  # keys of the user operations not yet freed
 
 PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
@@ -41,28 +49,84 @@ ArrFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 class Op:
     """A reduction operation (mpi4py's ``MPI.Op``)."""
 
-    __slots__ = ("_arrays", "_commute", "_name", "_objects", "_user")
+    __slots__ = ("_arrays", "_commute", "_key", "_name", "_objects", "_user")
 
-    def __init__(self, name: str = "MPI_OP_NULL", objects: ObjFn | None = None,
+    _name: str
+    _objects: ObjFn | None
+    _arrays: ArrFn | None
+    _commute: bool
+    _user: Callable[..., Any] | None
+    _key: object | None
+
+    def __init__(self, op: Op | str | None = None, objects: ObjFn | None = None,
                  arrays: ArrFn | None = None, *, commute: bool = True,
                  user: Callable[..., Any] | None = None) -> None:  # fmt: skip
-        self._name = name
+        """``Op(op)``: a new handle to ``op``; ``Op()``: the null handle. (The other arguments
+        build the predefined operations and user operations; see ``Create``.)"""
+        if isinstance(op, Op):
+            self._name, self._objects, self._arrays = op._name, op._objects, op._arrays
+            self._commute, self._user, self._key = op._commute, op._user, op._key
+            return
+        if op is not None and not isinstance(op, str):
+            raise TypeError(f"Op() takes an Op, not {type(op).__name__}")
+        self._name = op or "MPI_OP_NULL"
         self._objects = objects
         self._arrays = arrays
         self._commute = commute
         self._user = user
+        self._key = None if objects is None and user is None else object()
 
     @classmethod
     def Create(cls, function: Callable[..., Any], commute: bool = False) -> Op:
         """A user-defined operation: ``function(inbuf, inoutbuf, datatype)`` on buffers,
-        ``function(x, y, None) -> result`` on objects."""
-        return cls(f"user({getattr(function, '__name__', 'op')})", commute=commute, user=function)
+        ``function(x, y, None) -> result`` on objects. RuntimeError once `MAX_USER_OPS`
+        user operations exist (mpi4py's limit; Free releases one)."""
+        if not callable(function):
+            raise TypeError(f"{type(function).__name__} object is not callable")
+        if len(_user_slots) >= MAX_USER_OPS:
+            raise RuntimeError("cannot create too many user-defined reduction operations")
+        op = cls(f"user({getattr(function, '__name__', 'op')})", commute=bool(commute),
+                 user=function)  # fmt: skip
+        _user_slots.add(op._key)
+        return op
 
     def Free(self) -> None:
-        """Free a user-defined operation."""
-        if self.is_predefined:
-            raise MPIException(ERR_OP, "cannot free a predefined operation")
+        """Free a user-defined operation; the handle becomes null."""
+        if self._key is None or self._user is None:
+            raise MPIException(ERR_OP, f"cannot free {self._name}")
+        _user_slots.discard(self._key)
         self._user = None
+        self._key = None
+        self._name = "MPI_OP_NULL"
+
+    # -- handle semantics ---------------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Op):
+            return NotImplemented
+        return self._key is other._key
+
+    def __hash__(self) -> int:
+        return id(self._key)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        for name, op in predefined_ops.items():
+            if self is op:
+                return _predefined, (name,)
+        for op in predefined_ops.values():
+            if self == op:
+                return type(self), (op,)
+        if self._user is None:
+            raise ValueError(f"cannot pickle {self!r}")
+        return type(self).Create, (self._user, self._commute)
+
+    def toint(self) -> int:
+        """No integer handles for operations here: -1."""
+        return -1
+
+    def py2f(self) -> int:
+        """No Fortran handles here: -1."""
+        return -1
 
     def Is_commutative(self) -> bool:
         """Whether the operation commutes."""
@@ -87,7 +151,7 @@ class Op:
         if self._user is not None:
             return self._user(x, y, None)
         if self._objects is None:
-            raise MPIException(ERR_OP, "OP_NULL cannot be applied")
+            raise ValueError("cannot call user-defined operation")
         if self._arrays is not None and (isinstance(x, np.ndarray) or isinstance(y, np.ndarray)):
             return self._arrays(np.asarray(x), np.asarray(y))
         return self._objects(x, y)
@@ -105,7 +169,7 @@ class Op:
         """``left op right`` on two buffers of elements of ``datatype``; returns the bytes."""
         if self._user is not None:
             inout = bytearray(right)
-            self._user(memoryview(left), memoryview(inout), datatype)
+            self._user(_typed(left, datatype), _typed(inout, datatype), datatype)
             return bytes(inout)
         if self._arrays is None:
             raise MPIException(ERR_OP, "OP_NULL cannot be applied")
@@ -124,7 +188,7 @@ class Op:
         return self._name
 
     def __bool__(self) -> bool:
-        return self._objects is not None or self._user is not None
+        return self._key is not None
 
     def __repr__(self) -> str:
         return f"<emucluster.MPI.Op {self._name}>"
@@ -222,3 +286,29 @@ predefined_ops: dict[str, Op] = {
     "OP_NULL": Op(),
 }
 """Every predefined operation by its ``MPI`` attribute name."""
+
+
+def _typed(buf: bytes | bytearray | memoryview, datatype: Datatype) -> memoryview:
+    """``buf`` as a memoryview of the datatype's element format when it has a plain one (so a
+    user function may assign an ``array`` of those elements), else of bytes."""
+    view = memoryview(buf).cast("B")
+    try:
+        dtype = np.dtype(datatype.element_dtype)
+    except (TypeError, AttributeError):
+        return view
+    code: str = dtype.char
+    if (
+        dtype.fields is None
+        and code in _CASTABLE
+        and dtype.isnative
+        and len(view) % dtype.itemsize == 0
+    ):
+        return view.cast(code)  # type: ignore[call-overload, no-any-return]
+    return view
+
+
+_CASTABLE = frozenset("bBhHiIlLqQfd?")
+
+
+def _predefined(name: str) -> Op:
+    return predefined_ops[name]

@@ -305,8 +305,9 @@ class Request:
     # -- one request ----------------------------------------------------------------------------
 
     def Wait(self, status: Status | None = None) -> bool:
-        """Wait for completion (buffer API); returns True."""
-        self.wait(status)
+        """Wait for completion (buffer API); returns True. Calls ``Request.wait`` itself, not a
+        subclass's override (mpi4py subclasses define ``wait`` in terms of ``Wait``)."""
+        Request.wait(self, status)
         return True
 
     def wait(self, status: Status | None = None) -> Any:
@@ -321,8 +322,8 @@ class Request:
         return pending.finish(status)
 
     def Test(self, status: Status | None = None) -> bool:
-        """Whether it completed (completing it if so)."""
-        return self.test(status)[0]
+        """Whether it completed (completing it if so); ``Request.test`` itself, as Wait."""
+        return Request.test(self, status)[0]
 
     def test(self, status: Status | None = None) -> tuple[bool, Any]:
         """``(flag, object)``: whether it completed and the received object."""

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from emucluster.mpi.errhandler import ERRORS_RETURN
+
+if TYPE_CHECKING:
+    from emucluster.mpi.errhandler import Handler
+    from emucluster.mpi.topology import Topology
+
 __all__ = ["COLL_SEQ_MOD", "CommState"]
 
 COLL_SEQ_MOD = 1 << 21  # collective calls numbered modulo this in wire tags (see collectives)
@@ -10,7 +18,10 @@ COLL_SEQ_MOD = 1 << 21  # collective calls numbered modulo this in wire tags (se
 class CommState:
     """One communicator's state, shared by every Comm handle that refers to it."""
 
-    __slots__ = ("coll_seq", "context", "name", "nodes", "rank", "size")
+    __slots__ = (
+        "attrs", "coll_seq", "context", "errhandler", "info", "name", "nodes", "rank", "size",
+        "topo",
+    )  # fmt: skip
 
     def __init__(self, context: int, nodes: tuple[int, ...], rank: int, name: str = "") -> None:
         self.context = context
@@ -25,3 +36,11 @@ class CommState:
         """The name set by Set_name."""
         self.coll_seq = 0
         """Collective calls started on this communicator (every member counts alike)."""
+        self.topo: Topology | None = None
+        """The virtual topology attached by Create_cart/graph/dist_graph (None: none)."""
+        self.attrs: dict[int, object] = {}
+        """Attribute values by keyval (Set_attr)."""
+        self.errhandler: Handler = ERRORS_RETURN._handler().acquire()
+        """The error handler Call_errhandler runs (a counted reference)."""
+        self.info: dict[str, str] = {}
+        """Hints set by Set_info / Dup_with_info (kept, never acted on)."""

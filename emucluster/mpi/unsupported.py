@@ -1,4 +1,4 @@
-"""What emucluster does not offer (dynamic processes, MPI-IO, one-sided, sessions, info).
+"""What emucluster does not offer (dynamic processes, MPI-IO, one-sided).
 
 Each name exists so unmodified programs import and test for it as with mpi4py; using one
 raises ``NotImplementedError`` at once (mpi4py's answer for a call its MPI lacks), never
@@ -11,12 +11,8 @@ from typing import Any, NoReturn
 
 __all__ = [
     "FILE_NULL",
-    "INFO_NULL",
-    "SESSION_NULL",
     "WIN_NULL",
     "File",
-    "Info",
-    "Session",
     "Win",
     "not_offered",
 ]
@@ -83,31 +79,5 @@ class Win(_Unoffered):
         not_offered("one-sided communication (Win.Allocate)")
 
 
-class Session(_Unoffered):
-    """MPI 4 sessions (``MPI.Session``): not offered."""
-
-    __slots__ = ()
-    _what = "sessions"
-
-    @classmethod
-    def Init(cls, *args: Any, **kwargs: Any) -> Session:
-        """Not offered."""
-        not_offered("sessions (Session.Init)")
-
-
-class Info(_Unoffered):
-    """Info objects (``MPI.Info``): only INFO_NULL."""
-
-    __slots__ = ()
-    _what = "info objects"
-
-    @classmethod
-    def Create(cls, *args: Any, **kwargs: Any) -> Info:
-        """Not offered."""
-        not_offered("info objects (Info.Create)")
-
-
 FILE_NULL = File()
 WIN_NULL = Win()
-SESSION_NULL = Session()
-INFO_NULL = Info()

@@ -49,6 +49,7 @@ CORE_MODULES = (
     "emucluster/matching.py",
     "emucluster/envelope.py",
     "emucluster/p2p.py",
+    "emucluster/mpi/topology.py",
     "emucluster/portstate.py",
     "emucluster/grim/amcore.py",
     "emucluster/grim/rmalloc.py",
