@@ -240,4 +240,3 @@ def job_signals() -> list[int]:
     caught: list[int] = [signal.SIGTERM]
     caught += [s for s in (signal.SIGINT, signal.SIGHUP) if signal.getsignal(s) != signal.SIG_IGN]
     return caught
-
