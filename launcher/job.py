@@ -114,6 +114,8 @@ class Job:
         self._hosts_done = trio.Event()
         self._nicd_died = trio.Event()
         self._exited: set[int] = set()
+        self._blaming = 0
+        """Failed ranks still waiting to see whether their nicd is to blame."""
         self._signals = 0
         self.nursery: trio.Nursery
 
@@ -272,14 +274,21 @@ class Job:
             return
         self._exited.add(m.node)
         if m.returncode != 0 and not m.stopping:
+            self._blaming += 1
             self.nursery.start_soon(self._blame, exit_code_of(m.returncode), text)
-        if len(self._exited) == self.plan.np:
-            self._hosts_done.set()
+        self._check_done()
 
     async def _blame(self, code: int, text: str) -> None:
         with trio.move_on_after(ROOT_CAUSE_WAIT_S):
             await self._nicd_died.wait()
         self.fail(code, text)
+        self._blaming -= 1
+        self._check_done()
+
+    def _check_done(self) -> None:
+        # not before every failure is recorded: ending the job cancels a pending _blame
+        if len(self._exited) == self.plan.np and self._blaming == 0:
+            self._hosts_done.set()
 
     def _on_file(self, agent: Agent, m: control.File) -> None:
         if self.plan.stats_dir is None or not STATS_FILE.fullmatch(m.name):

@@ -8,8 +8,9 @@ drives it in-process (`launcher.localhost`), with the same messages as plain obj
 It decides nothing about the job: every exit goes to the job, which applies the
 first-failure rule and says Stop. Only what cannot start is reported as Failed.
 
-Invariants: every process started here carries EMU_JOB_ID and this agent's EMU_AGENT marker,
-and the sweep touches only processes with both and segments of this host's nodes; every
+Invariants: every process started here carries EMU_JOB_ID and this host's EMU_AGENT marker,
+and the sweep touches only processes with both and segments of this host's nodes (of the
+whole job when it runs every node); every
 Output message holds whole lines of one stream of one process.
 """
 
@@ -266,11 +267,14 @@ class LocalNodes:
             await self.send(control.File(name, data))
 
     async def sweep(self) -> control.Swept:
-        """Kill what is left of this agent's processes, unlink this host's segments."""
+        """Kill what is left of this host's processes, unlink its segments."""
         owner = os.getpid() if self.lifeline is not None else None
+        # a host running every node owns all of the job's segments, whatever a program named
+        # them; otherwise only those of its own nodes (another host may share this kernel)
+        nodes = None if len(self.nodes) == self.plan.np else self.nodes
         report = await trio.to_thread.run_sync(
             lambda: cleanup.sweep(
-                self.plan.job_id, self.run_dir, owner=owner, agent=self.marker, nodes=self.nodes
+                self.plan.job_id, self.run_dir, owner=owner, agent=self.marker, nodes=nodes
             )
         )
         cleanup.reap_orphans()

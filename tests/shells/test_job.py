@@ -378,3 +378,16 @@ async def test_a_dying_nicd_is_blamed_before_its_rank(
     assert job.outcome is not None
     pid = cluster.nicds[0].pid
     assert job.outcome.message == f"nicd of node 0 (pid {pid}) was killed by SIGSEGV"
+
+
+async def test_the_last_rank_failing_still_sets_the_code(
+    autojump_clock: trio.testing.MockClock, cluster_factory: Callable[..., FakeCluster]
+) -> None:
+    # Every rank has exited once the failing one has: the job must not end (and cancel the
+    # wait that blames a nicd first) before the failure is recorded.
+    cluster = cluster_factory(hosts={0: exit_after(1.0, 0), 1: exit_after(1.0, 3)})
+    code, job, took = await run(make_plan())
+    assert code == 3
+    assert job.outcome is not None
+    assert job.outcome.message == f"rank 1 (pid {cluster.hosts[1].pid}) exited with code 3"
+    assert took == pytest.approx(1.0 + jobmod.ROOT_CAUSE_WAIT_S)
