@@ -347,8 +347,9 @@ class Job:
         )
 
     def usages(self) -> list[ProcessUsage]:
-        """CPU and wall time of every process that has exited, host by host."""
-        return [u for a in self.agents for u in a.usages]
+        """CPU and wall time of every process that has exited: nicds, then hosts, by node."""
+        return sorted((u for a in self.agents for u in a.usages),
+                      key=lambda u: (u.role != "nicd", u.node))  # fmt: skip
 
 
 def run_job(plan: LaunchPlan) -> int:
