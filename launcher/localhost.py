@@ -59,7 +59,7 @@ class InProcessHost:
 
     async def send(self, message: control.Message) -> bool:
         """Obey one message of the job (never blocks)."""
-        if isinstance(message, control.Launch):
+        if isinstance(message, control.Launch):  # the plan LocalNodes holds says the rest
             self.nursery.start_soon(self.nodes.start_nicds, self.nursery)
         elif self.nodes.obey(self.nursery, message) and not self._finishing:
             self._finishing = True
