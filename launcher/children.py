@@ -113,7 +113,10 @@ async def spawn(
     lifeline: Lifeline | None = None,
 ) -> Child:
     """Start one process (stdout and stderr piped, stdin from /dev/null, its own group), with
-    ``lifeline``'s read end and the launcher's pid when given."""
+    ``lifeline``'s read end and the launcher's pid when given.
+
+    The one place a node's process (nicd or host) is started, for every job, local or on an
+    agent (`launcher.agent.nodes.LocalNodes`): a faster way to start them plugs in here."""
     child_env = dict(env)
     pass_fds: tuple[int, ...] = ()
     if lifeline is not None:
@@ -240,4 +243,3 @@ def job_signals() -> list[int]:
     caught: list[int] = [signal.SIGTERM]
     caught += [s for s in (signal.SIGINT, signal.SIGHUP) if signal.getsignal(s) != signal.SIG_IGN]
     return caught
-

@@ -1,4 +1,4 @@
-"""``emurun``: command line -> LaunchPlan -> supervise.run_job().
+"""``emurun``: command line -> LaunchPlan -> job.run_job() (one machine or several hosts).
 
 The command line is split as mpirun splits it: emurun's own options come first; the first
 word that is not an option (or ``-m MODULE``, or anything after ``--``) starts the program,
@@ -373,11 +373,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    if plan.hosts is not None:
-        from launcher.multihost import run_multi  # late: keeps --help and errors fast
+    from launcher.job import run_job  # late: keeps --help and errors fast
 
-        return run_multi(plan)
-    from launcher.supervise import run_job
+    if plan.hosts is not None:  # --trace arms this machine's processes only
+        return run_job(plan)
     from launcher.tracing import traced_job
 
     return traced_job(words, lambda: run_job(plan))

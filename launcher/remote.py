@@ -1,23 +1,32 @@
-"""emurun's view of one agent (one host of a multi-host job), and the job's token.
+"""emurun's view of one host of a job (an agent over TCP, or this machine's nodes in-process),
+and the job's token.
 
-Invariants: an Agent is obeyed only once ``connected`` (after the handshake); ``gone`` is set
-exactly once, when its connection ends, with ``bye`` telling whether it finished cleanly.
+Invariants: an Agent is obeyed only once ``connected`` (after the handshake, for a remote
+one); ``gone`` is set exactly once, when its link ends, with ``bye`` telling whether it
+finished cleanly.
 """
 
 from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
 if TYPE_CHECKING:
     from launcher import control
-    from launcher.channel import Channel
     from launcher.report import ProcessUsage
 
-__all__ = ["Agent", "read_token"]
+__all__ = ["Agent", "Link", "read_token"]
+
+
+class Link(Protocol):
+    """How the job speaks to one host: `launcher.channel.Channel` (an agent over TCP) or
+    `launcher.localhost.InProcessHost` (this machine's nodes)."""
+
+    async def send(self, message: control.Message) -> bool:
+        """Deliver one message; False if the host is unreachable."""
 
 
 @dataclass(eq=False)
@@ -28,7 +37,8 @@ class Agent:
     name: str
     nodes: list[int] = field(default_factory=list)
     slots: int = 1
-    channel: Channel | None = None
+    link: Link | None = None
+    """Set once the host has joined."""
     hello: control.Hello | None = None
     launcher: trio.Process | None = None
     connected: trio.Event = field(default_factory=trio.Event)

@@ -1,12 +1,16 @@
-"""The nodes of one host, as its agent runs them: start the nicds, forward their ready lines,
-install the routing table, start the host processes, forward output and exits (as control
-messages), stop everything, ship the statistics, sweep.
+"""The nodes of one host: start the nicds, forward their ready lines, install the routing
+table, start the host processes, forward output and exits (as control messages), stop
+everything, ship the statistics, sweep.
 
-The agent decides nothing about the job: every exit goes to emurun, which applies the
+Every job runs its nodes through this class: a remote host's agent (``emuproxy``) feeds it
+the control messages it reads from emurun's connection, and a job on this machine alone
+drives it in-process (`launcher.localhost`), with the same messages as plain objects.
+It decides nothing about the job: every exit goes to the job, which applies the
 first-failure rule and says Stop. Only what cannot start is reported as Failed.
 
-Invariants: every process started here carries EMU_JOB_ID and this agent's EMU_AGENT marker,
-and the sweep touches only processes with both and segments of this host's nodes; every
+Invariants: every process started here carries EMU_JOB_ID and this host's EMU_AGENT marker,
+and the sweep touches only processes with both and segments of this host's nodes (of the
+whole job when it runs every node); every
 Output message holds whole lines of one stream of one process.
 """
 
@@ -32,7 +36,11 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from launcher.plan import LaunchPlan
+    from nicd.lifeline import Lifeline
     from nicd.ready import Address
+
+    Say = Callable[[str, bool], None]
+    """Report a line (``always``: even with --quiet)."""
 
 __all__ = ["STATS_FILE", "LocalNodes"]
 
@@ -53,7 +61,8 @@ class LocalNodes:
         run_dir: str,
         marker: str,
         send: Callable[[control.Message], Awaitable[bool]],
-        say: Callable[[str], None],
+        say: Say,
+        lifeline: Lifeline | None = None,
     ) -> None:
         self.plan = plan
         self.nodes = nodes
@@ -61,6 +70,9 @@ class LocalNodes:
         self.marker = marker
         self.send = send
         self.say = say
+        self.lifeline = lifeline
+        """Given to every child (they stop when its holder dies), with our pid as their
+        owner (``EMU_JOB_OWNER``): what a later launcher's stale sweep looks for."""
         self.nicds: list[Child] = []
         self.hosts: list[Child] = []
         self.stats_dir = plan.stats_dir
@@ -92,15 +104,16 @@ class LocalNodes:
         for node in self.nodes:
             argv = planmod.nicd_argv(self.plan, node, self.run_dir)
             try:
-                child = await spawn("nicd", node, argv, env)
+                child = await spawn("nicd", node, argv, env, lifeline=self.lifeline)
             except OSError as exc:
-                await self.send(control.Failed(EXIT_INTERNAL, f"cannot start nicd {node}: {exc}"))
+                text = f"cannot start the nicd of node {node}: {exc}"
+                await self.send(control.Failed(EXIT_INTERNAL, text))
                 return False
             self.nicds.append(child)
             self._track(nursery, child)
             cpus = self._placements[node].nicd_cpus
             if cpus is not None and (why := tuning.bind(child.pid, cpus)):
-                self.say(why)
+                self.say(why, False)
             assert child.process.stdout is not None
             assert child.process.stderr is not None
             nursery.start_soon(self._read_ready, child, child.process.stdout)
@@ -132,7 +145,9 @@ class LocalNodes:
             sock = socket_path(self.run_dir, rank)
             env = planmod.host_env(self.plan, rank, self.run_dir, sock, self._base_env())
             try:
-                child = await spawn("host", rank, self.plan.program.argv, env)
+                child = await spawn(
+                    "host", rank, self.plan.program.argv, env, lifeline=self.lifeline
+                )
             except OSError as exc:
                 code = EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_NOT_EXECUTABLE
                 text = f"cannot start {self.plan.program.display} as rank {rank}: {exc}"
@@ -142,7 +157,7 @@ class LocalNodes:
             self._track(nursery, child)
             cpus = self._placements[rank].host_cpus
             if cpus is not None and (why := tuning.bind(child.pid, cpus)):
-                self.say(why)
+                self.say(why, False)
             if priority == "nice":
                 tuning.make_nice(child.pid)
             assert child.process.stdout is not None
@@ -189,7 +204,7 @@ class LocalNodes:
         except Exception:  # emurun decodes it again and reports it
             return
         if host != self.plan.listen_host:
-            self.say(f"nicd {node} announced {host}, not {self.plan.listen_host}")
+            self.say(f"nicd {node} announced {host}, not {self.plan.listen_host}", True)
 
     async def _forward(self, reader: LineReader, fd: int, child: Child) -> None:
         while (block := await reader.read_lines()) is not None:
@@ -197,6 +212,32 @@ class LocalNodes:
         self._open_streams -= 1
         if self._open_streams == 0:
             self._drained.set()
+
+    # -- what the job says -----------------------------------------------------------------
+
+    def obey(self, nursery: trio.Nursery, message: control.Message) -> bool:
+        """Act on Routes, Start or Kill from the job (never blocks); True if ``message``
+        ends this host's part (Stop, Kill): the caller then runs :meth:`finish`."""
+        if isinstance(message, control.Routes):
+            table: dict[int, Address] = {int(n): (str(h), int(p)) for n, h, p in message.table}
+            nursery.start_soon(self._install, table)
+        elif isinstance(message, control.Start):
+            nursery.start_soon(self.start_hosts, nursery, message.priority)
+        elif isinstance(message, control.Kill):
+            self.kill()
+        return isinstance(message, control.Stop | control.Kill)
+
+    async def _install(self, table: dict[int, Address]) -> None:
+        if await self.install_routes(table):
+            await self.send(control.RoutesOk())
+
+    async def finish(self, *, ship: bool) -> control.Swept:
+        """Stop everything, send the statistics files if ``ship``, sweep; what the sweep
+        found."""
+        await self.stop()
+        if ship:
+            await self.ship_stats()
+        return await self.sweep()
 
     # -- stopping -----------------------------------------------------------------------
 
@@ -216,7 +257,7 @@ class LocalNodes:
 
     async def _stop(self, children: list[Child], *, group: bool) -> None:
         for child in await stop_children(children, group=group, grace_s=self.plan.stop_grace):
-            self.say(f"{child.name} (pid {child.pid}) would not die")
+            self.say(f"{child.name} (pid {child.pid}) would not die", True)
 
     async def ship_stats(self) -> None:
         """Send every statistics file written here to emurun."""
@@ -226,10 +267,14 @@ class LocalNodes:
             await self.send(control.File(name, data))
 
     async def sweep(self) -> control.Swept:
-        """Kill what is left of this agent's processes, unlink this host's segments."""
+        """Kill what is left of this host's processes, unlink its segments."""
+        owner = os.getpid() if self.lifeline is not None else None
+        # a host running every node owns all of the job's segments, whatever a program named
+        # them; otherwise only those of its own nodes (another host may share this kernel)
+        nodes = None if len(self.nodes) == self.plan.np else self.nodes
         report = await trio.to_thread.run_sync(
             lambda: cleanup.sweep(
-                self.plan.job_id, self.run_dir, agent=self.marker, nodes=self.nodes
+                self.plan.job_id, self.run_dir, owner=owner, agent=self.marker, nodes=nodes
             )
         )
         cleanup.reap_orphans()

@@ -16,7 +16,6 @@ import socket
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import trio
 
@@ -30,9 +29,6 @@ from launcher.plan import LaunchPlan, resolve_program
 from nicd import errors as nicd_errors
 from nicd.config import FaultConfig
 from nicd.ready import socket_path
-
-if TYPE_CHECKING:
-    from nicd.ready import Address
 
 __all__ = ["AgentOptions", "plan_from_launch", "run_agent"]
 
@@ -72,8 +68,9 @@ class Session:
         self.lost: str | None = None
         self.code = 0
 
-    def say(self, text: str) -> None:
-        """One ``emuproxy[name]: ...`` line on stderr."""
+    def say(self, text: str, always: bool = True) -> None:
+        """One ``emuproxy[name]: ...`` line on stderr (an agent says everything: its
+        stderr is emurun's to show)."""
         write_all(2, f"emuproxy[{self.name}]: {text}\n".encode())
 
     def end(self, lost: str | None, code: int = 0) -> None:
@@ -132,10 +129,7 @@ class Session:
     async def _finish(self) -> None:
         assert self.channel is not None
         if self.nodes is not None:
-            await self.nodes.stop()
-            if self.lost is None:
-                await self.nodes.ship_stats()
-            swept = await self.nodes.sweep()
+            swept = await self.nodes.finish(ship=self.lost is None)
             if self.lost is not None and (swept.killed or swept.segments):
                 self.say(f"cleaned up {', '.join(swept.killed + swept.segments)}")
         else:
@@ -160,28 +154,16 @@ class Session:
             await self._dispatch(nursery, message)
 
     async def _dispatch(self, nursery: trio.Nursery, message: control.Message) -> None:
-        assert self.channel is not None
         if isinstance(message, control.Launch) and self.nodes is None:
             await self._launch(nursery, message)
-        elif isinstance(message, control.Routes) and self.nodes is not None:
-            table: dict[int, Address] = {int(n): (str(h), int(p)) for n, h, p in message.table}
-            nursery.start_soon(self._install, table)
-        elif isinstance(message, control.Start) and self.nodes is not None:
-            nursery.start_soon(self.nodes.start_hosts, nursery, message.priority)
-        elif isinstance(message, control.Stop):
-            self.end(None)
-        elif isinstance(message, control.Kill):
+        elif isinstance(message, control.Stop | control.Kill):
             if self.nodes is not None:
-                self.nodes.kill()
+                self.nodes.obey(nursery, message)
             self.end(None)
+        elif isinstance(message, control.Routes | control.Start) and self.nodes is not None:
+            self.nodes.obey(nursery, message)
         elif not isinstance(message, control.Ping):
             self.say(f"ignored an unexpected {type(message).TAG} message")
-
-    async def _install(self, table: dict[int, Address]) -> None:
-        assert self.nodes is not None
-        assert self.channel is not None
-        if await self.nodes.install_routes(table):
-            await self.channel.send(control.RoutesOk())
 
     async def _launch(self, nursery: trio.Nursery, launch: control.Launch) -> None:
         assert self.channel is not None

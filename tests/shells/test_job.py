@@ -1,6 +1,8 @@
-"""The emurun shell (launcher/supervise.py) on trio's MockClock, against fake children.
+"""emurun's job driver (launcher/job.py) with its one local host (launcher/localhost.py, the
+agent's LocalNodes in-process) on trio's MockClock, against fake children.
 
-``spawn`` is replaced by a factory of :class:`FakeChild`: no process starts, a child's stdout
+The one ``spawn`` of LocalNodes is replaced by a factory of :class:`FakeChild`: no process
+starts, a child's stdout
 and stderr are in-memory streams, and it dies when sent a signal it obeys. The clock is
 pytest-trio's ``autojump_clock``, so ``--timeout``, the ready timeout and the SIGTERM ->
 SIGKILL grace cost virtual seconds only; each test checks when (in virtual time) every
@@ -18,9 +20,14 @@ import pytest
 import trio
 import trio.testing
 
-from launcher import children, supervise
+from launcher import children, control
+from launcher import job as jobmod
+from launcher.agent import nodes as nodesmod
+from launcher.agent.nodes import LocalNodes
 from launcher.errors import EXIT_INTERNAL, EXIT_TIMEOUT
+from launcher.localhost import LocalGate
 from launcher.plan import LaunchPlan, Program
+from launcher.report import ProcessUsage
 from nicd import manage
 from nicd.ready import Ready, encode_ready, socket_path
 
@@ -44,7 +51,7 @@ class FakeChild:
         self.pid = pid
         self.env: dict[str, str] = {}
         self.stopping = False
-        self.usage = None
+        self.usage: ProcessUsage | None = None
         self.returncode: int | None = None
         self.exited = trio.Event()
         self.obeys = frozenset({TERM, KILL})
@@ -76,6 +83,7 @@ class FakeChild:
         if self.exited.is_set():
             return
         self.returncode = code
+        self.usage = ProcessUsage(self.role, self.node, self.pid, 0.0, 0.0, 0.0, code)
         self._out.close()
         self._err.close()
         self.exited.set()
@@ -152,8 +160,9 @@ class FakeCluster:
     ) -> None:
         self.routes[path] = dict(routes)
 
-    async def sweep(self) -> None:
+    async def sweep(self) -> control.Swept:
         self.log.append((trio.current_time(), "sweep"))
+        return control.Swept([], [], [])
 
     def events(self) -> list[tuple[float, str]]:
         return self.log
@@ -167,9 +176,9 @@ async def _run_sync_inline(fn: Callable[..., object], *args: object) -> object:
 def cluster_factory(monkeypatch: pytest.MonkeyPatch) -> Callable[..., FakeCluster]:
     def make(*args: object, **kwargs: object) -> FakeCluster:
         cluster = FakeCluster(*args, **kwargs)  # type: ignore[arg-type]
-        monkeypatch.setattr(supervise, "spawn", cluster.spawn)
+        monkeypatch.setattr(nodesmod, "spawn", cluster.spawn)
         monkeypatch.setattr(manage, "set_routes", cluster.set_routes)
-        monkeypatch.setattr(supervise.Job, "_sweep", lambda _job: cluster.sweep())
+        monkeypatch.setattr(LocalNodes, "sweep", lambda _nodes: cluster.sweep())
         # No threads: while one runs, the autojump clock could jump past a job deadline.
         monkeypatch.setattr(trio.to_thread, "run_sync", _run_sync_inline)
         return cluster
@@ -191,9 +200,12 @@ def make_plan(**overrides: object) -> LaunchPlan:
     return LaunchPlan(**fields)  # type: ignore[arg-type]
 
 
-async def run(plan: LaunchPlan) -> tuple[int, supervise.Job, float]:
-    """Run a job; return its exit status, the job and the virtual seconds it took."""
-    job = supervise.Job(plan, RUN_DIR)
+async def run(plan: LaunchPlan) -> tuple[int, jobmod.Job, float]:
+    """Run a job on its local host (run directory not made, no lifeline); return its exit
+    status, the job and the virtual seconds it took."""
+    gate = LocalGate(plan)
+    gate.run_dir = RUN_DIR
+    job = jobmod.Job(plan, gate)
     start, wall = trio.current_time(), time.monotonic()
     code = await job.run()
     assert time.monotonic() - wall < WALL_LIMIT_S
@@ -280,7 +292,7 @@ async def test_an_unkillable_host_is_reported_and_left(
     kill_wait = children.KILL_WAIT_S
     assert all(n.signals == [(13.0 + kill_wait, TERM, False)] for n in cluster.nicds)
     # its output streams never close: the drain wait ends the job
-    assert took == pytest.approx(13.0 + kill_wait + supervise._DRAIN_S)
+    assert took == pytest.approx(13.0 + kill_wait + nodesmod._DRAIN_S)
     assert f"emurun: rank 1 (pid {stuck.pid}) would not die" in capfd.readouterr().err
 
 
@@ -339,7 +351,7 @@ async def test_a_failing_rank_stops_the_others_with_its_code(
     assert code == 3
     assert job.outcome is not None
     assert job.outcome.message == f"rank 1 (pid {cluster.hosts[1].pid}) exited with code 3"
-    stop_at = 1.0 + supervise._ROOT_CAUSE_WAIT_S  # waited for a nicd to be blamed instead
+    stop_at = 1.0 + jobmod.ROOT_CAUSE_WAIT_S  # waited for a nicd to be blamed instead
     assert took == pytest.approx(stop_at)
     for rank in (0, 2):
         assert cluster.hosts[rank].signals == [(pytest.approx(stop_at), TERM, True)]
@@ -366,3 +378,16 @@ async def test_a_dying_nicd_is_blamed_before_its_rank(
     assert job.outcome is not None
     pid = cluster.nicds[0].pid
     assert job.outcome.message == f"nicd of node 0 (pid {pid}) was killed by SIGSEGV"
+
+
+async def test_the_last_rank_failing_still_sets_the_code(
+    autojump_clock: trio.testing.MockClock, cluster_factory: Callable[..., FakeCluster]
+) -> None:
+    # Every rank has exited once the failing one has: the job must not end (and cancel the
+    # wait that blames a nicd first) before the failure is recorded.
+    cluster = cluster_factory(hosts={0: exit_after(1.0, 0), 1: exit_after(1.0, 3)})
+    code, job, took = await run(make_plan())
+    assert code == 3
+    assert job.outcome is not None
+    assert job.outcome.message == f"rank 1 (pid {cluster.hosts[1].pid}) exited with code 3"
+    assert took == pytest.approx(1.0 + jobmod.ROOT_CAUSE_WAIT_S)
