@@ -50,7 +50,9 @@ def _wrap(rec: recorder.Recorder, code: int, method: Any, describe: Describe) ->
     @functools.wraps(method)
     def traced(*args: Any, **kwargs: Any) -> Any:
         try:
-            bound = signature.bind_partial(*args, **kwargs).arguments
+            binding = signature.bind_partial(*args, **kwargs)
+            binding.apply_defaults()  # a Bcast without root= has root 0
+            bound = binding.arguments
         except TypeError:
             bound = {}
         try:
