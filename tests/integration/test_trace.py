@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from emutrace.chrome import HOST_TID, NIC_TID
 from emutrace.schema import check_trace
+from tests.integration.grim_test_helpers import GRIM
 from tests.integration.mpirun import PROGRAMS, mpirun
 
 if TYPE_CHECKING:
@@ -18,11 +19,13 @@ NACK, ACK, SACK, MCAST_ACK = 11, 10, 22, 13
 CONTROL = {ACK, NACK, SACK, MCAST_ACK}
 
 
-def _traced(tmp_path: Path, nodes: int, program: str, *extra: str) -> tuple[dict, Path]:
+def _traced(
+    tmp_path: Path, nodes: int, program: str | Path, *extra: str, args: tuple[str, ...] = ()
+) -> tuple[dict, Path]:
     trace_dir = tmp_path / "trace"
     stats_dir = tmp_path / "stats"
     options = ("--trace", str(trace_dir), "--stats", str(stats_dir), *extra)
-    result = mpirun(nodes, PROGRAMS / program, emurun_args=options)
+    result = mpirun(nodes, PROGRAMS / program, *args, emurun_args=options, timeout=240)
     assert result.code == 0, result.err
     with open(trace_dir / "trace.json", encoding="utf-8") as f:
         return json.load(f), stats_dir
@@ -100,3 +103,79 @@ def test_each_resend_follows_its_cause_under_loss(tmp_path: Path) -> None:
                                      and c["args"]["src"] == a["dst"]))]  # fmt: skip
         assert causes, f"resend of {key} at {e['ts']} us has no timeout or NACK before it"
     assert resends > 0
+
+
+def _stats(stats_dir: Path, node: int) -> dict:
+    return json.loads((stats_dir / f"nic{node}.json").read_text())
+
+
+def _named(trace: dict, name: str) -> list[dict]:
+    return [e for e in trace["traceEvents"] if e.get("name") == name]
+
+
+def test_retransmit_events_name_their_cause_and_match_the_counters(tmp_path: Path) -> None:
+    trace, stats_dir = _traced(tmp_path, 2, "p2p_suite.py", "--loss", "0.1", "--fault-seed", "3")
+    assert check_trace(trace) == []
+    resends, drops = _named(trace, "retransmit"), _named(trace, "fault drop")
+    for node in range(2):
+        stats = _stats(stats_dir, node)
+        assert sum(e["pid"] == node for e in resends) == stats["transport"]["retransmissions"]
+        assert sum(e["pid"] == node for e in drops) == stats["faults"]["dropped"] > 0
+    causes = Counter(e["args"]["cause"] for e in resends)
+    assert causes["timer"] > 0
+    assert causes["NACK"] > 0
+    events = sorted((e for e in trace["traceEvents"] if e["ph"] in ("X", "i")),
+                    key=lambda e: (e["ts"], e["ph"] == "i"))  # fmt: skip
+    for i, e in enumerate(events):
+        if e["name"] != "retransmit" or e["args"]["cause"] != "NACK":
+            continue
+        a = e["args"]
+        before = [c for c in events[:i] if c["pid"] == e["pid"] and c["name"] == "pkt recv"]
+        assert before, e
+        nack = before[-1]["args"]  # the last packet the NIC read before this resend
+        assert (nack["type"], nack["seq"], nack["src"]) == ("NACK", a["cause_seq"], a["cause_from"])
+        assert nack["reason"] == a["cause_reason"]
+
+
+def test_nic_multicast_notes_a_send_for_every_child_packet(tmp_path: Path) -> None:
+    options = ("--bcast", "nic-mcast", "-x", "EMU_MCAST_TREE=binomial")  # 2 forwards to 3
+    trace, stats_dir = _traced(tmp_path, 5, "mcast_bcast.py", *options, args=("5", "3"))
+    assert check_trace(trace) == []
+    noted = Counter()
+    for name in ("mcast send", "mcast forward"):
+        noted.update((e["pid"], e["args"]["child"], e["args"]["seq"]) for e in _named(trace, name))
+    data = [e["args"] | {"pid": e["pid"]} for e in _packets(trace, "pkt send")]
+    sent = Counter((a["pid"], a["dst"], a["seq"]) for a in data if a["type"] == "MCAST_DATA")
+    assert noted == sent != Counter()  # no faults: each noted send is one datagram
+    forwarders = {e["pid"] for e in _named(trace, "mcast forward")}
+    assert forwarders  # 5 nodes: some non-root NIC forwarded
+    for node in forwarders:
+        assert _stats(stats_dir, node)["mcast"]["forwarded"] > 0
+    bcasts = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["name"] == "Bcast"]
+    assert bcasts
+    assert {e["args"]["algorithm"] for e in bcasts} == {"nic-mcast"}
+
+
+def test_nicvm_module_runs_are_events(tmp_path: Path) -> None:
+    trace, stats_dir = _traced(tmp_path, 3, "nicvm_suite.py")
+    assert check_trace(trace) == []
+    runs = _named(trace, "nicvm run")
+    for node in range(3):
+        mine = [e["args"] for e in runs if e["pid"] == node]
+        assert any(a["outcome"] == "ok" and a["sends"] > 0 and a["fuel_used"] > 0 for a in mine)
+        stopped = sum(a["outcome"] == "out_of_fuel" for a in mine)
+        assert stopped == _stats(stats_dir, node)["nicvm"]["counters"]["out_of_fuel"] > 0
+    bcasts = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["name"] in ("Bcast", "bcast")]
+    assert {e["args"]["algorithm"] for e in bcasts} == {"nicvm"}
+
+
+def test_rm_operations_are_events(tmp_path: Path) -> None:
+    trace, stats_dir = _traced(tmp_path, 2, GRIM / "rmcheck.py", args=("11", "60"))
+    assert check_trace(trace) == []
+    ops = Counter((e["pid"], e["args"]["op"]) for e in _named(trace, "rm op"))
+    counts = _stats(stats_dir, 1)["grim"]["counts"]
+    assert ops[1, "RM_WRITE_V"] == counts["rm_v_writes"] > 0
+    assert ops[1, "RM_WRITE_P"] == counts["rm_p_writes"] > 0
+    assert ops[1, "RM_READ"] == counts["rm_reads_served"] > 0
+    placed = _stats(stats_dir, 0)["grim"]["counts"]["rm_read_replies_placed"]
+    assert ops[0, "RM_READ_REPLY"] >= placed > 0  # write statuses come back as replies too
