@@ -360,6 +360,7 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         quiet=args.quiet,
         profile=args.profile,
         hosts=hosts,
+        trace_dir=os.path.abspath(args.trace_dir) if args.trace_dir else None,
     )
 
 
@@ -373,12 +374,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    from launcher.tracing import traced_job
+
     if plan.hosts is not None:
         from launcher.multihost import run_multi  # late: keeps --help and errors fast
 
-        return run_multi(plan)
+        return traced_job(words, lambda: run_multi(plan))
     from launcher.supervise import run_job
-    from launcher.tracing import traced_job
 
     return traced_job(words, lambda: run_job(plan))
 

@@ -46,6 +46,13 @@ from launcher.remote import Agent, read_token
 from launcher.rendezvous import Rendezvous
 from launcher.report import ProcessUsage, job_json, render
 from launcher.starters import Starter, agent_words, reach_address
+from launcher.tracing import (
+    CLOCK_PINGS,
+    TraceSink,
+    host_folder,
+    offset_from_samples,
+    write_clocks,
+)
 from nicd.ready import LOG_TAG_START, decode_ready_untrusted, log_tag
 
 if TYPE_CHECKING:
@@ -60,6 +67,7 @@ _ROUTES_TIMEOUT_S = 60.0
 _BYE_MARGIN_S = 30.0
 _ROOT_CAUSE_WAIT_S = 0.2
 _LAUNCHER_EXIT_S = 10.0
+_PONG_WAIT_S = 2.0
 
 
 class MultiJob:
@@ -81,6 +89,10 @@ class MultiJob:
         self._hosts_done = trio.Event()
         self._nicd_died = trio.Event()
         self._exited: set[int] = set()
+        self.clocks: dict[str, dict[str, object]] = {}
+        """--trace: each host's clock offset from ours (tracing.offset_from_samples)."""
+        self.traces = TraceSink(plan.trace_dir) if plan.trace_dir else None
+        self._pong: tuple[int, int, trio.Event, list[int]] | None = None
         self._signals = 0
         self._stopping = False
         self._nursery: trio.Nursery
@@ -128,6 +140,8 @@ class MultiJob:
                     await self._start_launchers(nursery, connect)
                     if await self._wait(self._all_connected, self.hp.agent_timeout, "connect"):
                         await self._launch()
+                        if self.traces is not None:  # nodes are placed; nicds are starting
+                            await self._measure_clocks()
                     if await self._wait(self._all_ready, self.plan.ready_timeout, "ready"):
                         await self._send_all(
                             control.Routes(
@@ -281,7 +295,7 @@ class MultiJob:
                 self.hp.module, os.getcwd(), dict(self.plan.env), faults,
                 list(self.plan.nicd_args), self.plan.stats_dir is not None, self.plan.bind_to,
                 self.plan.nic_priority, float(self.plan.stop_grace),
-                float(self.plan.ready_timeout), self.multi_host,
+                float(self.plan.ready_timeout), self.multi_host, self.traces is not None,
             ))  # fmt: skip
 
     async def _send_all(self, message: control.Message) -> None:
@@ -322,6 +336,16 @@ class MultiJob:
             self._on_swept(agent, m)
         elif isinstance(m, control.Bye):
             agent.bye = True
+        elif isinstance(m, control.TraceFile) and self.traces is not None:
+            if not self.traces.write(
+                host_folder(agent.index, agent.name), m.name, m.offset, m.data
+            ):
+                agent.dropped += 1
+        elif isinstance(m, control.ClockPong) and self._pong is not None:
+            index, seq, answered, reading = self._pong
+            if (index, seq) == (agent.index, m.seq):
+                reading.append(m.agent_ns)
+                answered.set()
         elif not isinstance(m, control.Ping):
             agent.dropped += 1
 
@@ -386,6 +410,32 @@ class MultiJob:
             self.say(f"cleanup on host {agent.name} removed segments: {', '.join(m.segments)}")
         for pid in m.survivors:
             self.say(f"process {pid} on host {agent.name} survived SIGKILL", always=True)
+
+    async def _measure_clocks(self) -> None:
+        """--trace: a few ClockPing exchanges with each agent, one at a time."""
+        for agent in self.agents:
+            samples: list[tuple[int, int, int]] = []
+            for seq in range(CLOCK_PINGS):
+                if agent.channel is None:
+                    break
+                reading: list[int] = []
+                self._pong = (agent.index, seq, trio.Event(), reading)
+                sent = time.monotonic_ns()
+                await agent.channel.send(control.ClockPing(seq))
+                with trio.move_on_after(_PONG_WAIT_S):
+                    await self._pong[2].wait()
+                if not reading:
+                    break  # no answer in time: do not hold the job up any longer
+                samples.append((sent, reading[0], time.monotonic_ns()))
+            self._pong = None
+            if samples:
+                offset, rtt = offset_from_samples(samples)
+                self.clocks[host_folder(agent.index, agent.name)] = {
+                    "host": agent.name, "offset_ns": offset, "rtt_ns": rtt,
+                    "samples": len(samples), "nodes": agent.nodes,
+                }  # fmt: skip
+            else:
+                self.say(f"no clock reading from {agent.describe()}: its trace is not aligned")
 
     async def _heartbeat(self) -> None:
         while True:
@@ -472,6 +522,10 @@ def run_multi(plan: LaunchPlan) -> int:
         os.unlink(token_path)
         os.rmdir(job_dir)
     wall = time.monotonic() - started
+    if plan.trace_dir is not None:
+        write_clocks(plan.trace_dir, job.clocks)
+        if job.traces is not None and job.traces.dropped:
+            write_all(2, f"emurun: {job.traces.dropped} trace frames refused\n".encode())
     if plan.cpu_report:
         for agent in job.agents:
             text = f"host {agent.name}:\n{render(agent.usages, wall)}\n"

@@ -15,11 +15,13 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import trio
 
+from emutrace.recorder import ENV_TRACE_DIR
 from launcher import control
 from launcher.agent.nodes import LocalNodes
 from launcher.channel import Channel, greet_emurun
@@ -27,6 +29,7 @@ from launcher.children import write_all
 from launcher.control import ControlError
 from launcher.errors import EXIT_INTERNAL, LaunchError
 from launcher.plan import LaunchPlan, resolve_program
+from launcher.tracing import trace_chunks
 from nicd import errors as nicd_errors
 from nicd.config import FaultConfig
 from nicd.ready import socket_path
@@ -71,6 +74,8 @@ class Session:
         self.done = trio.Event()
         self.lost: str | None = None
         self.code = 0
+        self.trace_dir: str | None = None
+        """Where this host's processes record (``emurun --trace``), or None."""
 
     def say(self, text: str) -> None:
         """One ``emuproxy[name]: ...`` line on stderr."""
@@ -135,6 +140,7 @@ class Session:
             await self.nodes.stop()
             if self.lost is None:
                 await self.nodes.ship_stats()
+                await self._ship_traces()
             swept = await self.nodes.sweep()
             if self.lost is not None and (swept.killed or swept.segments):
                 self.say(f"cleaned up {', '.join(swept.killed + swept.segments)}")
@@ -168,6 +174,8 @@ class Session:
             nursery.start_soon(self._install, table)
         elif isinstance(message, control.Start) and self.nodes is not None:
             nursery.start_soon(self.nodes.start_hosts, nursery, message.priority)
+        elif isinstance(message, control.ClockPing):
+            await self.channel.send(control.ClockPong(message.seq, time.monotonic_ns()))
         elif isinstance(message, control.Stop):
             self.end(None)
         elif isinstance(message, control.Kill):
@@ -193,6 +201,10 @@ class Session:
             code = exc.exit_code if isinstance(exc, LaunchError) else EXIT_INTERNAL
             await self.channel.send(control.Failed(code, str(exc)))
             return
+        if launch.trace:  # the children inherit it (LocalNodes copies our environment)
+            self.trace_dir = os.environ[ENV_TRACE_DIR] = os.path.join(run_dir, "trace")
+        else:
+            os.environ.pop(ENV_TRACE_DIR, None)
         marker = f"{plan.job_id}.{os.getpid()}"
         self.nodes = LocalNodes(plan, list(launch.nodes), run_dir, marker, self.channel.send,
                                 self.say)  # fmt: skip
@@ -202,6 +214,15 @@ class Session:
             )
             return
         nursery.start_soon(self.nodes.start_nicds, nursery)
+
+    async def _ship_traces(self) -> None:
+        """--trace: send every recording written here to emurun, in pieces."""
+        assert self.channel is not None
+        if self.trace_dir is None:
+            return
+        pieces = await trio.to_thread.run_sync(lambda: list(trace_chunks(self.trace_dir or "")))
+        for name, offset, data in pieces:
+            await self.channel.send(control.TraceFile(name, offset, data))
 
     async def _heartbeat(self) -> None:
         assert self.channel is not None
