@@ -59,6 +59,8 @@ _CONTROL = frozenset({_ACK, _NACK, _MCAST_ACK, _SACK})
 _MCAST_ACK_KINDS = {0: "ACK", 1: "GAP", 2: "BUSY"}  # wire.McastAckKind
 
 Event = dict[str, Any]
+_PACKET_FIELDS = {K_PKT_SEND: 8, K_PKT_RECV: 8, K_FAULT: 9}  # fields a packet event carries
+_PACKET_KINDS = frozenset(_PACKET_FIELDS)
 
 
 class _Resends:
@@ -132,6 +134,8 @@ def to_chrome(recordings: list[dict[str, Any]]) -> dict[str, Any]:
         for raw in rec["events"]:
             ts = (raw[0] - t0) / 1000.0
             kind, fields = raw[1], list(raw[2:])
+            if kind in _PACKET_KINDS and len(fields) < _PACKET_FIELDS[kind]:
+                continue  # a recording from another version, or damaged: skip the event
             resends.on_input(kind, fields)
             if kind in (K_PKT_SEND, K_PKT_RECV):
                 packet = _slice(NAMES[kind], ts, PACKET_US, node, tid, kind, fields)
@@ -148,7 +152,7 @@ def to_chrome(recordings: list[dict[str, Any]]) -> dict[str, Any]:
                         out.append(resent)
                 else:
                     receipts.append((key, ts, node))
-            elif kind == K_FAULT and fields:
+            elif kind == K_FAULT:
                 fault = FAULTS[fields[0]] if 0 <= fields[0] < len(FAULTS) else "fault"
                 event = _instant(f"fault {fault}", ts, node, tid, kind, fields)
                 event["args"].update(fault=fault, type=_type_name(fields[1]))

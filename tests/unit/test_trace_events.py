@@ -173,3 +173,10 @@ def test_a_receipt_stamped_before_its_send_still_gets_its_arrow() -> None:
     events = chrome.to_chrome([receiver.snapshot(), sender.snapshot()])["traceEvents"]
     flows = sorted((e["ph"], e["pid"]) for e in events if e["ph"] in "sf")
     assert flows == [("f", 1), ("s", 0)]
+
+
+def test_a_packet_event_too_short_is_skipped_not_a_crash() -> None:
+    rec = recorder.Recorder("nic", 0).snapshot()
+    rec["events"] = [[1, K_PKT_RECV, 11], [2, K_FAULT, F_DROP], [3, K_PKT_SEND]]
+    events = chrome.to_chrome([rec])["traceEvents"]
+    assert [e for e in events if e["ph"] != "M"] == []
