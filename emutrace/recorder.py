@@ -16,7 +16,7 @@ import os
 import signal
 import struct
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgpack
 
@@ -46,7 +46,7 @@ _CONTROL_TAIL = struct.Struct(">IHHHH")  # at 4: seq, from node, LC, to node, LC
 _CONTROL_TYPES = frozenset({10, 11, 13, 22})  # ACK, NACK, MCAST_ACK, SACK (wire.MsgType)
 _NO_FIELDS = (0, 0, 0, 0, 0, 0, 0)
 
-Facts = list[tuple[Any, ...]]
+Facts = list[tuple[int | str | bytes, ...]]
 """What a sans-IO core notes for the trace while tracing is on: ``(kind, *fields)`` tuples
 (ints and strings; a last ``bytes`` field is a datagram, recorded as its header fields and
 size). The shell stamps and records them (:meth:`Recorder.emit_facts`) and empties the list."""
@@ -77,10 +77,11 @@ class Recorder:
         now = time.monotonic_ns()
         ring = self.ring
         for fact in facts:
-            last = fact[-1]
+            *head, last = fact
             if isinstance(last, bytes):
-                fact = (*fact[:-1], *packet_fields(last), len(last))
-            ring.append((now, *fact))
+                ring.append((now, *_plain(head), *packet_fields(last), len(last)))
+            else:
+                ring.append((now, *_plain(head), last))
         self.emitted += len(facts)
         facts.clear()
 
@@ -110,6 +111,11 @@ class Recorder:
             f.write(msgpack.packb(self.snapshot()))
         os.replace(tmp, path)
         return path
+
+
+def _plain(fields: list[int | str | bytes]) -> list[int | str]:
+    """The fields of a fact before its last (no datagram may stand there: dropped)."""
+    return [f for f in fields if not isinstance(f, bytes)]
 
 
 def packet_fields(datagram: bytes) -> tuple[int, ...]:

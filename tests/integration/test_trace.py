@@ -179,3 +179,10 @@ def test_rm_operations_are_events(tmp_path: Path) -> None:
     assert ops[1, "RM_READ"] == counts["rm_reads_served"] > 0
     placed = _stats(stats_dir, 0)["grim"]["counts"]["rm_read_replies_placed"]
     assert ops[0, "RM_READ_REPLY"] >= placed > 0  # write statuses come back as replies too
+    # translation misses refuse with NACK NO_BUFFER; the NIC's RESUME brings the resends
+    reasons = Counter(e["args"].get("reason") for e in _packets(trace, "pkt recv"))
+    assert reasons["NO_BUFFER"] > 0
+    assert reasons["RESUME"] > 0
+    causes = Counter((e["args"]["cause"], e["args"].get("cause_reason"))
+                     for e in _named(trace, "retransmit"))  # fmt: skip
+    assert causes["NACK", "RESUME"] > 0
