@@ -15,7 +15,10 @@ found here, not in nicd (no per-packet cost there): a data packet a NIC puts on 
 loses to an injected drop) again with the same (type, seq, source, destination) is a
 ``retransmit`` instant, its ``cause`` the input the NIC handled just before (the timer, or the
 NACK/SACK/ACK it read, with that packet's seq and reason); a duplicate the fault plan made is no
-retransmission. Multicast packets are left out: ``mcast forward`` events say ``resent``.
+retransmission, nor is the release of a delayed or reordered copy. Multicast packets are left
+out: ``mcast forward`` events say ``resent``. Exact under drop, dup, delay and reorder (the
+count equals the transport's ``retransmissions``); a bit the plan flips in a header can make a
+copy look like another packet, so under ``--corrupt`` the count may be off by a few.
 """
 
 from __future__ import annotations
