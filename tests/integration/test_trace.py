@@ -3,7 +3,10 @@ flows for every delivered packet, unchanged results, and each resend after its c
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import subprocess
+import sys
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -12,7 +15,7 @@ import pytest
 from emutrace.chrome import HOST_TID, NIC_TID
 from emutrace.schema import check_trace
 from tests.integration.grim_test_helpers import GRIM
-from tests.integration.mpirun import PROGRAMS, mpirun
+from tests.integration.mpirun import PROGRAMS, ROOT, mpirun
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -200,3 +203,22 @@ def test_rm_operations_are_events(tmp_path: Path) -> None:
     causes = Counter((e["args"]["cause"], e["args"].get("cause_reason"))
                      for e in _named(trace, "retransmit"))  # fmt: skip
     assert causes["NACK", "RESUME"] > 0
+
+
+def test_the_broadcast_picture_measures_one_broadcast_per_algorithm(tmp_path: Path) -> None:
+    out, work = tmp_path / "out", tmp_path / "work"
+    argv = [sys.executable, "-m", "emubench", "trace", "picture", "--nodes", "4",
+            "--skew-us", "50", "--out-dir", str(out), "--work-dir", str(work)]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((out / "trace_bcast.json").read_text())
+    assert sorted(doc["broadcasts"]) == ["binomial", "nic-mcast"]
+    for algorithm, n in doc["broadcasts"].items():
+        assert n["algorithm"] == [algorithm]
+        assert sorted(n["calls_us"]) == ["0", "1", "2", "3"]
+        assert n["calls_us"]["0"] == 0.0
+        assert n["duration_us"] == max(n["returns_us"].values()) > 0
+    assert doc["broadcasts"]["nic-mcast"]["mcast_sends"] >= 3  # one per child at least
+    assert doc["skews_us"]["0"] == 0.0
+    if importlib.util.find_spec("matplotlib") is not None:  # the bench extra
+        assert (out / "trace_bcast.png").stat().st_size > 0
