@@ -16,7 +16,8 @@ loses to an injected drop) again with the same (type, seq, source, destination) 
 ``retransmit`` instant, its ``cause`` the input the NIC handled just before (the timer, or the
 NACK/SACK/ACK it read, with that packet's seq and reason); a duplicate the fault plan made is no
 retransmission, nor is the release of a delayed or reordered copy. Multicast packets are left
-out: ``mcast forward`` events say ``resent``. Exact under drop, dup, delay and reorder (the
+out: ``mcast forward`` events say ``resent``. A flow arrow (category ``cause``) goes from the
+cause to each retransmission. Exact under drop, dup, delay and reorder (the
 count equals the transport's ``retransmissions``); a bit the plan flips in a header can make a
 copy look like another packet, so under ``--corrupt`` the count may be off by a few.
 """
@@ -74,9 +75,17 @@ class _Resends:
         self.seen: set[tuple[int, ...]] = set()
         self.copies: dict[tuple[int, ...], int] = defaultdict(int)  # dup/held by the faults
         self.cause: dict[str, Any] = {"cause": "none"}
+        self.cause_ts: float | None = None
+        """When the cause was recorded (the timer's instant, the control packet's slice)."""
+        self.arrows: list[tuple[float, float, int]] = []
+        """(cause, retransmission, node) times: drawn as flow arrows."""
 
-    def on_input(self, kind: int, fields: list[Any]) -> None:
+    def on_input(self, ts: float, kind: int, fields: list[Any]) -> None:
         """The NIC handled an input: what it sends next is its consequence."""
+        if kind in (K_TIMER, K_PKT_RECV):
+            self.cause_ts = ts
+        elif kind == K_HOST_IN:
+            self.cause_ts = None
         if kind == K_TIMER:
             self.cause = {"cause": "timer"}
         elif kind == K_HOST_IN:
@@ -115,6 +124,8 @@ class _Resends:
             return None
         args = {"type": _type_name(fields[0]), "seq": fields[2], "dst": fields[5],
                 "dst_port": fields[6], **self.cause, "lost": int(fault == F_DROP)}  # fmt: skip
+        if self.cause_ts is not None:
+            self.arrows.append((self.cause_ts, ts, self.node))
         return {"name": NAMES[K_RETRANSMIT], "ph": "i", "s": "t", "ts": ts, "pid": self.node,
                 "tid": NIC_TID, "args": args}  # fmt: skip
 
@@ -126,6 +137,7 @@ def to_chrome(recordings: list[dict[str, Any]]) -> dict[str, Any]:
     out: list[Event] = []
     sends: dict[tuple[int, ...], list[tuple[float, int]]] = defaultdict(list)
     receipts: list[tuple[tuple[int, ...], float, int]] = []
+    arrows: list[tuple[float, float, int]] = []
     for node in sorted({int(r["node"]) for r in recordings}):
         out.append(_meta("process_name", node, 0, f"node {node}"))
         out.append(_meta("thread_name", node, HOST_TID, "host"))
@@ -139,7 +151,7 @@ def to_chrome(recordings: list[dict[str, Any]]) -> dict[str, Any]:
             kind, fields = raw[1], list(raw[2:])
             if kind in _PACKET_KINDS and len(fields) < _PACKET_FIELDS[kind]:
                 continue  # a recording from another version, or damaged: skip the event
-            resends.on_input(kind, fields)
+            resends.on_input(ts, kind, fields)
             if kind in (K_PKT_SEND, K_PKT_RECV):
                 packet = _slice(NAMES[kind], ts, PACKET_US, node, tid, kind, fields)
                 packet["args"]["type"] = _type_name(fields[0])
@@ -182,7 +194,9 @@ def to_chrome(recordings: list[dict[str, Any]]) -> dict[str, Any]:
                 out.append(_slice(NAMES[kind], ts - slept, slept, node, tid, kind, fields))
             else:
                 out.append(_instant(NAMES.get(kind, f"kind{kind}"), ts, node, tid, kind, fields))
+        arrows += resends.arrows
     out.extend(_flows(sends, receipts))
+    out.extend(_cause_flows(arrows, first_id=len(receipts) + 1))
     return {
         "traceEvents": out,
         "displayTimeUnit": "ns",
@@ -212,6 +226,17 @@ def _flows(
         common = {"name": "packet", "cat": "flow", "id": flow_id}
         out.append({**common, "ph": "s", "ts": sent_ts, "pid": src, "tid": NIC_TID})
         out.append({**common, "ph": "f", "bp": "e", "ts": ts, "pid": node, "tid": NIC_TID})
+    return out
+
+
+def _cause_flows(arrows: list[tuple[float, float, int]], first_id: int) -> list[Event]:
+    """An arrow from each retransmission's cause (timer, NACK, ...) to the retransmission."""
+    out: list[Event] = []
+    for flow_id, (cause_ts, ts, node) in enumerate(arrows, start=first_id):
+        common = {"name": "resend cause", "cat": "cause", "id": flow_id, "pid": node,
+                  "tid": NIC_TID}  # fmt: skip
+        out.append({**common, "ph": "s", "ts": cause_ts})
+        out.append({**common, "ph": "f", "bp": "e", "ts": ts})
     return out
 
 

@@ -54,7 +54,7 @@ def test_trace_is_valid_and_reconciles_with_the_stats(tmp_path: Path) -> None:
     read = Counter((e["args"]["src"], e["pid"]) for e in recvs)
     assert sent == read
     # every delivered packet has one flow arrow from its send
-    flows = [e for e in trace["traceEvents"] if e["ph"] in "sf"]
+    flows = [e for e in trace["traceEvents"] if e["ph"] in "sf" and e["cat"] == "flow"]
     assert sum(e["ph"] == "f" for e in flows) == len(recvs)
     assert trace["otherData"]["dropped"]
     assert not any(trace["otherData"]["dropped"].values())

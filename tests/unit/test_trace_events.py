@@ -115,6 +115,12 @@ def test_each_resend_is_found_with_its_cause() -> None:
     (drop,) = [e for e in events if e["name"] == "fault drop"]
     assert (drop["args"]["seq"], drop["args"]["type"]) == (1, "MPI_EAGER")
     assert [e["name"] for e in events].count("fault dup") == 1
+    causes = {e["id"]: e for e in events if e.get("cat") == "cause" and e["ph"] == "s"}
+    ends = [e for e in events if e.get("cat") == "cause" and e["ph"] == "f"]
+    resend_ts = [e["ts"] for e in events if e["name"] == "retransmit"]
+    timer_ts = next(e["ts"] for e in events if e["name"] == "timer")
+    assert [e["ts"] for e in ends] == resend_ts  # an arrow to each resend, from its cause
+    assert [causes[e["id"]]["ts"] for e in ends] == [nack["ts"], nack["ts"], timer_ts]
 
 
 def test_a_lost_resend_is_a_resend() -> None:
