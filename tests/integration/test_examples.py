@@ -72,3 +72,18 @@ def test_skew_cpu_measures_both_reduces_with_the_host_clock() -> None:
     assert set(figures["cpu_us"]) == {"binomial", "app-bypass"}
     assert all(us > 0 for us in figures["cpu_us"].values())
     assert figures["factor"] > 0
+
+
+@pytest.mark.parametrize(("method", "offload"), [("mcast", "nic-mcast"), ("nicvm", "nicvm")])
+def test_bcast_skew_cpu_measures_both_broadcasts(method: str, offload: str) -> None:
+    """The user-level broadcast skew program: both variants run, deliver and are measured."""
+    result = mpirun(4, EXAMPLES / "bcast_skew_cpu.py", "--method", method, "--avg-skew-us", "50",
+                    "--skew-us", "150", "--iters", "3", "--warmup", "1")  # fmt: skip
+    assert result.code == 0, result.err
+    [line] = [line for line in result.out.splitlines() if line.startswith("{")]
+    figures = json.loads(line)
+    assert figures["method"] == method
+    assert figures["nodes"] == 4
+    assert set(figures["cpu_us"]) == {"binomial", offload}
+    assert all(us > 0 for us in figures["cpu_us"].values())
+    assert figures["factor"] > 0
