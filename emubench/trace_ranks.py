@@ -1,21 +1,23 @@
 """Rank side of ``emubench trace``: one skewed broadcast, or an 8-byte ping-pong.
 
-``bcast``: a barrier, then every non-root rank sleeps a seeded random skew (up to 3 x the
-average) before one ``Bcast`` of ``--size`` bytes from rank 0, then a barrier. ``pingpong``:
-``--iters`` round trips of 8 bytes between ranks 0 and 1; rank 0 writes the median one-way
-latency in us to ``--out`` as JSON.
+``bcast``: ``--bcast-warmup`` broadcasts (groups posted, paths warm), then the root names an instant
+``--start-margin-ms`` ahead on CLOCK_MONOTONIC (one machine) and every rank calls one ``Bcast``
+of ``--size`` bytes from rank 0 at that instant plus its seeded skew
+(``trace_figure.rank_skew_us``; the measured one: the last Bcast of the job), then a barrier.
+``pingpong``: ``--iters`` round trips of 8 bytes between ranks 0 and 1; rank 0 writes the
+median one-way latency in us to ``--out`` as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import time
 
 import numpy as np
 
+from emubench.trace_figure import rank_skew_us
 from emucluster import MPI
 
 __all__ = ["main"]
@@ -26,10 +28,14 @@ def _bcast(comm: MPI.Intracomm, args: argparse.Namespace) -> dict[str, float]:
     buf = np.zeros(args.size, dtype=np.uint8)
     if rank == 0:
         buf[:] = 7
-    skew_s = random.Random(args.seed * 1000 + rank).uniform(0, 3 * args.skew_us) / 1e6
+    for _ in range(args.bcast_warmup):
+        comm.Bcast(buf, root=0)
+    skew_s = rank_skew_us(args.seed, rank, args.skew_us) / 1e6
     comm.Barrier()
-    if rank != 0:
-        time.sleep(skew_s)
+    # One instant for all (CLOCK_MONOTONIC: one machine), so each rank's call is its skew
+    # after the root's, not after its own exit from a barrier.
+    at = comm.bcast(time.monotonic() + args.start_margin_ms / 1e3 if rank == 0 else None)
+    time.sleep(max(0.0, at + skew_s - time.monotonic()))
     start = time.perf_counter()
     comm.Bcast(buf, root=0)
     took = time.perf_counter() - start
@@ -62,6 +68,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--size", type=int, default=4)
     p.add_argument("--skew-us", type=float, default=100.0)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--bcast-warmup", type=int, default=2)
+    p.add_argument("--start-margin-ms", type=float, default=50.0)
     p.add_argument("--iters", type=int, default=1000)
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--out", default="")

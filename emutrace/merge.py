@@ -1,8 +1,11 @@
 """Merge a trace directory: per-process recordings -> DIR/trace.json (+ DIR/timeline.png).
 
 ``python -m emutrace.merge DIR [--window START:END]``; ``emurun --trace DIR`` calls
-``merge_dir`` at job end. The PNG needs matplotlib (the ``bench`` extra); without it the merge
-says so and writes only the JSON.
+``merge_dir`` at job end. Recordings lie in DIR (one machine) or in ``DIR/<host>/`` (shipped
+by the agents of a multi-host job); ``DIR/clocks.json`` then gives each host's clock offset
+from emurun's clock, subtracted from that host's timestamps and stated in the merged file.
+The PNG needs matplotlib (the ``bench`` extra); without it the merge says so and writes only
+the JSON.
 """
 
 from __future__ import annotations
@@ -22,20 +25,57 @@ from emutrace.recorder import FILE_SUFFIX
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["draw_axes", "draw_timeline", "load_dir", "main", "merge_dir", "parse_window"]
+__all__ = [
+    "CLOCKS_FILE",
+    "draw_axes",
+    "draw_timeline",
+    "load_dir",
+    "main",
+    "merge_dir",
+    "parse_window",
+]
 
 DEFAULT_WINDOW_MS = (0.0, 5.0)
+CLOCKS_FILE = "clocks.json"
+"""``{"reference": ..., "hosts": {name: {"offset_ns": int, "rtt_ns": int, ...}}}``."""
 
 
 def load_dir(directory: str) -> list[dict[str, Any]]:
-    """Every readable recording in ``directory``; unreadable files are reported and skipped."""
+    """Every readable recording in ``directory`` and its host folders, on emurun's clock
+    (``host`` set to the folder's name); unreadable files are reported and skipped."""
+    clocks = _clocks(directory)
+    out = _load_files(os.path.join(directory, "*" + FILE_SUFFIX))
+    for folder in sorted(glob.glob(os.path.join(directory, "*", ""))):
+        host = os.path.basename(os.path.dirname(folder))
+        clock = clocks.get(host)
+        offset = clock.get("offset_ns", 0) if isinstance(clock, dict) else 0
+        offset = offset if isinstance(offset, int) else 0
+        for rec in _load_files(os.path.join(folder, "*" + FILE_SUFFIX)):
+            rec["host"] = host
+            rec["events"] = [[e[0] - offset, *e[1:]] for e in rec["events"]]
+            out.append(rec)
+    return out
+
+
+def _clocks(directory: str) -> dict[str, dict[str, Any]]:
+    try:
+        with open(os.path.join(directory, CLOCKS_FILE), encoding="utf-8") as f:
+            hosts = json.load(f).get("hosts", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return hosts if isinstance(hosts, dict) else {}
+
+
+def _load_files(pattern: str) -> list[dict[str, Any]]:
     out = []
-    for path in sorted(glob.glob(os.path.join(directory, "*" + FILE_SUFFIX))):
+    for path in sorted(glob.glob(pattern)):
         try:
             with open(path, "rb") as f:
                 rec = msgpack.unpackb(f.read())
             if not isinstance(rec, dict) or not isinstance(rec.get("events"), list):
                 raise ValueError("not a recording")
+            if not all(isinstance(e, list) and e and isinstance(e[0], int) for e in rec["events"]):
+                raise ValueError("an event without a timestamp")
         except (OSError, ValueError, msgpack.UnpackException) as exc:
             print(f"trace: skipping {path}: {exc}", file=sys.stderr)
             continue
@@ -48,6 +88,10 @@ def merge_dir(
 ) -> dict[str, Any]:
     """Write ``trace.json`` (and ``timeline.png``) into ``directory``; return the trace."""
     trace = to_chrome(load_dir(directory))
+    clocks = _clocks(directory)
+    if clocks:
+        trace["otherData"]["clock"] = "CLOCK_MONOTONIC of emurun's host"
+        trace["otherData"]["host_clocks"] = clocks
     tmp = os.path.join(directory, "trace.json.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(trace, f)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ENV_TRACE_DIR",
     "RING_EVENTS",
+    "Facts",
     "Recorder",
     "packet_fields",
     "start_from_env",
@@ -45,6 +46,11 @@ _CONTROL_TAIL = struct.Struct(">IHHHH")  # at 4: seq, from node, LC, to node, LC
 _CONTROL_TYPES = frozenset({10, 11, 13, 22})  # ACK, NACK, MCAST_ACK, SACK (wire.MsgType)
 _NO_FIELDS = (0, 0, 0, 0, 0, 0, 0)
 
+Facts = list[tuple[int | str | bytes, ...]]
+"""What a sans-IO core notes for the trace while tracing is on: ``(kind, *fields)`` tuples
+(ints and strings; a last ``bytes`` field is a datagram, recorded as its header fields and
+size). The shell stamps and records them (:meth:`Recorder.emit_facts`) and empties the list."""
+
 
 class Recorder:
     """Events of one process, in arrival order, at most ``capacity`` of them."""
@@ -53,7 +59,7 @@ class Recorder:
         self.role = role
         self.node = node
         self.capacity = capacity
-        self.ring: collections.deque[tuple[int, ...]] = collections.deque(maxlen=capacity)
+        self.ring: collections.deque[tuple[int | str, ...]] = collections.deque(maxlen=capacity)
         self.emitted = 0
 
     @property
@@ -61,10 +67,23 @@ class Recorder:
         """Events that fell out of the full ring."""
         return self.emitted - len(self.ring)
 
-    def emit(self, kind: int, *fields: int) -> None:
+    def emit(self, kind: int, *fields: int | str) -> None:
         """Record one event of ``kind`` now."""
         self.emitted += 1
         self.ring.append((time.monotonic_ns(), kind, *fields))
+
+    def emit_facts(self, facts: Facts) -> None:
+        """Record a core's facts (see :data:`Facts`) with the time now; empty ``facts``."""
+        now = time.monotonic_ns()
+        ring = self.ring
+        for fact in facts:
+            *head, last = fact
+            if isinstance(last, bytes):
+                ring.append((now, *_plain(head), *packet_fields(last), len(last)))
+            else:
+                ring.append((now, *_plain(head), last))
+        self.emitted += len(facts)
+        facts.clear()
 
     def emit_packet(self, kind: int, datagram: bytes) -> None:
         """Record a datagram sent or received, decoding only its header fields."""
@@ -92,6 +111,11 @@ class Recorder:
             f.write(msgpack.packb(self.snapshot()))
         os.replace(tmp, path)
         return path
+
+
+def _plain(fields: list[int | str | bytes]) -> list[int | str]:
+    """The fields of a fact before its last (no datagram may stand there: dropped)."""
+    return [f for f in fields if not isinstance(f, bytes)]
 
 
 def packet_fields(datagram: bytes) -> tuple[int, ...]:

@@ -360,6 +360,7 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         quiet=args.quiet,
         profile=args.profile,
         hosts=hosts,
+        trace_dir=os.path.abspath(args.trace_dir) if args.trace_dir else None,
     )
 
 
@@ -374,9 +375,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     from launcher.job import run_job  # late: keeps --help and errors fast
-
-    if plan.hosts is not None:  # --trace arms this machine's processes only
-        return run_job(plan)
     from launcher.tracing import traced_job
 
     return traced_job(words, lambda: run_job(plan))

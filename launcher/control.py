@@ -11,7 +11,9 @@ so both sides prove they hold the per-job token without sending it (:func:`hello
 :func:`welcome_mac`, checked with :func:`hmac.compare_digest`). Then emurun sends Launch,
 collects one Ready per node, sends Routes, waits for RoutesOk, sends Start; the agent streams
 Output and Exit, and on Stop (or a lost emurun) stops its processes, ships File frames
-(statistics), Swept and Bye. Ping goes both ways as a heartbeat.
+(statistics) and TraceFile frames (``emurun --trace``), Swept and Bye. Ping goes both ways as a
+heartbeat. With ``--trace``, emurun sends a few ClockPing before Launch; each is answered at
+once with ClockPong and the agent's CLOCK_MONOTONIC (emurun estimates the clock offset).
 
 Invariants: ``decode_message_untrusted(encode_message(m)) == m`` for every message;
 :func:`decode_message_untrusted` and :meth:`FrameDecoder.feed` raise ControlError and nothing
@@ -40,6 +42,8 @@ __all__ = [
     "VERSION",
     "Bye",
     "Challenge",
+    "ClockPing",
+    "ClockPong",
     "ControlError",
     "Exit",
     "Failed",
@@ -57,6 +61,7 @@ __all__ = [
     "Start",
     "Stop",
     "Swept",
+    "TraceFile",
     "Welcome",
     "decode_message_untrusted",
     "encode_message",
@@ -189,7 +194,7 @@ class Launch(_Base):
         "job_id": _str, "np": _int, "nodes": _list_of(_nonneg), "program": _list_of(_str),
         "module": _opt_str, "cwd": _str, "env": _str_map, "faults": _num_map,
         "nicd_args": _list_of(_str), "stats": _bool, "bind_to": _str, "nic_priority": _str,
-        "stop_grace": _float, "ready_timeout": _float, "multi_host": _bool,
+        "stop_grace": _float, "ready_timeout": _float, "multi_host": _bool, "trace": _bool,
     }  # fmt: skip
     job_id: str
     np: int
@@ -211,6 +216,8 @@ class Launch(_Base):
     ready_timeout: float
     multi_host: bool
     """The job's agents are on different hosts: a loopback bind address is refused."""
+    trace: bool = False
+    """``emurun --trace``: record events; ship them back as TraceFile frames."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,6 +345,36 @@ class Ping(_Base):
 
 
 @dataclass(frozen=True, slots=True)
+class ClockPing(_Base):
+    """emurun asks for the agent's clock (``--trace``: offset estimation)."""
+
+    TAG: ClassVar[str] = "clock_ping"
+    CHECKS: ClassVar[dict[str, Check]] = {"seq": _nonneg}
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClockPong(_Base):
+    """The agent's CLOCK_MONOTONIC in ns when it answered ClockPing ``seq``."""
+
+    TAG: ClassVar[str] = "clock_pong"
+    CHECKS: ClassVar[dict[str, Check]] = {"seq": _nonneg, "agent_ns": _int}
+    seq: int
+    agent_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class TraceFile(_Base):
+    """A piece of one process's trace recording: ``data`` goes at ``offset`` of ``name``."""
+
+    TAG: ClassVar[str] = "trace_file"
+    CHECKS: ClassVar[dict[str, Check]] = {"name": _str, "offset": _nonneg, "data": _bytes}
+    name: str
+    offset: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class Bye(_Base):
     """The agent is done; it closes the connection after this."""
 
@@ -346,11 +383,11 @@ class Bye(_Base):
 
 Message = (
     Challenge | Hello | Welcome | Launch | Ready | Routes | RoutesOk | Start | Output | Exit
-    | Failed | File | Swept | Stop | Kill | Ping | Bye
+    | Failed | File | Swept | Stop | Kill | Ping | ClockPing | ClockPong | TraceFile | Bye
 )  # fmt: skip
 _ALL: tuple[type[_Base], ...] = (
     Challenge, Hello, Welcome, Launch, Ready, Routes, RoutesOk, Start, Output, Exit,
-    Failed, File, Swept, Stop, Kill, Ping, Bye,
+    Failed, File, Swept, Stop, Kill, Ping, ClockPing, ClockPong, TraceFile, Bye,
 )  # fmt: skip
 MESSAGES: dict[str, type[_Base]] = {cls.TAG: cls for cls in _ALL}
 

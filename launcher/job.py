@@ -41,6 +41,7 @@ from launcher.children import describe_exit, exit_code_of, job_signals, tag_line
 from launcher.errors import EXIT_INTERNAL, EXIT_LOST_HOST, EXIT_TIMEOUT, RendezvousError
 from launcher.rendezvous import Rendezvous
 from launcher.report import ProcessUsage, job_json, render
+from launcher.tracing import CLOCK_PINGS, TraceSink, host_folder, offset_from_samples, write_clocks
 from nicd.ready import LOG_TAG_START, decode_ready_untrusted, log_tag
 
 if TYPE_CHECKING:
@@ -54,6 +55,8 @@ BYE_MARGIN_S = 30.0
 """A remote host gets ``--stop-grace`` plus this to stop its nodes and say Bye."""
 ROOT_CAUSE_WAIT_S = 0.2
 """A rank failing because its nicd died: let the nicd be blamed."""
+_PONG_WAIT_S = 2.0
+"""--trace across hosts: how long one ClockPing waits for its ClockPong."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +121,11 @@ class Job:
         """Failed ranks still waiting to see whether their nicd is to blame."""
         self._signals = 0
         self.nursery: trio.Nursery
+        self.traces = TraceSink(plan.trace_dir) if plan.trace_dir and gate.remote else None
+        """--trace across hosts: where the agents' shipped recordings land."""
+        self.clocks: dict[str, dict[str, object]] = {}
+        """--trace across hosts: each host's clock offset from ours (`offset_from_samples`)."""
+        self._pong: tuple[int, int, trio.Event, list[int]] | None = None
 
     # -- the job --------------------------------------------------------------------------
 
@@ -157,6 +165,8 @@ class Job:
     async def _phases(self) -> None:
         if await self._wait(self.all_connected, self._join_limit(), "connect"):
             await self._launch()
+            if self.traces is not None:  # nodes are placed; nicds are starting
+                await self._measure_clocks()
         if await self._wait(self._all_ready, self.plan.ready_timeout, "ready"):
             table = [[n, h, p] for n, (h, p) in self.rendezvous.routes().items()]
             await self._send_all(control.Routes(table))
@@ -201,7 +211,7 @@ class Job:
                 hosts.module if hosts is not None else None, os.getcwd(), dict(self.plan.env),
                 faults, list(self.plan.nicd_args), self.plan.stats_dir is not None,
                 self.plan.bind_to, self.plan.nic_priority, float(self.plan.stop_grace),
-                float(self.plan.ready_timeout), self.multi_host,
+                float(self.plan.ready_timeout), self.multi_host, self.traces is not None,
             ))  # fmt: skip
 
     async def _send_all(self, message: control.Message) -> None:
@@ -233,8 +243,43 @@ class Job:
             self._on_swept(agent, m)
         elif isinstance(m, control.Bye):
             agent.bye = True
+        elif isinstance(m, control.TraceFile) and self.traces is not None:
+            if not self.traces.write(host_folder(agent.index, agent.name), m.name, m.offset,
+                                     m.data):  # fmt: skip
+                agent.dropped += 1
+        elif isinstance(m, control.ClockPong) and self._pong is not None:
+            index, seq, answered, reading = self._pong
+            if (index, seq) == (agent.index, m.seq):
+                reading.append(m.agent_ns)
+                answered.set()
         elif not isinstance(m, control.Ping):
             agent.dropped += 1
+
+    async def _measure_clocks(self) -> None:
+        """--trace across hosts: a few ClockPing exchanges with each agent, one at a time."""
+        for agent in self.agents:
+            samples: list[tuple[int, int, int]] = []
+            for seq in range(CLOCK_PINGS):
+                if agent.link is None:
+                    break
+                reading: list[int] = []
+                self._pong = (agent.index, seq, trio.Event(), reading)
+                sent = time.monotonic_ns()
+                await agent.link.send(control.ClockPing(seq))
+                with trio.move_on_after(_PONG_WAIT_S):
+                    await self._pong[2].wait()
+                if not reading:
+                    break  # no answer in time: do not hold the job up any longer
+                samples.append((sent, reading[0], time.monotonic_ns()))
+            self._pong = None
+            if samples:
+                offset, rtt = offset_from_samples(samples)
+                self.clocks[host_folder(agent.index, agent.name)] = {
+                    "host": agent.name, "offset_ns": offset, "rtt_ns": rtt,
+                    "samples": len(samples), "nodes": agent.nodes,
+                }  # fmt: skip
+            else:
+                self.say(f"no clock reading from {agent.describe()}: its trace is not aligned")
 
     def _where(self, agent: Agent) -> str:
         return f" on host {agent.name}" if self.gate.remote else ""
@@ -377,6 +422,11 @@ def run_job(plan: LaunchPlan) -> int:
         code = 128 + signal.SIGINT
     finally:
         gate.release()
+    if job.traces is not None:
+        assert plan.trace_dir is not None
+        write_clocks(plan.trace_dir, job.clocks)
+        if job.traces.dropped:
+            write_all(2, f"emurun: {job.traces.dropped} trace frames refused\n".encode())
     _report(plan, job, code, time.monotonic() - started)
     return code
 

@@ -90,6 +90,8 @@ class LaunchPlan:
     """Fault injection for every nicd; node ``n`` uses :func:`fault_seed_for` (seed, n)."""
     stats_dir: str | None = None
     """Directory for each nicd's counters (``nic<N>.json``) and ``job.json``."""
+    trace_dir: str | None = None
+    """``--trace DIR``: where the merged trace goes (multi-host: where shipped files land)."""
     cpu_report: bool = False
     """Print each process's CPU seconds and wall time at exit."""
     bind_to: BindTo = "core"

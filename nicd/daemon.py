@@ -25,7 +25,7 @@ from collections import deque
 from typing import TYPE_CHECKING, cast
 
 from emutrace.kinds import K_HOST_IN, K_HOST_OUT, K_PKT_RECV, K_PKT_SEND, K_SIGNAL_RAISE, K_TIMER
-from emutrace.recorder import Recorder, start_from_env
+from emutrace.recorder import Facts, Recorder, start_from_env
 from nicd import hostlink as hl
 from nicd.actions import RaiseSignal, ToHost, Transmit
 from nicd.errors import ProtocolViolation, UsageError
@@ -150,6 +150,7 @@ class _Shell(asyncio.DatagramProtocol):
         self._timer_at: float | None = None
         self._flush_scheduled = False
         self.tracer: Recorder | None = None  # emurun --trace
+        self.facts: Facts | None = None  # what the cores noted for the trace, while tracing
 
     # -- link -------------------------------------------------------------------------------
 
@@ -160,7 +161,7 @@ class _Shell(asyncio.DatagramProtocol):
         if self.tracer is not None:
             self.tracer.emit_packet(K_PKT_RECV, data)
         actions = self.core.on_datagram(data, (addr[0], addr[1]), now=time.monotonic())
-        if actions:
+        if actions or self.facts:
             self._execute(actions)
         if not self._flush_scheduled:
             self._flush_scheduled = True
@@ -328,6 +329,8 @@ class _Shell(asyncio.DatagramProtocol):
     # -- actions ----------------------------------------------------------------------------
 
     def _execute(self, actions: list[NicAction]) -> None:
+        if self.facts and self.tracer is not None:
+            self.tracer.emit_facts(self.facts)
         sock = self.link_sock
         core = self.core
         for action in actions:
@@ -409,6 +412,8 @@ async def _serve(config: NicConfig, ready: bool) -> NicCore:
     udp_sock.setblocking(False)
     shell = _Shell(core, loop, udp_sock)
     shell.tracer = start_from_env("nic", config.node_id)
+    if shell.tracer is not None:
+        shell.facts = core.trace_on()
     await loop.create_datagram_endpoint(lambda: shell, sock=udp_sock)
 
     path = socket_path(config.run_dir, config.node_id)

@@ -67,6 +67,7 @@ from nicd.stats import LinkStats
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
+    from emutrace.recorder import Facts
     from nicd.actions import CoreAction, TransportAction
     from nicd.config import NicConfig
     from nicd.link.reliable import Verdict
@@ -147,6 +148,15 @@ class NicCore:
             GiveBack: self._step_give_back,
             AckNow: lambda a, now: self.transport.ack_now(a.src_node, a.src_port, a.port, now=now),
         }
+
+    def trace_on(self) -> Facts:
+        """Tracing is on (the shell records): the list where the cores now note faults,
+        multicast sends per child, NICVM module runs and RM operations."""
+        facts: Facts = []
+        self.faults.trace = self.mcast.engine.trace = self.grim.trace = facts
+        if self.nicvm is not None:
+            self.nicvm.trace = facts
+        return facts
 
     # -- inputs -----------------------------------------------------------------------------
 

@@ -35,7 +35,14 @@ if TYPE_CHECKING:
     from emucluster.coll.context import CollGen
     from emucluster.p2p import RecvOp, SendOp
 
-__all__ = ["CallContext", "Collectives", "internal_allgather", "internal_allreduce", "lookup"]
+__all__ = [
+    "CallContext",
+    "Collectives",
+    "internal_allgather",
+    "internal_allreduce",
+    "lookup",
+    "trace_describe",
+]
 
 PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
 SUM = predefined_ops["SUM"]
@@ -85,6 +92,17 @@ def lookup_entry(operation: str, algorithm: str | None) -> coll.Entry:
         return coll.entry(operation, algorithm, environ=runtime.config().algorithms)
     except coll.UnknownAlgorithmError as exc:
         raise MPIException(ERR_ARG, str(exc)) from None
+
+
+def trace_describe(comm: Any, call: str, algorithm: str | None) -> tuple[int, str]:
+    """For ``emurun --trace``: (context id, the algorithm ``call`` runs, "" if none) of a
+    call on ``comm`` (an ``emucluster.MPI.Comm``)."""
+    st = getattr(comm, "_st", None)
+    context = st.context if isinstance(st, CommState) else -1
+    operation = call.lower()
+    if operation not in coll.OPERATIONS:
+        return context, ""
+    return context, lookup_entry(operation, algorithm).name
 
 
 def wait_all(requests: list[CollRequest]) -> None:

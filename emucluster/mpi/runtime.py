@@ -87,9 +87,10 @@ def init() -> Progress:
     if port is not None:
         appbypass.install(_engine, config)
     _state = "initialized"
+    from emucluster.mpi.collectives import trace_describe
     from emucluster.mpi.comm import Intracomm  # late: comm imports this module
 
-    mpihooks.install(Intracomm, port.node_id if port is not None else 0)  # EMU_TRACE_DIR
+    mpihooks.install(Intracomm, port.node_id if port is not None else 0, trace_describe)
     atexit.register(_finalize_at_exit)
     sys.excepthook = _excepthook
     return _engine

@@ -231,12 +231,16 @@ class LocalNodes:
         if await self.install_routes(table):
             await self.send(control.RoutesOk())
 
-    async def finish(self, *, ship: bool) -> control.Swept:
-        """Stop everything, send the statistics files if ``ship``, sweep; what the sweep
-        found."""
+    async def finish(
+        self, *, ship: bool, then: Callable[[], Awaitable[None]] | None = None
+    ) -> control.Swept:
+        """Stop everything; if ``ship``, send the statistics files and run ``then`` (the
+        agent ships its trace recordings there); sweep; what the sweep found."""
         await self.stop()
         if ship:
             await self.ship_stats()
+            if then is not None:
+                await then()
         return await self.sweep()
 
     # -- stopping -----------------------------------------------------------------------

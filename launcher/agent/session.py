@@ -15,10 +15,12 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 
 import trio
 
+from emutrace.recorder import ENV_TRACE_DIR
 from launcher import control
 from launcher.agent.nodes import LocalNodes
 from launcher.channel import Channel, greet_emurun
@@ -26,6 +28,7 @@ from launcher.children import write_all
 from launcher.control import ControlError
 from launcher.errors import EXIT_INTERNAL, LaunchError
 from launcher.plan import LaunchPlan, resolve_program
+from launcher.tracing import trace_chunks
 from nicd import errors as nicd_errors
 from nicd.config import FaultConfig
 from nicd.ready import socket_path
@@ -67,6 +70,8 @@ class Session:
         self.done = trio.Event()
         self.lost: str | None = None
         self.code = 0
+        self.trace_dir: str | None = None
+        """Where this host's processes record (``emurun --trace``), or None."""
 
     def say(self, text: str, always: bool = True) -> None:
         """One ``emuproxy[name]: ...`` line on stderr (an agent says everything: its
@@ -129,7 +134,7 @@ class Session:
     async def _finish(self) -> None:
         assert self.channel is not None
         if self.nodes is not None:
-            swept = await self.nodes.finish(ship=self.lost is None)
+            swept = await self.nodes.finish(ship=self.lost is None, then=self._ship_traces)
             if self.lost is not None and (swept.killed or swept.segments):
                 self.say(f"cleaned up {', '.join(swept.killed + swept.segments)}")
         else:
@@ -156,6 +161,8 @@ class Session:
     async def _dispatch(self, nursery: trio.Nursery, message: control.Message) -> None:
         if isinstance(message, control.Launch) and self.nodes is None:
             await self._launch(nursery, message)
+        elif isinstance(message, control.ClockPing) and self.channel is not None:
+            await self.channel.send(control.ClockPong(message.seq, time.monotonic_ns()))
         elif isinstance(message, control.Stop | control.Kill):
             if self.nodes is not None:
                 self.nodes.obey(nursery, message)
@@ -175,6 +182,10 @@ class Session:
             code = exc.exit_code if isinstance(exc, LaunchError) else EXIT_INTERNAL
             await self.channel.send(control.Failed(code, str(exc)))
             return
+        if launch.trace:  # the children inherit it (LocalNodes copies our environment)
+            self.trace_dir = os.environ[ENV_TRACE_DIR] = os.path.join(run_dir, "trace")
+        else:
+            os.environ.pop(ENV_TRACE_DIR, None)
         marker = f"{plan.job_id}.{os.getpid()}"
         self.nodes = LocalNodes(plan, list(launch.nodes), run_dir, marker, self.channel.send,
                                 self.say)  # fmt: skip
@@ -184,6 +195,15 @@ class Session:
             )
             return
         nursery.start_soon(self.nodes.start_nicds, nursery)
+
+    async def _ship_traces(self) -> None:
+        """--trace: send every recording written here to emurun, in pieces."""
+        assert self.channel is not None
+        if self.trace_dir is None:
+            return
+        pieces = await trio.to_thread.run_sync(lambda: list(trace_chunks(self.trace_dir or "")))
+        for name, offset, data in pieces:
+            await self.channel.send(control.TraceFile(name, offset, data))
 
     async def _heartbeat(self) -> None:
         assert self.channel is not None

@@ -27,6 +27,7 @@ import struct
 from collections import Counter
 from typing import TYPE_CHECKING, ClassVar, get_args
 
+from emutrace.kinds import K_RM_OP
 from nicd.actions import NicSend, ResumePort, ToPort
 from nicd.errors import BadPacket
 from nicd.grim.amregistry import Registry
@@ -53,6 +54,7 @@ from nicd.link.wire import MsgType
 from nicd.service import NicService
 
 if TYPE_CHECKING:
+    from emutrace.recorder import Facts
     from nicd import hostlink as hl
     from nicd.actions import CoreAction, Deliver, TransportAction
     from nicd.gm import PortState, PortTable
@@ -120,6 +122,9 @@ class GrimNic(NicService):
         self._watched: set[int] = set()  # ports whose host waits on its memory (RmWatch)
         self.registry = Registry(max_message) if node_id == REGISTRY_NODE else None
         self.counts: Counter[str] = Counter()
+        self.trace: Facts | None = None
+        """Set while tracing: every RM operation executed here is noted (bytes asked for,
+        for a read)."""
 
     # -- admission (transport hook) ---------------------------------------------------------
 
@@ -190,6 +195,9 @@ class GrimNic(NicService):
         t = d.msg_type
         if d.port == NIC_PORT:
             return self._registry(d)
+        if self.trace is not None and (t in _RM_TYPES or d.am_handler & RmFlags.RM_API):
+            size = d.args[1] if t is MsgType.RM_READ else len(d.payload)
+            self.trace.append((K_RM_OP, int(t), d.src_node, d.port, size))
         if t is MsgType.RM_WRITE_V:
             return self._write_v(d)
         if t is MsgType.RM_WRITE_P:

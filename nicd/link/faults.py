@@ -18,7 +18,10 @@ import heapq
 import random
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from emutrace.kinds import F_CORRUPT, F_DELAY, F_DROP, F_DUP, F_REORDER, K_FAULT
+
 if TYPE_CHECKING:
+    from emutrace.recorder import Facts
     from nicd.config import FaultConfig
 
 __all__ = ["REORDER_MAX_HOLD_S", "FaultPlan"]
@@ -53,6 +56,8 @@ class FaultPlan(Generic[A]):
         self._reordered = 0
         self._corrupted = 0
         self._delayed = 0
+        self.trace: Facts | None = None
+        """Set while tracing: each fault applied is noted there (kind, fault, datagram)."""
 
     # -- inputs -----------------------------------------------------------------------------
 
@@ -65,28 +70,39 @@ class FaultPlan(Generic[A]):
         if not self.active:
             return [(addr, datagram)]
         rng = self._rng
+        trace = self.trace
         if self._loss and rng.random() < self._loss:
             self._dropped += 1
+            if trace is not None:
+                trace.append((K_FAULT, F_DROP, datagram))
             return []
         copies = 1
         if self._dup and rng.random() < self._dup:
             self._duplicated += 1
             copies = 2
+            if trace is not None:
+                trace.append((K_FAULT, F_DUP, datagram))
         out: list[tuple[A, bytes]] = []
         for _ in range(copies):
             data = datagram
             if self._corrupt and datagram and rng.random() < self._corrupt:
                 self._corrupted += 1
                 data = _flip_bit(datagram, rng.randrange(len(datagram) * 8))
+                if trace is not None:
+                    trace.append((K_FAULT, F_CORRUPT, datagram))
             deadline = now + self._delay_s
             held = False
             if self._delay_s:
                 self._delayed += 1
                 held = True
+                if trace is not None:
+                    trace.append((K_FAULT, F_DELAY, datagram))
             if self._reorder and rng.random() < self._reorder:
                 self._reordered += 1
                 deadline += rng.uniform(0.0, REORDER_MAX_HOLD_S)
                 held = True
+                if trace is not None:
+                    trace.append((K_FAULT, F_REORDER, datagram))
             if held:
                 heapq.heappush(self._held, (deadline, self._pushed, addr, data))
                 self._pushed += 1

@@ -46,6 +46,7 @@ from nicd.mcast.recv import McastReceiver, Verdict
 from nicd.mcast.send import McastSender, earliest, rewrite
 
 if TYPE_CHECKING:
+    from emutrace.recorder import Facts
     from nicd.actions import McastAction
     from nicd.link.wire import ControlPacket
 
@@ -125,6 +126,8 @@ class McastEngine:
         self._estimator_for = estimator_for if estimator_for is not None else self._own_estimator
         self._admit = admit if admit is not None else _always
         self._groups: dict[int, _Group] = {}
+        self.trace: Facts | None = None
+        """Set while tracing; handed to each group's sender (see ``McastSender.trace``)."""
 
     # -- group lifecycle (host requests) --------------------------------------------------------
 
@@ -319,6 +322,7 @@ class McastEngine:
                 node_id=self.node_id, group=spec.group, port=spec.port, children=spec.children,
                 first_seq=0, config=config, stats=stats, estimator_for=self._estimator_for,
             )  # fmt: skip
+            sender.trace, sender.origin = self.trace, int(spec.parent is None)
         receiver = None
         if spec.parent is not None:
             receiver = McastReceiver(

@@ -27,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from emutrace.kinds import K_MCAST_FWD
 from nicd.actions import McastChildDead, McastDone, SendPacket
 from nicd.link.reliable import SEQ_MASK, unwrap
 from nicd.link.rto import Rto
@@ -35,6 +36,7 @@ from nicd.link.wire import DataPacket, McastAckKind
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
+    from emutrace.recorder import Facts
     from nicd.actions import McastAction
     from nicd.link.rto import RttEstimator
     from nicd.mcast.config import McastConfig, McastStats
@@ -129,6 +131,10 @@ class McastSender:
         self.active = 0.0
         """Time this sender's loop ran, input to input, with stalls discounted."""
         self._last_input: float | None = None
+        self.trace: Facts | None = None
+        """Set while tracing: every packet sent to a child is noted there."""
+        self.origin = 0
+        """1 at the group's root (its sends originate there), 0 at a forwarder."""
 
     # -- new packets ----------------------------------------------------------------------------
 
@@ -166,12 +172,17 @@ class McastSender:
                 if child.send_next != seq or seq >= child.acked + window:
                     continue
                 node = child.node
-                if node in record.sent:
+                resent = node in record.sent
+                if resent:
                     record.resent.add(node)
                     stats.retransmissions += 1
                     stats.retransmissions_to[node] += 1
                 else:
                     stats.data_sent += 1
+                if self.trace is not None:
+                    self.trace.append(
+                        (K_MCAST_FWD, self.group, node, seq, int(resent), self.origin)
+                    )
                 if child.timer_start is None:
                     child.timer_start = now
                     if not child.retries:  # a silence can only start now

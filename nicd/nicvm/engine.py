@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import msgpack
 
+from emutrace.kinds import K_NICVM_RUN
 from nicd import hostlink as hl
 from nicd.actions import AckNow, CoreAction, GiveBack, SendFailed, ToHost, ToPort, TransportAction
 from nicd.errors import BadPacket, UsageError
@@ -45,6 +46,7 @@ from nicd.nicvm.packet import check_name, decode_preamble_untrusted, encode_prea
 from nicd.service import NicService
 
 if TYPE_CHECKING:
+    from emutrace.recorder import Facts
     from nicd.actions import Deliver, SendComplete
     from nicd.config import NicvmConfig
     from nicd.gm import PortState
@@ -129,6 +131,8 @@ class NicvmEngine(NicService):
         self._contexts: dict[tuple[int, int], _SendContext] = {}  # (port, handle) -> context
         self._next_handle = HANDLE_BASE
         self.counters: Counter[str] = Counter()
+        self.trace: Facts | None = None
+        """Set while tracing: every module run is noted there."""
 
     # -- host records -----------------------------------------------------------------------
 
@@ -281,6 +285,9 @@ class NicvmEngine(NicService):
         packet = Packet(rank, len(nodes), event.am_handler, args, payload)
         result = run(loaded.module, packet, fuel=self.config.fuel)
         counters["instructions"] += result.fuel_used
+        if self.trace is not None:
+            self.trace.append((K_NICVM_RUN, name, result.fuel_used, len(result.sends),
+                               result.outcome.value, int(result.result)))  # fmt: skip
         if result.outcome is not Outcome.OK:
             counters[result.outcome.value] += 1
             detail = result.fault.value if result.fault is not None else result.detail

@@ -232,3 +232,31 @@ def test_agents_stop_everything_when_emurun_is_lost(fabric: Fabric) -> None:
     # no process on any host, every agent removed its run directory; only the killed emurun's
     # own directory (its copy of the token) is left, on the head
     run.assert_clean(lost_run_dirs=1, prefix="emurun-")
+
+
+def test_a_trace_across_hosts_is_shipped_merged_and_aligned(fabric: Fabric, tmp_path: Path) -> None:
+    from emutrace.schema import check_trace
+
+    trace_dir = tmp_path / "trace"
+    run = Run(fabric, "-np", "6", "--host", HOSTS, "--trace", str(trace_dir),
+              sys.executable, str(PROGRAMS / "p2p_suite.py"))  # fmt: skip
+    code, _out, err = run.finish()
+    assert code == 0, err
+    clocks = json.loads((trace_dir / "clocks.json").read_text())["hosts"]
+    assert sorted(clocks) == ["0-h0", "1-h1", "2-h2"]
+    for folder, clock in clocks.items():
+        assert clock["host"] == folder[2:]
+        assert sorted({p.name.split("-")[0] for p in (trace_dir / folder).iterdir()}) == sorted(
+            f"{role}{n}" for role in ("host", "nic") for n in clock["nodes"]
+        )
+        assert 0 < clock["rtt_ns"] < 1_000_000_000
+        assert abs(clock["offset_ns"]) < clock["rtt_ns"]  # namespaces share one clock
+    trace = json.loads((trace_dir / "trace.json").read_text())
+    assert check_trace(trace) == []
+    assert trace["otherData"]["host_clocks"] == clocks
+    events = trace["traceEvents"]
+    assert {e["pid"] for e in events if e.get("name") == "pkt send"} == set(range(6))
+    receipts = sum(e.get("name") == "pkt recv" for e in events)
+    arrows = sum(e["ph"] == "f" and e["cat"] == "flow" for e in events)
+    assert arrows == receipts > 0  # every receipt has its send
+    run.assert_clean()

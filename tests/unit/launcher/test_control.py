@@ -67,7 +67,7 @@ SAMPLES: dict[str, Any] = {
     "priority": "nice", "role": "host", "fd": 1, "data": b"x\n", "returncode": 0,
     "stopping": False, "user_s": 0.1, "system_s": 0.2, "wall_s": 0.3, "code": 127,
     "message": "app.py: no such file", "killed": ["nicd[4]"], "segments": [],
-    "survivors": [],
+    "survivors": [], "trace": True, "seq": 2, "agent_ns": 123456789, "offset": 1 << 20,
 }  # fmt: skip
 
 

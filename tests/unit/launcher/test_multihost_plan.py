@@ -110,7 +110,7 @@ def _launch(**changes: object) -> control.Launch:
         "module": None, "cwd": "/", "env": {"EMU_BCAST": "binomial"},
         "faults": {"loss": 0.1, "seed": 2}, "nicd_args": [], "stats": True,
         "bind_to": "core", "nic_priority": "rt", "stop_grace": 1.0, "ready_timeout": 9.0,
-        "multi_host": True,
+        "multi_host": True, "trace": False,
     }  # fmt: skip
     fields.update(changes)
     return control.Launch(**fields)  # type: ignore[arg-type]
