@@ -428,7 +428,10 @@ class GbnSender:
             newest = self._packets[count - 1]
             ambiguous = newest.sends > 1 or newest.last_sent < self._rolled_back_at
             self.rto.on_ack(sent_at=newest.last_sent, now=now, retransmitted=ambiguous)
-            self.rto.on_progress()
+        # Any newly acknowledged data ends the backoff, also through a NACK's cumulative part:
+        # at heavy loss go-back-N progresses almost only by GAP NACKs, and a backoff that
+        # only ACKs ended would ratchet up to rto_max while the peer answers every burst.
+        self.rto.on_progress()
         out: list[TransportAction] = []
         for _ in range(count):
             entry = self._packets.popleft()
