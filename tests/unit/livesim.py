@@ -167,19 +167,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.unit.livesim", description=__doc__)
     parser.add_argument("--seeds", type=int, default=100, help="live runs per kind of peer")
     parser.add_argument("--horizon", type=float, default=100.0, help="seconds per live run")
+    parser.add_argument("--busy-seeds", type=int, default=20, help="runs of the busy sender")
     parser.add_argument("--kill-seeds", type=int, default=50, help="kill runs per loss rate")
     args = parser.parse_args(argv)
     print(f"live peer, {LOSS:.0%} loss each way (+2 % dup, 2 % reorder), production timers:")
-    cases: list[tuple[str, Peer, float]] = [
-        ("accepting, a message every 0.5 s", "accepting", 0.5),
-        ("accepting, a message every 10 ms", "accepting", 0.01),
-        ("no_buffer, a message every 0.5 s", "no_buffer", 0.5),
-        ("no_port, a message every 0.5 s", "no_port", 0.5),
+    cases: list[tuple[str, Peer, float, int]] = [
+        ("accepting, a message every 0.5 s", "accepting", 0.5, args.seeds),
+        ("accepting, a message every 10 ms", "accepting", 0.01, args.busy_seeds),
+        ("no_buffer, a message every 0.5 s", "no_buffer", 0.5, args.seeds),
+        ("no_port, a message every 0.5 s", "no_port", 0.5, args.seeds),
     ]
-    for label, peer, every_s in cases:
+    for label, peer, every_s, seeds in cases:
         runs = [
-            live_run(s, peer=peer, horizon_s=args.horizon, every_s=every_s)
-            for s in range(args.seeds)
+            live_run(s, peer=peer, horizon_s=args.horizon, every_s=every_s) for s in range(seeds)
         ]
         failures: dict[str, int] = {}
         for run in runs:
