@@ -144,7 +144,8 @@ class _Rack:
         self.timer_at: float | None = None
         """When a packet not yet old enough to be called lost will be."""
         self.news_at = float("-inf")
-        """When an ACK or SACK last reported new data delivered."""
+        """When an ACK or SACK last reported new data delivered, or a tail probe went: the
+        RTO counts from here (RFC 8985 §7.3 re-arms it after the probe)."""
 
     def delivered(self, entry: _Outgoing, now: float, before: int) -> None:
         """``entry`` was reported delivered at ``now``; ``before`` is ``order`` as it was
@@ -582,6 +583,7 @@ class GbnSender:
                 self._stamp(entry, now)
                 self.stats.retransmissions += 1
                 self.stats.recovery["tail_probes"] += 1
+                self._rack.news_at = now  # the RTO gives the probe's answer a full RTO
                 return [SendPacket(self.dst_node, entry.packet)]
         return []
 

@@ -188,6 +188,22 @@ def test_after_reordering_a_late_packet_gets_a_reordering_window_before_its_rese
     assert len(net.nodes[1].delivered) == 2
 
 
+def test_a_lost_tail_probe_gets_a_full_rto_from_the_probe() -> None:
+    # The tail (6, 7) is lost and so is the probe (7's second copy): the RTO, re-armed when
+    # the probe went (RFC 8985 §7.3), fires a full RTO after the probe, not after 6 and 7
+    # first went out (which under load left the probe's answer almost no time).
+    config = test_config(recovery="selective", rto_initial_s=0.2, rto_min_s=0.2, rto_max_s=1.0)
+    net = Net(2, config, lose_copies({6: 1, 7: 2}))  # type: ignore[arg-type]
+    net.send(0, 1, bytes(range(256)) * 2)  # seqs 0..7
+    net.run(lambda: recovery(net, 0).get("tail_probes", 0) == 1)
+    probe_at = net.now
+    sender = net.nodes[0].transport._senders[(0, 1, 0)]
+    assert sender.rto_deadline() == pytest.approx(probe_at + 0.2)
+    net.run()
+    assert len(net.nodes[1].delivered) == 1
+    assert net.nodes[0].transport.stats()["timeouts"] == 1
+
+
 def test_gbn_waits_for_the_timeout_on_the_same_lost_tail() -> None:
     config = test_config(rto_initial_s=0.2, rto_min_s=0.2, rto_max_s=1.0)
     net = Net(2, config, lose_first_copies({6, 7}))  # type: ignore[arg-type]
