@@ -386,7 +386,7 @@ def _plot(results: dict[str, Any], path: str) -> None:
 def _plot_sweep(ax: Any, results: dict[str, Any]) -> None:
     sweep = results["loss_sweep"]["MB_per_s"]
     xs = [loss * 100 for loss in SWEEP_LOSSES]
-    for mode, label in (("gbn", "go-back-N"), ("selective", "selective (SACK + TLP)")):
+    for mode, label in (("gbn", "go-back-N"), ("selective", "selective (SACK, RACK-TLP)")):
         ys = [sweep[mode][f"{x:g}"] for x in xs]
         ax.plot(xs, ys, marker="o", label=label)
     ax.axhline(100, ls=":", c="k", lw=1)

@@ -80,9 +80,10 @@ class TransportConfig:
     recovery: Recovery = "gbn"
     """Loss recovery. ``gbn``: a receiver drops what arrives out of order and NACKs the gap;
     the sender goes back N. ``selective``: a receiver holds out-of-order packets within the
-    window and SACKs them; the sender resends only the holes, and probes a silent tail after
-    ~2 RTT (tail-loss probe) instead of waiting for the RTO. Modes interoperate (a sender
-    handles SACKs and GAP NACKs alike); the receiver's mode decides which it gets."""
+    window and SACKs them; the sender resends only the holes, found by time (RACK: sent before
+    a packet that was delivered, resends included), and probes a silent tail after ~2 RTT
+    (tail-loss probe) instead of waiting for the RTO. Modes interoperate (a sender handles
+    SACKs and GAP NACKs alike); the receiver's mode decides which it gets."""
 
 
 FAULT_ENV: Final[Mapping[str, str]] = MappingProxyType(

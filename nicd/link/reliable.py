@@ -18,16 +18,21 @@ fragment arrives at ``expected`` after every earlier fragment was taken in order
 called only for a FIRST fragment at ``expected``; a bad peer is a counted drop, never raised.
 Sequence numbers are unbounded here and 32-bit on the wire (:func:`unwrap` maps back).
 
-Selective recovery (``recovery="selective"``, RFC 2018/6675 and RFC 8985's tail-loss probe in
+Selective recovery (``recovery="selective"``, RFC 2018/6675 and RFC 8985's RACK-TLP in
 miniature): the receiver holds packets that arrive ahead of ``expected`` (bounded by
 :class:`~nicd.link.selective.HoldBuffer`, never while it refuses the stream), takes them in
 order once the hole is filled, and answers with SACK instead of a GAP NACK. Any sender, in
-either mode, handles a SACK: it frees what the cumulative part covers, marks the held packets
-(never sent again unless a refusal or a long backoff makes the mark doubtful), and resends each
-hole below the highest held packet at most once per RTT. A selective sender also resends its
-last unacknowledged packet once after ~2 RTT without progress, so a lost tail is found by the
-SACK it provokes rather than by the RTO. A go-back-N receiver never SACKs, so a selective sender
-talking to it goes back N on its GAP NACKs: mixed modes interoperate, the receiver decides.
+either mode, handles a SACK: it frees what the cumulative part covers and marks the held
+packets (never sent again unless a refusal or a long backoff makes the mark doubtful). A
+selective sender finds losses by time, not by counting (RACK): every transmission is stamped
+with its order, and a packet that went out before the newest one known delivered, and is older
+than that one's round trip plus a reordering window (zero until the stream saw reordering, then
+SRTT / 4), is lost and goes out again at once; a lost resend is found the same way. When no ACK
+or SACK brings news for 2 SRTT plus the delayed-ACK time, it resends its last unacknowledged
+packet once (tail-loss probe), so a lost tail is found by the SACK it provokes; the RTO counts
+from the last news, so it fires only when the receiver stops answering. A go-back-N receiver
+never SACKs, so a selective sender talking to it goes back N on its GAP NACKs: mixed modes
+interoperate, the receiver decides.
 
 Longer than 500 lines on purpose: the two halves of one protocol share the sequence arithmetic,
 the refusal rules and the control-packet shape, and are read side by side.
@@ -42,6 +47,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from nicd.actions import Deliver, SendComplete, SendFailed, SendPacket
+from nicd.link.rto import GRANULARITY_S
 from nicd.link.selective import HoldBuffer, sacked
 from nicd.link.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
 
@@ -68,7 +74,7 @@ _HALF = 1 << (SEQ_BITS - 1)
 TOKEN_MASK = 0xFFFF  # the NI token is the low 16 bits of the sequence number
 REFUSAL_HOLD = 0.5  # fraction of no_buffer_retry_s a refused receiver ignores retransmissions
 RETRY_BACKOFF_CAP = 16  # doublings of the refusal retry delay, at most
-TLP_RTTS = 2.0  # a selective sender probes its tail after this many RTTs without progress
+TLP_RTTS = 2.0  # a selective sender probes its tail after this many SRTTs without news
 SACK_DOUBT_BACKOFF = 2  # after this many timeouts in a row the SACK marks are forgotten
 
 
@@ -115,8 +121,52 @@ class _Outgoing:
     first_sent: float = 0.0
     last_sent: float = 0.0
     sends: int = 0
+    order: int = 0
+    """When it last went out, as a count of this stream's transmissions (RACK's order)."""
     sacked: bool = False
     """The receiver said (SACK) it holds this packet: not sent again while the mark holds."""
+
+
+class _Rack:
+    """RACK's state for one selective stream: the newest transmission known delivered."""
+
+    __slots__ = ("min_rtt", "news_at", "order", "reordering", "rtt", "timer_at")
+
+    def __init__(self) -> None:
+        self.order = 0
+        """``order`` of the newest delivered transmission (0: none yet)."""
+        self.rtt = 0.0
+        """Its round trip: from its send to the ACK or SACK that reported it."""
+        self.min_rtt = float("inf")
+        """Shortest round trip of a packet sent once."""
+        self.reordering = False
+        """A packet sent once was delivered after one sent later: the network reorders."""
+        self.timer_at: float | None = None
+        """When a packet not yet old enough to be called lost will be."""
+        self.news_at = float("-inf")
+        """When an ACK or SACK last reported new data delivered, or a tail probe went: the
+        RTO counts from here (RFC 8985 §7.3 re-arms it after the probe)."""
+
+    def delivered(self, entry: _Outgoing, now: float, before: int) -> None:
+        """``entry`` was reported delivered at ``now``; ``before`` is ``order`` as it was
+        before this ACK (a batch does not compare with itself)."""
+        rtt = now - entry.last_sent
+        if entry.sends == 1:
+            self.min_rtt = min(self.min_rtt, rtt)
+            if entry.order < before:
+                self.reordering = True
+        elif rtt < self.min_rtt:
+            # Too soon for this copy: an earlier one arrived (RFC 8985 §6.2 step 2), so the
+            # resend was spurious: the network delays some packets past later ones.
+            self.reordering = True
+            return
+        if entry.order > self.order:
+            self.order = entry.order
+            self.rtt = rtt
+
+    def window(self, srtt: float) -> float:
+        """The reordering window: none until reordering was seen, then SRTT / 4."""
+        return srtt / 4 if self.reordering else 0.0
 
 
 class GbnSender:
@@ -164,7 +214,11 @@ class GbnSender:
         self._retries = 0
         self._selective = config.recovery == "selective"
         self._tlp_at: float | None = None
-        """When the tail-loss probe goes (selective only; once per stretch without progress)."""
+        """When the tail-loss probe goes (selective only; once per stretch without news)."""
+        self._sent_order = 0
+        """Transmissions so far (each stamps its packet's ``order``)."""
+        self._rack = _Rack()
+        """Selective: the newest delivered transmission, for time-based loss detection."""
 
     # -- local requests ---------------------------------------------------------------------
 
@@ -219,13 +273,12 @@ class GbnSender:
             else:
                 entry.first_sent = now
                 stats.data_sent += 1
-            entry.sends += 1
-            entry.last_sent = now
+            self._stamp(entry, now)
             out.append(SendPacket(self.dst_node, entry.packet))
             self.send_next += 1
         self.high_sent = max(self.high_sent, self.send_next)
         if out and self._selective and self._tlp_at is None:
-            self._tlp_at = now + TLP_RTTS * self._rtt_guard()
+            self._tlp_at = now + self._pto()
         return out
 
     def close(self, reason: str = "closed") -> list[TransportAction]:
@@ -277,12 +330,15 @@ class GbnSender:
         if upto <= self.base:
             return []  # duplicate or stale: the peer is alive, nothing more
         out = self._free(upto, now=now, sample=True)
+        if self._selective:
+            out += self._detect_losses(now)
         return out + self.transmit(now=now)
 
     def on_sack(self, seq: int, bitmap: int, *, now: float) -> list[TransportAction]:
         """A SACK: everything before ``seq`` arrived, and the packets of ``bitmap`` (bit i =
-        ``seq + 1 + i``) are held; resend the holes below the highest held one (each at most
-        once per RTT), then what the window allows."""
+        ``seq + 1 + i``) are held; resend what RACK finds lost (sent before a packet that was
+        delivered, and older than its round trip plus the reordering window), then what the
+        window allows."""
         upto = unwrap(seq, self.base)
         if upto > self.high_sent:
             self.stats.drops["ack_beyond_sent"] += 1
@@ -290,18 +346,22 @@ class GbnSender:
         if upto < self.base:
             self.stats.drops["stale_sack"] += 1
             return []
+        before = self._rack.order
         out = self._free(upto, now=now, sample=True) if upto > self.base else []
-        top = self.base - 1
+        news = False
         for held in sacked(upto, bitmap):
             if held >= self.high_sent:
                 break
             entry = self._packets[held - self.base]
             if not entry.sacked:
                 entry.sacked = True
+                news = True
                 self.stats.recovery["sacked"] += 1
-            top = held
-        if top >= self.base and not self._paused:
-            out += self._resend_holes(top, now)
+                self._rack.delivered(entry, now, before)
+        if news:
+            self._on_news(now)
+        if not self._paused:
+            out += self._detect_losses(now)
         return out + self.transmit(now=now)
 
     def on_nack(self, reason: NackReason, seq: int, *, now: float) -> list[TransportAction]:
@@ -342,15 +402,21 @@ class GbnSender:
         """When the oldest in-flight packet times out; None with nothing in flight."""
         if self._paused or self.send_next == self.base:
             return None
-        return self._packets[0].last_sent + self.rto.value()
+        start = self._packets[0].last_sent
+        if self._selective:  # no timeout while SACKs still bring news (RFC 8985 §7.3)
+            start = max(start, self._rack.news_at)
+        return start + self.rto.value()
 
     def timer_deadline(self) -> float | None:
         """When a refused stream retries (or gives up after the refusal lasted too long), or
         a selective stream probes its tail."""
         if not self._paused:
-            if self._tlp_at is not None and self.send_next > self.base:
-                return self._tlp_at
-            return None
+            if self.send_next == self.base:
+                return None
+            tlp, reorder = self._tlp_at, self._rack.timer_at
+            if tlp is None or reorder is None:
+                return tlp if reorder is None else reorder
+            return min(tlp, reorder)
         limit = self._refusal_limit()
         if limit is not None:
             return min(self._retry_at, limit)
@@ -371,6 +437,7 @@ class GbnSender:
         if self.rto.backoff >= SACK_DOUBT_BACKOFF:
             self._forget_sacks()  # reneging, or marks from a receiver that restarted
         self._tlp_at = None
+        self._rack.timer_at = None
         self._loss_event(now)
         self._go_back(self.base, now)
         return self.transmit(now=now)
@@ -382,7 +449,13 @@ class GbnSender:
         if deadline is None or now < deadline:
             return []
         if not self._paused:
-            return self._tail_probe(now)
+            out: list[TransportAction] = []
+            reorder = self._rack.timer_at
+            if reorder is not None and now >= reorder:
+                out += self._detect_losses(now)
+            if self._tlp_at is not None and now >= self._tlp_at:
+                out += self._tail_probe(now)
+            return out
         limit = self._refusal_limit()
         if limit is not None and now >= limit and self.refusal is not None:
             # The receiver's NACK said it expects ``base`` and refuses all from there: the
@@ -428,10 +501,16 @@ class GbnSender:
             newest = self._packets[count - 1]
             ambiguous = newest.sends > 1 or newest.last_sent < self._rolled_back_at
             self.rto.on_ack(sent_at=newest.last_sent, now=now, retransmitted=ambiguous)
-            self.rto.on_progress()
+        # Any newly acknowledged data ends the backoff, also through a NACK's cumulative part:
+        # at heavy loss go-back-N progresses almost only by GAP NACKs, and a backoff that
+        # only ACKs ended would ratchet up to rto_max while the peer answers every burst.
+        self.rto.on_progress()
         out: list[TransportAction] = []
+        rack, before = self._rack, self._rack.order
         for _ in range(count):
             entry = self._packets.popleft()
+            if self._selective and not entry.sacked and entry.sends:
+                rack.delivered(entry, now, before)
             message = entry.message
             if self.base == message.last_seq:
                 self._messages.popleft()
@@ -441,24 +520,52 @@ class GbnSender:
             self.base += 1
         self.send_next = max(self.send_next, self.base)
         if self._selective:
-            in_flight = self.send_next > self.base
-            self._tlp_at = now + TLP_RTTS * self._rtt_guard() if in_flight else None
+            self._on_news(now)
         self.cwnd = min(float(self.config.window), self.cwnd + count / self.cwnd)
         self._clear_refusal()
         return out
 
-    def _resend_holes(self, top: int, now: float) -> list[TransportAction]:
-        """Resend every packet in ``[base, top)`` that was sent, is not held by the receiver
-        and did not go out within the last RTT (selective recovery; ``send_next`` stays)."""
+    def _stamp(self, entry: _Outgoing, now: float) -> None:
+        """``entry`` goes on the link now."""
+        entry.sends += 1
+        entry.last_sent = now
+        self._sent_order += 1
+        entry.order = self._sent_order
+
+    def _on_news(self, now: float) -> None:
+        """New data was acknowledged or SACKed: the receiver is hearing us, so the RTO waits
+        and the tail-loss probe is armed again from now."""
+        self._rack.news_at = now
+        self._tlp_at = now + self._pto() if self.send_next > self.base else None
+
+    def _pto(self) -> float:
+        """The tail-loss probe's delay: 2 SRTT plus the receiver's delayed-ACK allowance."""
+        return TLP_RTTS * self._rtt_guard() + self.config.ack_delay_s
+
+    def _detect_losses(self, now: float) -> list[TransportAction]:
+        """RACK (RFC 8985 §6.2): a packet in flight, not SACKed, that went out before the
+        newest delivered one and is older than that one's round trip plus the reordering
+        window is lost: resend it now (a lost resend too: it is found the same way once a
+        later packet is delivered). The earliest one not old enough arms the reorder timer."""
+        rack = self._rack
+        rack.timer_at = None
+        if self._paused or not rack.order:
+            return []
+        wait = rack.rtt + rack.window(self._rtt_guard()) - GRANULARITY_S
         out: list[TransportAction] = []
-        guard = self._rtt_guard()
         stats = self.stats
-        for index in range(min(top, self.send_next) - self.base):
+        for index in range(self.send_next - self.base):
             entry = self._packets[index]
-            if entry.sacked or not entry.sends or now - entry.last_sent < guard:
+            if entry.sacked or not entry.sends or entry.order >= rack.order:
                 continue
-            entry.sends += 1
-            entry.last_sent = now
+            lost_at = entry.last_sent + wait
+            if now < lost_at:
+                if rack.timer_at is None or lost_at < rack.timer_at:
+                    rack.timer_at = lost_at
+                continue
+            if entry.sends > 1:
+                stats.recovery["resends_lost"] += 1
+            self._stamp(entry, now)
             stats.retransmissions += 1
             stats.recovery["holes_resent"] += 1
             out.append(SendPacket(self.dst_node, entry.packet))
@@ -467,16 +574,16 @@ class GbnSender:
         return out
 
     def _tail_probe(self, now: float) -> list[TransportAction]:
-        """No progress for ~2 RTT: resend the last unacknowledged packet on the link once,
-        so the receiver's SACK tells us which of the tail were lost (RFC 8985 §7)."""
+        """No news for a PTO: resend the last unacknowledged packet on the link once, so the
+        receiver's SACK tells us (through RACK) which of the tail were lost (RFC 8985 §7)."""
         self._tlp_at = None
         for index in range(self.send_next - self.base - 1, -1, -1):
             entry = self._packets[index]
             if not entry.sacked and entry.sends:
-                entry.sends += 1
-                entry.last_sent = now
+                self._stamp(entry, now)
                 self.stats.retransmissions += 1
                 self.stats.recovery["tail_probes"] += 1
+                self._rack.news_at = now  # the RTO gives the probe's answer a full RTO
                 return [SendPacket(self.dst_node, entry.packet)]
         return []
 

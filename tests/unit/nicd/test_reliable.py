@@ -242,6 +242,40 @@ def test_ack_of_a_retransmitted_packet_gives_no_sample() -> None:
     assert s.rto.backoff == 0  # progress ends the backoff even without a sample
 
 
+def test_gap_nack_acknowledging_new_data_ends_the_backoff() -> None:
+    # Issue 14, seed 24 of the all-pairs liveness test: at 30 % loss go-back-N progresses
+    # almost only through GAP NACKs (a window of 16 rarely arrives whole, and the NACK carries
+    # the cumulative ACK instead of an ACK). If only ACKs ended the backoff, the timer would
+    # ratchet up to rto_max (1 s) while the peer answers every burst, and the drain would be
+    # long enough for an unlucky run of lost probes to look like a death.
+    s, _ = sender()
+    for h in range(4):
+        queue(s, 1, handle=h)
+    s.transmit(now=0.0)
+    now = 0.0
+    for _ in range(3):
+        deadline = s.rto_deadline()
+        assert deadline is not None
+        now = deadline
+        s.on_timeout(now=now)
+    assert s.rto.backoff == 3
+    s.on_nack(NackReason.GAP, 2, now=now + 0.001)  # 0 and 1 arrived, 2 was lost
+    assert s.rto.backoff == 0
+    assert s.rto.estimator.samples == 0  # still no sample: which copy it answers is unknown
+    deadline = s.rto_deadline()
+    assert deadline is not None
+    assert deadline - (now + 0.001) == pytest.approx(CONFIG.rto_initial_s)
+
+
+def test_nack_without_new_data_keeps_the_backoff() -> None:
+    s, _ = sender()
+    queue(s, 1, handle=1)
+    s.transmit(now=0.0)
+    s.on_timeout(now=0.005)
+    s.on_nack(NackReason.GAP, 0, now=0.006)  # nothing newly acknowledged
+    assert s.rto.backoff == 1
+
+
 def test_packet_sent_once_before_a_rollback_gives_no_sample() -> None:
     # Its ACK may have been lost and the one that covers it triggered by a retransmission.
     s, _ = sender()

@@ -5,7 +5,7 @@ duplication + reordering over many seeds, on the fake-clock netsim."""
 from __future__ import annotations
 
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
 
 import pytest
@@ -20,7 +20,7 @@ from nicd.link.selective import HoldBuffer, sacked
 from nicd.link.wire import ControlPacket, DataPacket, FragFlags, MsgType
 from nicd.stats import TransportStats
 from tests.unit.factories import data_packet
-from tests.unit.netsim import BadNetwork, Net, Transit, perfect, test_config
+from tests.unit.netsim import LINK_DELAY_S, BadNetwork, Net, Transit, perfect, test_config
 
 if TYPE_CHECKING:
     from nicd.config import TransportConfig
@@ -107,6 +107,101 @@ def test_a_lost_tail_is_recovered_by_the_tail_probe_not_the_timeout() -> None:
     assert recovery(net, 0)["tail_probes"] == 1
     assert [p.seq for p in net.data_sent(src=0)][8:] == [7, 6]
     assert net.now < config.rto_min_s
+
+
+def lose_copies(counts: dict[int, int], *, slow_until: float = 0.0) -> object:
+    """A route losing the first ``counts[seq]`` copies of node 0's data packet ``seq``; the
+    controls node 1 sends before ``slow_until`` take 200 us longer (a queue that drains)."""
+    seen: Counter[int] = Counter()
+
+    def route(t: Transit) -> list[tuple[float, bytes]]:
+        p = t.packet
+        if t.src == 0 and isinstance(p, DataPacket) and seen[p.seq] < counts.get(p.seq, 0):
+            seen[p.seq] += 1
+            return []
+        if t.src == 1 and t.now < slow_until:
+            return [(LINK_DELAY_S + 0.0002, t.datagram)]
+        return perfect(t)
+
+    return route
+
+
+def test_a_lost_resend_is_found_by_the_next_sack_not_by_a_timer() -> None:
+    # RACK: seq 2 is lost, and so is its first resend. The packets sent after that resend
+    # (8 and 9, as the window slid) come back SACKed, which shows the resend lost: it goes out
+    # a third time at once, with no timeout and no tail probe. The first ACKs are slow, so
+    # SRTT is longer than the round trip of 8 and 9: a sender that resends a hole at most
+    # once per SRTT (before RACK) waits for the tail probe instead.
+    payload = bytes(range(256)) * 4  # 16 packets of 64 bytes
+    net = Net(2, SELECTIVE, lose_copies({2: 2}, slow_until=0.00015))  # type: ignore[arg-type]
+    net.send(0, 1, payload)
+    net.run()
+    assert [d.payload for d in net.nodes[1].delivered] == [payload]
+    stats = net.nodes[0].transport.stats()
+    assert stats["timeouts"] == 0
+    assert "tail_probes" not in recovery(net, 0)
+    assert [p.seq for p in net.data_sent(src=0, seq=2)] == [2, 2, 2]
+    assert stats["retransmissions"] == 2  # nothing but the two resends of seq 2
+    assert recovery(net, 0)["resends_lost"] == 1
+
+
+def test_no_timeout_while_sacks_bring_news() -> None:
+    # A long message, 10 % of the first copies lost: every hole is found by RACK from the
+    # SACKs of later packets, none by the tail probe, and the RTO never fires.
+    payload = bytes(range(256)) * 64  # 256 packets
+    lost = {seq: 1 for seq in range(3, 256, 10)}
+    config = test_config(recovery="selective", rto_initial_s=0.05, rto_min_s=0.05)
+    net = Net(2, config, lose_copies(lost))  # type: ignore[arg-type]
+    net.send(0, 1, payload)
+    net.run()
+    assert [d.payload for d in net.nodes[1].delivered] == [payload]
+    stats = net.nodes[0].transport.stats()
+    assert stats["timeouts"] == 0
+    assert "tail_probes" not in recovery(net, 0)
+    assert recovery(net, 0)["holes_resent"] == len(lost)
+    assert net.now < config.rto_min_s
+
+
+def test_after_reordering_a_late_packet_gets_a_reordering_window_before_its_resend() -> None:
+    # Seq 1's first copy is late (reordered), not lost: RACK resends it (no reordering was
+    # seen yet, so the window is zero); the ACK comes back sooner than any round trip after
+    # the resend, so the original arrived: the sender learns that this network reorders.
+    # Seq 9's first copy is late again, by less than SRTT / 4: this time the reorder timer
+    # waits for it and nothing is resent.
+    late: dict[int, float] = {1: 0.00006, 9: 0.00001}
+
+    def route(t: Transit) -> list[tuple[float, bytes]]:
+        p = t.packet
+        if t.src == 0 and isinstance(p, DataPacket) and p.seq in late:
+            return [(LINK_DELAY_S + late.pop(p.seq), t.datagram)]
+        return perfect(t)
+
+    net = Net(2, SELECTIVE, route)
+    net.send(0, 1, bytes(64 * 8))  # seqs 0..7
+    net.run()
+    assert [p.seq for p in net.data_sent(src=0)].count(1) == 2  # one spurious resend
+    sender = net.nodes[0].transport._senders[(0, 1, 0)]
+    assert sender._rack.reordering
+    net.send(0, 1, bytes(64 * 8))  # seqs 8..15
+    net.run()
+    assert [p.seq for p in net.data_sent(src=0)].count(9) == 1
+    assert len(net.nodes[1].delivered) == 2
+
+
+def test_a_lost_tail_probe_gets_a_full_rto_from_the_probe() -> None:
+    # The tail (6, 7) is lost and so is the probe (7's second copy): the RTO, re-armed when
+    # the probe went (RFC 8985 §7.3), fires a full RTO after the probe, not after 6 and 7
+    # first went out (which under load left the probe's answer almost no time).
+    config = test_config(recovery="selective", rto_initial_s=0.2, rto_min_s=0.2, rto_max_s=1.0)
+    net = Net(2, config, lose_copies({6: 1, 7: 2}))  # type: ignore[arg-type]
+    net.send(0, 1, bytes(range(256)) * 2)  # seqs 0..7
+    net.run(lambda: recovery(net, 0).get("tail_probes", 0) == 1)
+    probe_at = net.now
+    sender = net.nodes[0].transport._senders[(0, 1, 0)]
+    assert sender.rto_deadline() == pytest.approx(probe_at + 0.2)
+    net.run()
+    assert len(net.nodes[1].delivered) == 1
+    assert net.nodes[0].transport.stats()["timeouts"] == 1
 
 
 def test_gbn_waits_for_the_timeout_on_the_same_lost_tail() -> None:
