@@ -31,6 +31,7 @@ from launcher.plan import LaunchPlan, resolve_program
 from launcher.tracing import trace_chunks
 from nicd import errors as nicd_errors
 from nicd.config import FaultConfig
+from nicd.lifeline import Lifeline
 from nicd.ready import socket_path
 
 __all__ = ["AgentOptions", "plan_from_launch", "run_agent"]
@@ -71,6 +72,8 @@ class Session:
         self.lost: str | None = None
         self.code = 0
         self.trace_dir: str | None = None
+        self.lifeline: Lifeline | None = None
+        """Held while nodes run: they stop by themselves if this agent dies (kill -9)."""
         """Where this host's processes record (``emurun --trace``), or None."""
 
     def say(self, text: str, always: bool = True) -> None:
@@ -127,6 +130,8 @@ class Session:
             await self.done.wait()
             with trio.CancelScope(shield=True):
                 await self._finish()
+            if self.lifeline is not None:
+                self.lifeline.close()
             nursery.cancel_scope.cancel()
         await channel.aclose()
         return self.code
@@ -187,8 +192,9 @@ class Session:
         else:
             os.environ.pop(ENV_TRACE_DIR, None)
         marker = f"{plan.job_id}.{os.getpid()}"
+        self.lifeline = Lifeline.create()
         self.nodes = LocalNodes(plan, list(launch.nodes), run_dir, marker, self.channel.send,
-                                self.say)  # fmt: skip
+                                self.say, lifeline=self.lifeline)  # fmt: skip
         if launch.nodes and len(socket_path(run_dir, max(launch.nodes))) > _SOCKET_PATH_MAX:
             await self.channel.send(
                 control.Failed(EXIT_INTERNAL, f"run directory {run_dir} too long: shorten TMPDIR")
