@@ -44,6 +44,7 @@ from launcher.errors import (
     EXIT_TIMEOUT,
     RendezvousError,
 )
+from launcher.forkclient import ForkServer, ForkServerError
 from launcher.rendezvous import Rendezvous
 from launcher.report import job_json, render
 from nicd import manage
@@ -84,6 +85,7 @@ class Job:
         self.hosts: list[Child] = []
         self.outcome: Outcome | None = None
         self.priority = plan.nic_priority
+        self.forkserver: ForkServer | None = None
         self.run_scope = trio.CancelScope()
         self._all_ready = trio.Event()
         self._hosts_done = trio.Event()
@@ -103,6 +105,7 @@ class Job:
                 self.run_scope.deadline = trio.current_time() + self.plan.timeout
             try:
                 with self.run_scope:
+                    self.forkserver = await self._start_forkserver()
                     await self._start_nicds(nursery)
                     if await self._exchange_routes():
                         await self._start_hosts(nursery)
@@ -113,6 +116,8 @@ class Job:
                 with trio.CancelScope(shield=True):
                     await self._stop(self.hosts, group=True)
                     await self._stop(self.nicds, group=False)
+                    if self.forkserver is not None:
+                        await self.forkserver.aclose()
                     await self._sweep()
                     with trio.move_on_after(_DRAIN_S):
                         await self._drained.wait()
@@ -135,12 +140,26 @@ class Job:
 
     # -- phases ---------------------------------------------------------------------------
 
+    async def _start_forkserver(self) -> ForkServer | None:
+        """The zygote nicds and hosts are forked from (`launcher.forkserver`), or None."""
+        if not self.plan.forkserver:
+            return None
+        env = planmod.nicd_env(self.plan, os.environ)
+        env[cleanup.ENV_JOB_OWNER] = str(os.getpid())  # what the sweep sees of every fork
+        try:
+            return await ForkServer.start(self.plan.python, env)
+        except (OSError, ForkServerError) as exc:
+            self.say(f"{exc}; starting every process directly")
+            return None
+
     async def _start_nicds(self, nursery: trio.Nursery) -> None:
         env = planmod.nicd_env(self.plan, os.environ)
         for node in range(self.plan.np):
             argv = planmod.nicd_argv(self.plan, node, self.run_dir)
             try:
-                child = await spawn("nicd", node, argv, env, lifeline=self.lifeline)
+                child = await spawn(
+                    "nicd", node, argv, env, lifeline=self.lifeline, forkserver=self.forkserver
+                )
             except OSError as exc:
                 self.fail(EXIT_INTERNAL, f"cannot start the nicd of node {node}: {exc}")
                 return
@@ -186,8 +205,9 @@ class Job:
             env = planmod.host_env(self.plan, rank, self.run_dir, sock, os.environ)
             try:
                 child = await spawn(
-                    "host", rank, self.plan.program.argv, env, lifeline=self.lifeline
-                )
+                    "host", rank, self.plan.program.argv, env,
+                    lifeline=self.lifeline, forkserver=self.forkserver,
+                )  # fmt: skip
             except OSError as exc:
                 code = EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_NOT_EXECUTABLE
                 self.fail(code, f"cannot start {self.plan.program.display} as rank {rank}: {exc}")
