@@ -31,6 +31,7 @@ __all__ = ["ChildJob", "record_startup", "run"]
 
 _PR_SET_PDEATHSIG = 1
 _FD_SCAN_LIMIT = 65536
+_STAT_ARG_START = 47 - 2  # /proc/self/stat field 48 (arg_start), counted after "pid (comm)"
 _startup_handlers: dict[int, signal._HANDLER] = {}
 _base_path: list[str] = []
 
@@ -66,6 +67,7 @@ def run(job: ChildJob) -> None:
     if os.getppid() != job.zygote_pid:  # the zygote died before the prctl
         os._exit(128 + signal.SIGKILL)
     _reset_signals()
+    _show_cmdline(req.argv)
     _place_fds(job.fds, req.targets)
     try:
         os.chdir(req.cwd)
@@ -92,6 +94,19 @@ def _reset_signals() -> None:
             if signal.getsignal(sig) is not handler:
                 signal.signal(sig, handler)
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
+
+
+def _show_cmdline(argv: list[str]) -> None:
+    """Make ``/proc/self/cmdline`` (ps, psutil, the cleanup tests) show ``argv``: write it
+    over the zygote's own argument area (padded for this at its start), truncated to fit."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rpartition(b")")[2].split()
+        start, end = int(fields[_STAT_ARG_START]), int(fields[_STAT_ARG_START + 1])
+        data = b"\0".join(os.fsencode(a) for a in argv)[: end - start - 1]
+        with open("/proc/self/mem", "r+b", buffering=0) as mem:
+            mem.seek(start)
+            mem.write(data.ljust(end - start, b"\0"))
 
 
 def _place_fds(fds: list[int], targets: list[int]) -> None:

@@ -44,6 +44,7 @@ ENV_FORKSERVER = "EMU_FORKSERVER"
 START_TIMEOUT_S = 60.0  # the zygote imports nicd and the host library first
 REPLY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
+CMDLINE_ROOM = 4096  # bytes of argument area each child rewrites with its own argv (ps)
 _ZYGOTE_CODE = "from launcher.forkserver import main; main()"
 
 
@@ -109,7 +110,7 @@ class ForkServer:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             process = await trio.lowlevel.open_process(
-                [python, "-c", _ZYGOTE_CODE, str(theirs.fileno())],
+                [python, "-c", _ZYGOTE_CODE, str(theirs.fileno()), " " * CMDLINE_ROOM],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 env=dict(env),
