@@ -58,7 +58,7 @@ def record_startup(base_path: list[str]) -> None:
 def run(job: ChildJob) -> None:
     """Become the requested program and run it; returns only when it returned normally."""
     req = job.request
-    launch = python_launch(req.argv, sys.executable)
+    launch = python_launch([sys.executable, *req.argv[1:]], sys.executable)
     if launch is None:  # the launcher checks first; this is a bug, not a user error
         _die(f"forkserver: cannot run {req.argv[:3]!r} in-process", 126)
     os.setpgid(0, 0)
@@ -156,6 +156,7 @@ def _fresh_stdio(unbuffered: bool) -> None:
 
 def _run_main(launch: PyLaunch, req: Request) -> None:
     sys.orig_argv[:] = req.argv
+    sys.executable = req.argv[0]  # the launcher checked it is the same interpreter
     main = types.ModuleType("__main__")
     main.__dict__["__builtins__"] = builtins
     code = _prepare(launch, req, main)

@@ -32,6 +32,7 @@ from launcher.forkserver import (
     encode_request,
     env_blockers,
     python_launch,
+    same_interpreter,
 )
 
 if TYPE_CHECKING:
@@ -135,7 +136,9 @@ class ForkServer:
 
     def can_run(self, argv: Sequence[str], env: Mapping[str, str]) -> bool:
         """Whether a fork runs ``argv`` with ``env`` exactly as a fresh interpreter would."""
-        if python_launch(argv, self.hello.executable) is None:
+        if not argv or not same_interpreter(argv[0], self.hello.executable):
+            return False
+        if python_launch([self.hello.executable, *argv[1:]], self.hello.executable) is None:
             return False
         if env_blockers(env, self.hello.env):
             return False

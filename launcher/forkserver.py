@@ -66,6 +66,7 @@ __all__ = [
     "env_blockers",
     "main",
     "python_launch",
+    "same_interpreter",
 ]
 
 MAX_FDS = 16  # fds one request may carry (status socket + targets)
@@ -292,6 +293,20 @@ def python_launch(argv: Sequence[str], executable: str) -> PyLaunch | None:
     if word.startswith("-") or not word:
         return None
     return PyLaunch("file", word, list(argv[i + 1 :]), unbuffered)
+
+
+def same_interpreter(path: str, executable: str) -> bool:
+    """Whether ``path`` starts the interpreter ``executable`` is, with the same prefix: the
+    same file in the same directory (``venv/bin/python`` and ``venv/bin/python3``; not the
+    base interpreter a venv links to, whose site-packages differ)."""
+    if path == executable:
+        return True
+    if not os.path.isabs(path) or os.path.dirname(path) != os.path.dirname(executable):
+        return False
+    try:
+        return os.path.samefile(path, executable)
+    except OSError:
+        return False
 
 
 def sensitive_env(env: Mapping[str, str]) -> dict[str, str]:

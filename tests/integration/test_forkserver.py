@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,6 +61,26 @@ def test_programs_see_a_fresh_interpreter(job: Job) -> None:
         "stderr of 1",
         "stderr of 2",
     ]
+    job.assert_clean()
+
+
+def test_the_interpreter_under_another_name_of_the_same_venv(job: Job) -> None:
+    other = next(
+        (
+            path
+            for name in ("python3", "python")
+            if (path := os.path.join(os.path.dirname(sys.executable), name)) != sys.executable
+            and os.path.exists(path)
+        ),
+        None,
+    )
+    if other is None:
+        pytest.skip("no second name for this interpreter")
+    r = job.run("-np", "2", other, FORK_HOST, "info")
+    assert r.code == 0, r.err
+    for doc in infos(r.out).values():
+        assert doc["forked"] is forked(job)
+        assert doc["executable"] == other
     job.assert_clean()
 
 

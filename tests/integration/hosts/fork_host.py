@@ -47,6 +47,7 @@ def main() -> None:
             "sigint": signal.getsignal(signal.SIGINT) is signal.default_int_handler,
             "sigchld": signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL,
             "pgid": os.getpgid(0) == os.getpid(),
+            "executable": sys.executable,
         }
         print(json.dumps(doc), flush=True)
         print(f"stderr of {RANK}", file=sys.stderr)

@@ -27,6 +27,7 @@ from launcher.forkserver import (
     encode_request,
     env_blockers,
     python_launch,
+    same_interpreter,
 )
 
 if TYPE_CHECKING:
@@ -198,3 +199,18 @@ def test_module_imports_reads_the_source_without_running_it(
     assert top == ["json", "os.path", "collections", "collections.abc", "optional_mod"]
     assert _module_imports("zyg_probe", nested=True) == [*top, "nested_only"]
     assert "zyg_probe" not in sys.modules
+
+
+def test_same_interpreter_means_same_file_in_the_same_directory(tmp_path: Path) -> None:
+    real = tmp_path / "base" / "python3.11"
+    real.parent.mkdir()
+    real.write_text("")
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(real)
+    (venv / "python3").symlink_to(real)
+    assert same_interpreter(str(venv / "python"), str(venv / "python3"))
+    assert same_interpreter("python3", "python3")
+    assert not same_interpreter(str(real), str(venv / "python3"))  # the venv's base: no
+    assert not same_interpreter("python", str(venv / "python3"))  # relative: no
+    assert not same_interpreter(str(venv / "missing"), str(venv / "python3"))
