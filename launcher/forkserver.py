@@ -28,6 +28,7 @@ from __future__ import annotations
 import array
 import ast
 import contextlib
+import gc
 import importlib
 import importlib.util
 import os
@@ -445,6 +446,7 @@ class Zygote:
 
         sys.stdout.flush()
         sys.stderr.flush()
+        gc.freeze()
         parent = os.getpid()
         try:
             pid = os.fork()
@@ -507,6 +509,7 @@ def main() -> None:
     base_path = [p for p in sys.path[1:] if p not in zygote_paths]
     forkchild.record_startup(base_path)
     failed = preload()
+    gc.freeze()  # the collector never scans (so never writes to) what every fork shares
     if failed and os.environ.get("EMU_FORKSERVER_DEBUG"):
         print(f"forkserver: not preloaded: {', '.join(failed)}", file=sys.stderr)
     tops = sorted({name.partition(".")[0] for name in sys.modules})

@@ -42,6 +42,7 @@ from launcher.children import (
 )
 from launcher.control import ControlError
 from launcher.errors import EXIT_INTERNAL, EXIT_LOST_HOST, EXIT_TIMEOUT, LaunchError
+from launcher.forkclient import ENV_FORKSERVER
 from launcher.remote import Agent, read_token
 from launcher.rendezvous import Rendezvous
 from launcher.report import ProcessUsage, job_json, render
@@ -278,11 +279,18 @@ class MultiJob:
             assert agent.channel is not None
             await agent.channel.send(control.Launch(
                 self.plan.job_id, self.plan.np, agent.nodes, list(self.hp.program_words),
-                self.hp.module, os.getcwd(), dict(self.plan.env), faults,
+                self.hp.module, os.getcwd(), self._host_env(), faults,
                 list(self.plan.nicd_args), self.plan.stats_dir is not None, self.plan.bind_to,
                 self.plan.nic_priority, float(self.plan.stop_grace),
                 float(self.plan.ready_timeout), self.multi_host,
             ))  # fmt: skip
+
+    def _host_env(self) -> dict[str, str]:
+        """The hosts' variables; ``EMU_FORKSERVER=0`` also tells agents to spawn directly."""
+        env = dict(self.plan.env)
+        if not self.plan.forkserver:
+            env[ENV_FORKSERVER] = "0"
+        return env
 
     async def _send_all(self, message: control.Message) -> None:
         for agent in self.agents:

@@ -25,6 +25,7 @@ from launcher import cleanup, control, tuning
 from launcher import plan as planmod
 from launcher.children import Child, LineReader, spawn, stop_children
 from launcher.errors import EXIT_INTERNAL, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND
+from launcher.forkclient import ForkServer, ForkServerError
 from nicd import manage
 from nicd.ready import decode_ready_untrusted, socket_path
 
@@ -63,6 +64,8 @@ class LocalNodes:
         self.say = say
         self.nicds: list[Child] = []
         self.hosts: list[Child] = []
+        self.forkserver: ForkServer | None = None
+        """The zygote this host's nicds and hosts are forked from (`launcher.forkserver`)."""
         self.stats_dir = plan.stats_dir
         """Where nicds and hosts write statistics (inside the run directory), or None."""
         self._open_streams = 0
@@ -89,10 +92,15 @@ class LocalNodes:
         env = planmod.nicd_env(self.plan, self._base_env())
         if self.stats_dir is not None:
             os.makedirs(self.stats_dir, exist_ok=True)
+        if self.plan.forkserver and self.nodes:
+            try:  # its environment is what the sweep sees of every process forked from it
+                self.forkserver = await ForkServer.start(self.plan.python, env)
+            except (OSError, ForkServerError) as exc:
+                self.say(f"{exc}; starting every process directly")
         for node in self.nodes:
             argv = planmod.nicd_argv(self.plan, node, self.run_dir)
             try:
-                child = await spawn("nicd", node, argv, env)
+                child = await spawn("nicd", node, argv, env, forkserver=self.forkserver)
             except OSError as exc:
                 await self.send(control.Failed(EXIT_INTERNAL, f"cannot start nicd {node}: {exc}"))
                 return False
@@ -132,7 +140,9 @@ class LocalNodes:
             sock = socket_path(self.run_dir, rank)
             env = planmod.host_env(self.plan, rank, self.run_dir, sock, self._base_env())
             try:
-                child = await spawn("host", rank, self.plan.program.argv, env)
+                child = await spawn(
+                    "host", rank, self.plan.program.argv, env, forkserver=self.forkserver
+                )
             except OSError as exc:
                 code = EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_NOT_EXECUTABLE
                 text = f"cannot start {self.plan.program.display} as rank {rank}: {exc}"
@@ -211,6 +221,8 @@ class LocalNodes:
         """Hosts (group SIGTERM, then SIGKILL), then nicds (they write stats on SIGTERM)."""
         await self._stop(self.hosts, group=True)
         await self._stop(self.nicds, group=False)
+        if self.forkserver is not None:
+            await self.forkserver.aclose()
         with trio.move_on_after(_DRAIN_S):
             await self._drained.wait()
 

@@ -130,6 +130,18 @@ def test_an_uncaught_keyboard_interrupt_is_death_by_sigint(job: Job) -> None:
     job.assert_clean()
 
 
+def test_the_end_flushes_files_finalizes_and_prints_the_exit_message(
+    job: Job, tmp_path: Path
+) -> None:
+    r = job.run("-np", "2", FORK_HOST, "unclosed", str(tmp_path))
+    assert r.code == 1, r.err
+    assert "bye 0" in r.err.splitlines() or "bye 1" in r.err.splitlines(), r.err
+    assert "cycle of" in r.out, r.out
+    first_failed = 0 if "rank 0 (pid" in r.err else 1
+    assert (tmp_path / f"rank{first_failed}.txt").read_text() == "flushed at exit\n"
+    job.assert_clean()
+
+
 @pytest.mark.parametrize("shim", [False, True])
 def test_mpi_barrier_with_and_without_the_mpi4py_shim(job: Job, shim: bool) -> None:
     args = ["--mpi4py"] if shim else []

@@ -5,6 +5,8 @@ info             print one JSON line: rank, argv, __name__, __file__, sys.path[0
 kill R SIG       rank R kills itself with signal SIG; the others wait forever
 raise R          rank R raises an uncaught ValueError; the others wait forever
 interrupt R      rank R raises KeyboardInterrupt; the others wait forever
+unclosed DIR     write DIR/rank<R>.txt through a file never closed, keep a finalizable
+                 cycle, then sys.exit("bye <R>"): the end must flush, finalize, say bye, exit 1
 mpi              import MPI (mpi4py's name when EMUCLUSTER_MPI4PY=1), Barrier, print the rank
 hang             say ready, then wait forever
 """
@@ -30,6 +32,17 @@ def parent_cmdline() -> str:
 def wait_forever() -> None:
     time.sleep(TIMEOUT_S)
     sys.exit(9)
+
+
+KEEP: object = None
+
+
+class Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+    def __del__(self) -> None:
+        print(f"cycle of {RANK} finalized", flush=True)
 
 
 def main() -> None:
@@ -63,6 +76,12 @@ def main() -> None:
         if what == "raise":
             raise ValueError("boom from the program")
         raise KeyboardInterrupt
+    elif what == "unclosed":
+        global KEEP
+        f = open(os.path.join(sys.argv[2], f"rank{RANK}.txt"), "w")  # noqa: SIM115
+        f.write("flushed at exit\n")
+        KEEP = Cycle()
+        sys.exit(f"bye {RANK}")
     elif what == "mpi":
         if os.environ.get("EMUCLUSTER_MPI4PY") == "1":
             from mpi4py import MPI
