@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 import msgpack
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from launcher.forkchild import ChildJob
 
@@ -73,12 +73,14 @@ __all__ = [
 MAX_FDS = 16  # fds one request may carry (status socket + targets)
 MAX_RECORD = 1 << 20  # bytes of one record (argv + env)
 MAX_TARGET_FD = 1 << 16
-PRELOAD_TOP = ("emucluster.MPI",)
-"""Modules whose top-level imports the zygote runs (not the modules: importing
-``emucluster.MPI`` initialises MPI)."""
 PRELOAD_ALL = ("nicd.__main__",)
-"""Modules all of whose imports (function bodies too) the zygote runs; ``-m nicd`` then
-executes only ``nicd/__main__.py`` itself."""
+"""Stage 1, before Hello: modules all of whose imports (function bodies too) the zygote runs;
+``-m nicd`` then executes only ``nicd/__main__.py`` itself."""
+PRELOAD_TOP = ("emucluster.MPI",)
+"""Stage 2, once no request came for ``IDLE_S`` (the launcher waits for its nicds and routes)
+or before the first request that is not ``-m nicd``: modules whose top-level imports the
+zygote runs (not the modules: importing ``emucluster.MPI`` initialises MPI)."""
+IDLE_S = 0.05
 _ALWAYS_FREE = frozenset({"PYTHONPATH", "PYTHONUNBUFFERED"})  # a fork applies these itself
 _SENSITIVE_PREFIXES = ("PYTHON", "LC_")
 _SENSITIVE_NAMES = frozenset({"LANG"})
@@ -355,13 +357,14 @@ def _module_imports(name: str, *, nested: bool) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def preload() -> list[str]:
-    """Import what nicd and a host import before the user's code; return what failed."""
+def preload(*, nested: tuple[str, ...] = (), top: tuple[str, ...] = ()) -> list[str]:
+    """Import what the modules ``nested`` and ``top`` import (`_module_imports`), not those
+    modules; return what failed."""
     failed = []
-    names = [m for n in PRELOAD_TOP for m in _module_imports(n, nested=False)]
-    names += [m for n in PRELOAD_ALL for m in _module_imports(n, nested=True)]
+    names = [m for n in top for m in _module_imports(n, nested=False)]
+    names += [m for n in nested for m in _module_imports(n, nested=True)]
     for name in dict.fromkeys(names):
-        if name in PRELOAD_TOP or name in sys.modules:
+        if name in top or name in sys.modules:
             continue
         parent = sys.modules.get(name.rpartition(".")[0])
         if parent is not None and not hasattr(parent, "__path__"):
@@ -377,8 +380,10 @@ def preload() -> list[str]:
 class Zygote:
     """The poll loop: fork on request, reap on SIGCHLD, report on each status socket."""
 
-    def __init__(self, ctl: socket.socket) -> None:
+    def __init__(self, ctl: socket.socket, later: Callable[[], object] | None = None) -> None:
         self.ctl = ctl
+        self.later = later
+        """Preloading still to do (stage 2): when idle, or before forking a host."""
         self.children: dict[int, socket.socket] = {}
         """pid -> its status socket."""
         self.dropped = 0
@@ -395,7 +400,10 @@ class Zygote:
         poller.register(self._wake_r, select.POLLIN)
         accepting = True
         while accepting or self.children:
-            for fd, _ in poller.poll():
+            events = poller.poll(None if self.later is None else IDLE_S * 1000)
+            if not events:
+                self._run_later()
+            for fd, _ in events:
                 if fd == self._wake_r:
                     with contextlib.suppress(BlockingIOError):
                         while os.read(self._wake_r, 512):
@@ -439,7 +447,16 @@ class Zygote:
                 status.close()
             return None
         assert status is not None
+        launch = python_launch(req.argv, sys.executable)
+        if launch is None or (launch.mode, launch.target) != ("module", "nicd"):
+            self._run_later()
         return self._fork(req, status, fds[1:])
+
+    def _run_later(self) -> None:
+        if self.later is not None:
+            later, self.later = self.later, None
+            later()
+            gc.freeze()
 
     def _fork(self, req: Request, status: socket.socket, fds: list[int]) -> ChildJob | None:
         from launcher.forkchild import ChildJob
@@ -499,6 +516,11 @@ def _close_fds(fds: Sequence[int]) -> None:
             os.close(fd)
 
 
+def _say_missed(names: list[str]) -> None:
+    if names and os.environ.get("EMU_FORKSERVER_DEBUG"):
+        print(f"forkserver: not preloaded: {', '.join(names)}", file=sys.stderr)
+
+
 def main() -> None:
     """The zygote's entry: ``python -c 'from launcher.forkserver import main; main()' FD``
     where FD is its end of the control socket (inherited)."""
@@ -508,14 +530,17 @@ def main() -> None:
     zygote_paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     base_path = [p for p in sys.path[1:] if p not in zygote_paths]
     forkchild.record_startup(base_path)
-    failed = preload()
+    _say_missed(preload(nested=PRELOAD_ALL))
     gc.freeze()  # the collector never scans (so never writes to) what every fork shares
-    if failed and os.environ.get("EMU_FORKSERVER_DEBUG"):
-        print(f"forkserver: not preloaded: {', '.join(failed)}", file=sys.stderr)
-    tops = sorted({name.partition(".")[0] for name in sys.modules})
+    later = {m.partition(".")[0] for n in PRELOAD_TOP for m in _module_imports(n, nested=False)}
+    tops = sorted({name.partition(".")[0] for name in sys.modules} | later)
     env = sensitive_env(os.environ)
     hello = Hello(os.getpid(), sys.executable, env, base_path, tops, zygote_paths)
     ctl.send(encode_hello(hello))
-    job = Zygote(ctl).serve()
+
+    def stage2() -> None:
+        _say_missed(preload(top=PRELOAD_TOP))
+
+    job = Zygote(ctl, stage2).serve()
     if job is not None:
         forkchild.run(job)
