@@ -1,12 +1,13 @@
 """One started process as the supervisor sees it: spawn, wait, signal, measure, forward output.
 
 Each child gets its own process group (so a Ctrl-C on the terminal reaches emurun alone, and
-stopping a host also stops what it started) and a pidfd: exactly one watcher task waits on it,
-reads the CPU times of the zombie (which still holds them), then reaps it and sets ``exited``.
+stopping a host also stops what it started). A direct child is watched through a pidfd:
+exactly one watcher task waits on it, reads the CPU times of the zombie (which still holds
+them), then reaps it and sets ``exited``; a child forked by the fork server
+(`launcher.forkclient`) is reaped by the zygote, which reports the same status and times.
 With a lifeline (`nicd.lifeline`) the child also gets its read end and learns the launcher's
 pid (``EMU_JOB_OWNER``): it stops itself when the launcher dies, and a later sweep can tell
-which launcher it belonged to.
-"""
+which launcher it belonged to."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import psutil  # type: ignore[import-untyped,unused-ignore]
 import trio
@@ -27,11 +28,14 @@ from launcher.report import ProcessUsage
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from launcher.forkclient import ForkServer
     from nicd.lifeline import Lifeline
 
 __all__ = [
     "Child",
+    "DirectProcess",
     "LineReader",
+    "Spawned",
     "describe_exit",
     "exit_code_of",
     "spawn",
@@ -43,6 +47,72 @@ _CHUNK = 65536
 _LINE_LIMIT = 65536  # a longer line is forwarded in pieces
 
 
+class Spawned(Protocol):
+    """A started process as `Child` sees it: direct (`DirectProcess`) or forked by the
+    fork server (`launcher.forkclient.ForkedProcess`)."""
+
+    @property
+    def pid(self) -> int:
+        """Its process id."""
+        ...
+
+    @property
+    def returncode(self) -> int | None:
+        """Negative for a signal; None while running."""
+        ...
+
+    @property
+    def stdout(self) -> trio.abc.ReceiveStream | None:
+        """Its piped stdout."""
+        ...
+
+    @property
+    def stderr(self) -> trio.abc.ReceiveStream | None:
+        """Its piped stderr (None when not piped)."""
+        ...
+
+    async def wait_exit(self) -> tuple[int, float, float]:
+        """Wait for the exit and reap: (returncode, user s, system s)."""
+        ...
+
+    def kill(self) -> None:
+        """SIGKILL it."""
+        ...
+
+
+class DirectProcess:
+    """A child of this process, watched through its pidfd: exactly one task waits on it,
+    reads the CPU times of the zombie (which still holds them), then reaps it."""
+
+    def __init__(self, process: trio.Process, pidfd: int) -> None:
+        self.process = process
+        self.pid = process.pid
+        self.stdout = process.stdout
+        self.stderr = process.stderr
+        self._pidfd = pidfd
+
+    @property
+    def returncode(self) -> int | None:
+        """As subprocess reports it: negative for a signal; None while running."""
+        return self.process.returncode
+
+    async def wait_exit(self) -> tuple[int, float, float]:
+        """Wait for the exit, measure, reap."""
+        await trio.lowlevel.wait_readable(self._pidfd)
+        user = system = 0.0
+        with contextlib.suppress(psutil.Error, OSError):
+            times = psutil.Process(self.pid).cpu_times()  # the zombie still has them
+            user = times.user + times.children_user
+            system = times.system + times.children_system
+        code = await self.process.wait()
+        os.close(self._pidfd)
+        return code, user, system
+
+    def kill(self) -> None:
+        """SIGKILL it."""
+        self.process.kill()
+
+
 @dataclass(eq=False, slots=True)
 class Child:
     """A started nicd or host process."""
@@ -51,9 +121,7 @@ class Child:
     """``nicd`` or ``host``."""
     node: int
     """Its node id (the host's rank)."""
-    process: trio.Process
-    pidfd: int
-    """Readable once the process has exited (and not yet been reaped)."""
+    process: Spawned
     started: float = field(default_factory=time.monotonic)
     exited: trio.Event = field(default_factory=trio.Event)
     """Set when the process is reaped; ``returncode`` and ``usage`` are final then."""
@@ -78,17 +146,10 @@ class Child:
 
     async def wait(self) -> None:
         """Wait for the exit, measure, reap. Only one task may call this, once."""
-        await trio.lowlevel.wait_readable(self.pidfd)
+        code, user, system = await self.process.wait_exit()
         ended = time.monotonic()
-        user = system = 0.0
-        with contextlib.suppress(psutil.Error, OSError):
-            times = psutil.Process(self.pid).cpu_times()  # the zombie still has them
-            user = times.user + times.children_user
-            system = times.system + times.children_system
-        await self.process.wait()
-        os.close(self.pidfd)
         self.usage = ProcessUsage(
-            self.role, self.node, self.pid, user, system, ended - self.started, self.returncode
+            self.role, self.node, self.pid, user, system, ended - self.started, code
         )
         self.exited.set()
 
@@ -111,18 +172,23 @@ async def spawn(
     *,
     pipe_stderr: bool = True,
     lifeline: Lifeline | None = None,
+    forkserver: ForkServer | None = None,
 ) -> Child:
     """Start one process (stdout and stderr piped, stdin from /dev/null, its own group), with
-    ``lifeline``'s read end and the launcher's pid when given.
+    ``lifeline``'s read end and the launcher's pid when given; forked by ``forkserver`` when
+    it can run ``argv`` exactly as a fresh interpreter would, else started directly.
 
     The one place a node's process (nicd or host) is started, for every job, local or on an
-    agent (`launcher.agent.nodes.LocalNodes`): a faster way to start them plugs in here."""
+    agent (`launcher.agent.nodes.LocalNodes`)."""
     child_env = dict(env)
     pass_fds: tuple[int, ...] = ()
     if lifeline is not None:
         child_env.update(lifeline.environ())
         child_env[ENV_JOB_OWNER] = str(os.getpid())
         pass_fds = (lifeline.read_fd,)
+    if forkserver is not None and forkserver.can_run(argv, child_env):
+        forked = await forkserver.spawn(argv, child_env, pipe_stderr=pipe_stderr, pass_fds=pass_fds)
+        return Child(role, node, forked)
     process = await trio.lowlevel.open_process(
         list(argv),
         stdin=subprocess.DEVNULL,
@@ -138,7 +204,7 @@ async def spawn(
         process.kill()
         await process.wait()
         raise
-    return Child(role, node, process, pidfd)
+    return Child(role, node, DirectProcess(process, pidfd))
 
 
 class LineReader:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, cast
 
 from emucluster import coll, mpi4py_shim
 from emucluster.config import ENV_WAIT
+from launcher import forkclient
 from launcher.errors import EXIT_USAGE, LaunchError, UsageError
 from launcher.hostfile import HostSpec, map_ranks, parse_host_list, parse_hostfile
 from launcher.plan import (
@@ -121,6 +122,12 @@ def build_parser() -> _Parser:
     p.option("--nicd-args", default="", metavar="ARGS", help="extra nicd flags, one string")
     p.option("--recovery", choices=RECOVERY_MODES, help="nicd loss recovery (nicd's default: gbn)")
     p.option("--job-id", metavar="ID", help="job id (letters and digits; default random)")
+    p.option(
+        "--no-forkserver",
+        action="store_true",
+        help="spawn every nicd and host process afresh instead of forking them from a zygote "
+        "that imported nicd and emucluster once (also EMU_FORKSERVER=0)",
+    )
     p.option("-q", "--quiet", action="store_true", help="report nothing but failures")
     p.option(
         "--mpi4py",
@@ -359,6 +366,7 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         stop_grace=args.stop_grace,
         quiet=args.quiet,
         profile=args.profile,
+        forkserver=not args.no_forkserver and forkclient.enabled(env),
         hosts=hosts,
         trace_dir=os.path.abspath(args.trace_dir) if args.trace_dir else None,
     )

@@ -39,6 +39,7 @@ from launcher import plan as planmod
 from launcher.agent.nodes import STATS_FILE
 from launcher.children import describe_exit, exit_code_of, job_signals, tag_lines, write_all
 from launcher.errors import EXIT_INTERNAL, EXIT_LOST_HOST, EXIT_TIMEOUT, RendezvousError
+from launcher.forkclient import ENV_FORKSERVER
 from launcher.rendezvous import Rendezvous
 from launcher.report import ProcessUsage, job_json, render
 from launcher.tracing import CLOCK_PINGS, TraceSink, host_folder, offset_from_samples, write_clocks
@@ -208,11 +209,18 @@ class Job:
             assert agent.link is not None
             await agent.link.send(control.Launch(
                 self.plan.job_id, self.plan.np, agent.nodes, words,
-                hosts.module if hosts is not None else None, os.getcwd(), dict(self.plan.env),
+                hosts.module if hosts is not None else None, os.getcwd(), self._host_env(),
                 faults, list(self.plan.nicd_args), self.plan.stats_dir is not None,
                 self.plan.bind_to, self.plan.nic_priority, float(self.plan.stop_grace),
                 float(self.plan.ready_timeout), self.multi_host, self.traces is not None,
             ))  # fmt: skip
+
+    def _host_env(self) -> dict[str, str]:
+        """The hosts' variables; ``EMU_FORKSERVER=0`` also tells agents to spawn directly."""
+        env = dict(self.plan.env)
+        if not self.plan.forkserver:
+            env[ENV_FORKSERVER] = "0"
+        return env
 
     async def _send_all(self, message: control.Message) -> None:
         for agent in self.agents:

@@ -112,6 +112,10 @@ class LaunchPlan:
     profile: Profile = "faithful"
     """``--profile``: how hosts wait (`PROFILE_WAIT`); stated on emurun's first line."""
     """Say nothing on stderr except failures."""
+    forkserver: bool = True
+    """Fork nicds and Python hosts from a zygote that imported them once
+    (`launcher.forkserver`); False: spawn every process (``--no-forkserver``,
+    ``EMU_FORKSERVER=0``)."""
     hosts: HostsPlan | None = None
     """Several hosts, each run by an agent (launcher.multihost); None: this machine alone."""
 

@@ -29,6 +29,7 @@ from launcher import cleanup, control, tuning
 from launcher import plan as planmod
 from launcher.children import Child, LineReader, spawn, stop_children
 from launcher.errors import EXIT_INTERNAL, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND
+from launcher.forkclient import ForkServer, ForkServerError
 from nicd import manage
 from nicd.ready import decode_ready_untrusted, socket_path
 
@@ -75,6 +76,8 @@ class LocalNodes:
         owner (``EMU_JOB_OWNER``): what a later launcher's stale sweep looks for."""
         self.nicds: list[Child] = []
         self.hosts: list[Child] = []
+        self.forkserver: ForkServer | None = None
+        """The zygote this host's nicds and hosts are forked from (`launcher.forkserver`)."""
         self.stats_dir = plan.stats_dir
         """Where nicds and hosts write statistics (inside the run directory), or None."""
         self._open_streams = 0
@@ -101,10 +104,20 @@ class LocalNodes:
         env = planmod.nicd_env(self.plan, self._base_env())
         if self.stats_dir is not None:
             os.makedirs(self.stats_dir, exist_ok=True)
+        if self.plan.forkserver and self.nodes:
+            zygote_env = dict(env)  # what the sweep sees of every process forked from it
+            if self.lifeline is not None:
+                zygote_env[cleanup.ENV_JOB_OWNER] = str(os.getpid())
+            try:
+                self.forkserver = await ForkServer.start(self.plan.python, zygote_env)
+            except (OSError, ForkServerError) as exc:
+                self.say(f"{exc}; starting every process directly", False)
         for node in self.nodes:
             argv = planmod.nicd_argv(self.plan, node, self.run_dir)
             try:
-                child = await spawn("nicd", node, argv, env, lifeline=self.lifeline)
+                child = await spawn(
+                    "nicd", node, argv, env, lifeline=self.lifeline, forkserver=self.forkserver
+                )
             except OSError as exc:
                 text = f"cannot start the nicd of node {node}: {exc}"
                 await self.send(control.Failed(EXIT_INTERNAL, text))
@@ -146,7 +159,12 @@ class LocalNodes:
             env = planmod.host_env(self.plan, rank, self.run_dir, sock, self._base_env())
             try:
                 child = await spawn(
-                    "host", rank, self.plan.program.argv, env, lifeline=self.lifeline
+                    "host",
+                    rank,
+                    self.plan.program.argv,
+                    env,
+                    lifeline=self.lifeline,
+                    forkserver=self.forkserver,
                 )
             except OSError as exc:
                 code = EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_NOT_EXECUTABLE
@@ -256,6 +274,8 @@ class LocalNodes:
         """Hosts (group SIGTERM, then SIGKILL), then nicds (they write stats on SIGTERM)."""
         await self._stop(self.hosts, group=True)
         await self._stop(self.nicds, group=False)
+        if self.forkserver is not None:
+            await self.forkserver.aclose()
         with trio.move_on_after(_DRAIN_S):
             await self._drained.wait()
 

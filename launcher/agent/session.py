@@ -27,6 +27,8 @@ from launcher.channel import Channel, greet_emurun
 from launcher.children import write_all
 from launcher.control import ControlError
 from launcher.errors import EXIT_INTERNAL, LaunchError
+from launcher.forkclient import ENV_FORKSERVER
+from launcher.forkclient import enabled as forkserver_enabled
 from launcher.plan import LaunchPlan, resolve_program
 from launcher.tracing import trace_chunks
 from nicd import errors as nicd_errors
@@ -277,6 +279,7 @@ def plan_from_launch(launch: control.Launch, bind_addr: str, run_dir: str) -> La
         listen_host=bind_addr,
         ready_timeout=launch.ready_timeout,
         stop_grace=launch.stop_grace,
+        forkserver=launch.env.get(ENV_FORKSERVER) != "0" and forkserver_enabled(os.environ),
     )
 
 

@@ -8,6 +8,7 @@ asserts a duration.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -67,8 +68,22 @@ def run_other_job(tmpdir_env: dict[str, str], *args: str) -> subprocess.Complete
     )
 
 
+def zygotes(job_id: str) -> list[psutil.Process]:
+    """The job's fork servers still running."""
+    found = []
+    for proc in job_processes(job_id):
+        with contextlib.suppress(psutil.Error):
+            if "launcher.forkserver" in " ".join(proc.cmdline()):
+                found.append(proc)
+    return found
+
+
 @pytest.mark.slow
-def test_kill_9_emurun_stops_nicds_and_hosts_and_the_next_run_sweeps(job: Job) -> None:
+@pytest.mark.parametrize("forkserver", ["1", "0"])
+def test_kill_9_emurun_stops_nicds_and_hosts_and_the_next_run_sweeps(
+    job: Job, forkserver: str
+) -> None:
+    job.env["EMU_FORKSERVER"] = forkserver
     job.start("-np", str(NODES), ORPHAN_HOST)
     hosts = job.wait_ready(NODES)
     nicds = [job.nicd_pid(node) for node in range(NODES)]
@@ -77,6 +92,7 @@ def test_kill_9_emurun_stops_nicds_and_hosts_and_the_next_run_sweeps(job: Job) -
     job.proc.wait(timeout=WAIT_S)
 
     wait_for(lambda: not any(map(running, [*hosts.values(), *nicds])), "stopped")
+    wait_for(lambda: not zygotes(job.id), "without a fork server")  # it follows its last child
     # What emurun would have swept is still there: the detached children, the segments, the
     # run directory with its socket files.
     detached = job_processes(job.id)

@@ -141,6 +141,7 @@ class FakeCluster:
         argv: Sequence[str],
         env: Mapping[str, str],
         lifeline: object = None,
+        forkserver: object = None,
     ) -> FakeChild:
         self._pids += 1
         child = FakeChild(role, node, self._pids, self.log)
@@ -195,6 +196,7 @@ def make_plan(**overrides: object) -> LaunchPlan:
         "bind_to": "none",
         "nic_priority": "none",
         "quiet": True,
+        "forkserver": False,  # the fake spawn starts nothing: no zygote either
     }
     fields.update(overrides)
     return LaunchPlan(**fields)  # type: ignore[arg-type]

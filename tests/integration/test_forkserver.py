@@ -1,0 +1,181 @@
+"""emurun with and without the fork server: the same exits, signals, output and program
+semantics; real forks, real processes (launcher/forkserver.py, forkchild.py, forkclient.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import psutil  # type: ignore[import-untyped,unused-ignore]
+import pytest
+
+from tests.integration.test_emurun import WAIT_S, Job
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+FORK_HOST = str(Path(__file__).parent / "hosts" / "fork_host.py")
+MODES = ["fork", "spawn"]
+
+
+@pytest.fixture(params=MODES)
+def job(request: pytest.FixtureRequest) -> Iterator[Job]:
+    j = Job()
+    j.env["EMU_FORKSERVER"] = "1" if request.param == "fork" else "0"
+    yield j
+    j.teardown()
+
+
+def forked(job: Job) -> bool:
+    return job.env["EMU_FORKSERVER"] == "1"
+
+
+def infos(out: str) -> dict[int, dict[str, object]]:
+    docs = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return {doc["rank"]: doc for doc in docs}
+
+
+def test_programs_see_a_fresh_interpreter(job: Job) -> None:
+    r = job.run("-np", "3", FORK_HOST, "info", "a b")
+    assert r.code == 0, r.err
+    got = infos(r.out)
+    assert sorted(got) == [0, 1, 2]
+    for doc in got.values():
+        assert doc["forked"] is forked(job)
+        assert doc["argv"] == [FORK_HOST, "info", "a b"]
+        assert doc["name"] == "__main__"
+        assert doc["file"] == FORK_HOST
+        assert doc["path0"] == str(Path(FORK_HOST).resolve().parent)
+        assert doc["stdin"] == ""
+        assert doc["sigint"] is True
+        assert doc["sigchld"] is True
+        assert doc["pgid"] is True
+    assert len({doc["random"] for doc in got.values()}) == 3  # re-seeded in every child
+    assert sorted(line for line in r.err.splitlines() if line.startswith("stderr of")) == [
+        "stderr of 0",
+        "stderr of 1",
+        "stderr of 2",
+    ]
+    job.assert_clean()
+
+
+def test_the_interpreter_under_another_name_of_the_same_venv(job: Job) -> None:
+    other = next(
+        (
+            path
+            for name in ("python3", "python")
+            if (path := os.path.join(os.path.dirname(sys.executable), name)) != sys.executable
+            and os.path.exists(path)
+        ),
+        None,
+    )
+    if other is None:
+        pytest.skip("no second name for this interpreter")
+    r = job.run("-np", "2", other, FORK_HOST, "info")
+    assert r.code == 0, r.err
+    for doc in infos(r.out).values():
+        assert doc["forked"] is forked(job)
+        assert doc["executable"] == other
+    job.assert_clean()
+
+
+def test_a_module_program(job: Job) -> None:
+    job.env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(FORK_HOST).parent), job.env.get("PYTHONPATH", "")]
+    )
+    r = job.run("-np", "2", "-m", "fork_host", "info")
+    assert r.code == 0, r.err
+    got = infos(r.out)
+    assert sorted(got) == [0, 1]
+    for doc in got.values():
+        assert doc["argv"] == [FORK_HOST, "info"]  # runpy sets argv[0] to the file, as -m does
+        assert doc["path0"] == os.getcwd()
+        assert doc["forked"] is forked(job)
+    job.assert_clean()
+
+
+@pytest.mark.parametrize(("sig", "code"), [("SIGKILL", 137), ("SIGTERM", 143), ("SIGUSR1", 138)])
+def test_a_rank_killed_by_a_signal(job: Job, sig: str, code: int) -> None:
+    r = job.run("-np", "2", FORK_HOST, "kill", "1", sig)
+    assert r.code == code, r.err
+    assert "rank 1 (pid " in r.err
+    assert f"was killed by {sig}" in r.err
+    job.assert_clean()
+
+
+def test_an_uncaught_exception_prints_the_programs_traceback(job: Job) -> None:
+    r = job.run("-np", "2", FORK_HOST, "raise", "0")
+    assert r.code == 1, r.err
+    assert "rank 0 (pid" in r.err
+    assert "exited with code 1" in r.err
+    tb = r.err[r.err.index("Traceback") :]
+    assert "ValueError: boom from the program" in tb
+    first_frame = tb.splitlines()[1]
+    assert FORK_HOST in first_frame, tb  # no fork-server or runpy frame before the program's
+    assert "forkchild" not in tb
+    assert "runpy" not in tb
+    job.assert_clean()
+
+
+def test_an_uncaught_keyboard_interrupt_is_death_by_sigint(job: Job) -> None:
+    r = job.run("-np", "2", FORK_HOST, "interrupt", "1")
+    assert r.code == 130, r.err
+    assert "was killed by SIGINT" in r.err
+    assert "KeyboardInterrupt" in r.err
+    job.assert_clean()
+
+
+def test_the_end_flushes_files_finalizes_and_prints_the_exit_message(
+    job: Job, tmp_path: Path
+) -> None:
+    r = job.run("-np", "2", FORK_HOST, "unclosed", str(tmp_path))
+    assert r.code == 1, r.err
+    assert "bye 0" in r.err.splitlines() or "bye 1" in r.err.splitlines(), r.err
+    assert "cycle of" in r.out, r.out
+    first_failed = 0 if "rank 0 (pid" in r.err else 1
+    assert (tmp_path / f"rank{first_failed}.txt").read_text() == "flushed at exit\n"
+    job.assert_clean()
+
+
+@pytest.mark.parametrize("shim", [False, True])
+def test_mpi_barrier_with_and_without_the_mpi4py_shim(job: Job, shim: bool) -> None:
+    args = ["--mpi4py"] if shim else []
+    r = job.run("-np", "3", *args, FORK_HOST, "mpi")
+    assert r.code == 0, r.err
+    via = "mpi4py" if shim else "emucluster"
+    assert sorted(r.out.splitlines()) == [f"rank {i} of 3 via {via}" for i in range(3)]
+    job.assert_clean()
+
+
+def test_no_forkserver_flag_spawns_directly(job: Job) -> None:
+    r = job.run("--no-forkserver", "-np", "1", FORK_HOST, "info")
+    assert r.code == 0, r.err
+    assert infos(r.out)[0]["forked"] is False
+
+
+@pytest.mark.slow
+def test_killing_the_zygote_takes_its_children_and_the_job_down() -> None:
+    job = Job()
+    try:
+        job.env["EMU_FORKSERVER"] = "1"
+        job.start("-np", "2", FORK_HOST, "hang")
+        pids = job.wait_ready(2)
+        zygote = psutil.Process(pids[0]).ppid()
+        assert "launcher.forkserver" in " ".join(psutil.Process(zygote).cmdline())
+        nicds = [job.nicd_pid(node) for node in range(2)]
+        os.kill(zygote, signal.SIGKILL)
+        r = job.finish()
+        assert r.code != 0
+        assert "was killed by SIGKILL" in r.err, r.err
+        deadline = time.monotonic() + WAIT_S
+        while any(psutil.pid_exists(p) for p in [*pids.values(), *nicds]):
+            assert time.monotonic() < deadline, "the zygote's children outlived it"
+            time.sleep(0.1)
+        job.assert_clean()
+    finally:
+        job.teardown()

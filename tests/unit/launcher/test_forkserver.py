@@ -1,0 +1,216 @@
+"""The fork server's records and its rules for what a fork may run (launcher/forkserver.py)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import msgpack
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from launcher.forkserver import (
+    BadRecord,
+    Exited,
+    Hello,
+    PyLaunch,
+    Refused,
+    Request,
+    Started,
+    _module_imports,
+    decode_hello_untrusted,
+    decode_report_untrusted,
+    decode_request_untrusted,
+    encode_hello,
+    encode_report,
+    encode_request,
+    env_blockers,
+    python_launch,
+    same_interpreter,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+PY = "/opt/py/bin/python"
+REQ = Request([PY, "app.py", "x"], {"EMU_RANK": "3", "PATH": "/bin"}, "/work", [0, 1, 2, 9])
+
+texts = st.text(max_size=20)
+
+
+@given(
+    argv=st.lists(texts, min_size=1, max_size=5),
+    env=st.dictionaries(texts, texts, max_size=5),
+    cwd=texts.filter(bool),
+    targets=st.lists(st.integers(0, 65535), unique=True, max_size=6),
+)
+def test_request_round_trips(
+    argv: list[str], env: dict[str, str], cwd: str, targets: list[int]
+) -> None:
+    req = Request(argv, env, cwd, targets)
+    assert decode_request_untrusted(encode_request(req), len(targets) + 1) == req
+
+
+def test_request_needs_one_fd_per_target_plus_the_status_socket() -> None:
+    data = encode_request(REQ)
+    assert decode_request_untrusted(data, 5) == REQ
+    for nfds in (0, 1, 4, 6):
+        with pytest.raises(BadRecord, match="targets but"):
+            decode_request_untrusted(data, nfds)
+
+
+def test_every_truncation_of_a_request_is_a_bad_record() -> None:
+    data = encode_request(REQ)
+    for cut in range(len(data)):
+        with pytest.raises(BadRecord):
+            decode_request_untrusted(data[:cut], 5)
+    with pytest.raises(BadRecord):
+        decode_request_untrusted(data + b"\x00", 5)
+
+
+@pytest.mark.parametrize(
+    ("fields", "match"),
+    [
+        (["req", [], {}, "/", []], "empty argv"),
+        (["req", [PY, 1], {}, "/", []], "argv"),
+        (["req", [PY], {"A": 1}, "/", []], "env"),
+        (["req", [PY], {}, "", []], "cwd"),
+        (["req", [PY], {}, "/", [-1]], "target"),
+        (["req", [PY], {}, "/", [True]], "target"),
+        (["req", [PY], {}, "/", [65536]], "target"),
+        (["req", [PY], {}, "/", [1, 1]], "duplicate"),
+        (["started", 5], "not a req"),
+        ({"req": 1}, "not a req"),
+    ],
+)
+def test_bad_requests_are_bad_records(fields: object, match: str) -> None:
+    data = msgpack.packb(fields)
+    nfds = len(fields[-1]) + 1 if isinstance(fields, list) and isinstance(fields[-1], list) else 1
+    with pytest.raises(BadRecord, match=match):
+        decode_request_untrusted(data, nfds)
+
+
+@pytest.mark.parametrize(
+    "report",
+    [Started(4242), Refused("fork failed: [Errno 11]"), Exited(-9, 0.5, 0.25), Exited(3, 0.0, 0)],
+)
+def test_reports_round_trip(report: Started | Refused | Exited) -> None:
+    assert decode_report_untrusted(encode_report(report)) == report
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        ["started", 0],
+        ["started", True],
+        ["started", 1, 2],
+        ["refused", 7],
+        ["exited", 300, 0.0, 0.0],
+        ["exited", 0, -1.0, 0.0],
+        ["exited", 0, "1", 0.0],
+        ["done", 1],
+        [],
+        "started",
+    ],
+)
+def test_bad_reports_are_bad_records(fields: object) -> None:
+    with pytest.raises(BadRecord):
+        decode_report_untrusted(msgpack.packb(fields))
+
+
+def test_every_truncation_of_a_report_is_a_bad_record() -> None:
+    data = encode_report(Exited(-15, 1.5, 0.5))
+    for cut in range(len(data)):
+        with pytest.raises(BadRecord):
+            decode_report_untrusted(data[:cut])
+
+
+def test_hello_round_trips_and_rejects_a_bad_pid() -> None:
+    hello = Hello(77, PY, {"LANG": "C.UTF-8"}, ["/lib/py"], ["emucluster", "nicd"], ["/src"])
+    assert decode_hello_untrusted(encode_hello(hello)) == hello
+    with pytest.raises(BadRecord):
+        decode_hello_untrusted(msgpack.packb(["hello", 0, PY, {}, [], [], []]))
+    with pytest.raises(BadRecord):
+        decode_hello_untrusted(encode_hello(hello)[:-3])
+
+
+# -- what a fork may run --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([PY, "app.py", "a", "-m"], PyLaunch("file", "app.py", ["a", "-m"], False)),
+        (
+            [PY, "-m", "nicd", "--node-id", "3"],
+            PyLaunch("module", "nicd", ["--node-id", "3"], False),
+        ),
+        ([PY, "-c", "print(1)", "x"], PyLaunch("command", "print(1)", ["x"], False)),
+        ([PY, "-u", "app.py"], PyLaunch("file", "app.py", [], True)),
+        ([PY, "-u", "-u", "-m", "pkg"], PyLaunch("module", "pkg", [], True)),
+        (["/usr/bin/python3", "app.py"], None),  # another interpreter
+        (["./a.out", "app.py"], None),
+        ([PY, "-O", "app.py"], None),  # an option a fork cannot apply
+        ([PY, "-X", "importtime", "app.py"], None),
+        ([PY, "-"], None),  # a script on stdin
+        ([PY], None),
+        ([PY, "-m"], None),
+        ([PY, "-m", ""], None),
+        ([PY, "-u"], None),
+        ([], None),
+    ],
+)
+def test_python_launch(argv: list[str], expected: PyLaunch | None) -> None:
+    assert python_launch(argv, PY) == expected
+
+
+def test_env_blockers_name_the_start_up_variables_that_differ() -> None:
+    zygote = {"LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
+    same = {**zygote, "PYTHONPATH": "/shim", "PYTHONUNBUFFERED": "1", "EMU_RANK": "2"}
+    assert env_blockers(same, zygote) == []
+    assert env_blockers({**same, "PYTHONHASHSEED": "1"}, zygote) == ["PYTHONHASHSEED"]
+    assert env_blockers({**same, "LC_ALL": "C", "PYTHONOPTIMIZE": "1"}, zygote) == [
+        "LC_ALL",
+        "PYTHONOPTIMIZE",
+    ]
+    assert env_blockers({"LANG": "C.UTF-8"}, zygote) == ["PYTHONHASHSEED"]
+
+
+def test_module_imports_reads_the_source_without_running_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "zyg_probe.py").write_text(
+        "raise SystemExit('never executed')\n"
+        "import json, os.path\n"
+        "from collections import abc\n"
+        "from . import sibling\n"
+        "if TYPE_CHECKING:\n"
+        "    import typing_only\n"
+        "try:\n"
+        "    import optional_mod\n"
+        "except ImportError:\n"
+        "    pass\n"
+        "def later():\n"
+        "    import nested_only\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    top = _module_imports("zyg_probe", nested=False)
+    assert top == ["json", "os.path", "collections", "collections.abc", "optional_mod"]
+    assert _module_imports("zyg_probe", nested=True) == [*top, "nested_only"]
+    assert "zyg_probe" not in sys.modules
+
+
+def test_same_interpreter_means_same_file_in_the_same_directory(tmp_path: Path) -> None:
+    real = tmp_path / "base" / "python3.11"
+    real.parent.mkdir()
+    real.write_text("")
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(real)
+    (venv / "python3").symlink_to(real)
+    assert same_interpreter(str(venv / "python"), str(venv / "python3"))
+    assert same_interpreter("python3", "python3")
+    assert not same_interpreter(str(real), str(venv / "python3"))  # the venv's base: no
+    assert not same_interpreter("python", str(venv / "python3"))  # relative: no
+    assert not same_interpreter(str(venv / "missing"), str(venv / "python3"))
