@@ -171,7 +171,7 @@ class Datatype(DatatypeConstructors, DatatypePacking):
     @property
     def elements(self) -> int:
         """Basic elements per element of this type."""
-        return len(self._map.disps)
+        return self._map.elements
 
     @property
     def typemap(self) -> TypeMap:

@@ -66,7 +66,7 @@ class DatatypeConstructors:
         """``count`` consecutive elements."""
         _counts(count)
         m = self.typemap
-        return self._derive(f"contiguous({count})", m.replicate(np.arange(count) * m.extent),
+        return self._derive(f"contiguous({count})", m.blocks([count], [0]),
                             "CONTIGUOUS", ([count], [], [self]))  # fmt: skip
 
     def Create_vector(self, count: int, blocklength: int, stride: int) -> Datatype:
