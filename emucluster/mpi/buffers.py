@@ -8,6 +8,7 @@ Accepted forms (mpi4py's "message" argument of the uppercase calls)::
     [buf, count]                 ``count`` elements of the inferred type
     [buf, count, datatype]       the first ``count`` elements
     [buf, (count, disp), datatype]   ``count`` elements starting at element ``disp``
+    datatype may also be a type code (``'i'``, ``'f8'``), as ``Datatype.fromcode`` takes
     None                         an empty message (also ``[None, datatype]``)
 
 Receive buffers must be writable.
@@ -24,6 +25,7 @@ from emucluster.mpi.datatypes import Datatype, datatype_of_buffer, predefined
 from emucluster.mpi.errors import ERR_BUFFER, ERR_COUNT, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.foreign import host_buffer
+from emucluster.mpi.typecodes import from_code
 
 __all__ = ["EMPTY", "Msg", "byte_view", "message", "typed_view"]
 
@@ -165,6 +167,8 @@ def _from_sequence(parts: list[object], writable: bool) -> Msg:
     if not 1 <= len(parts) <= 3:
         raise MPIException(ERR_BUFFER, f"a message spec has 1 to 3 items, not {len(parts)}")
     buf = host_buffer(parts[0])
+    if len(parts) >= 2 and isinstance(parts[-1], str):  # a type code: [buf, 'i'], [buf, n, 'd']
+        parts[-1] = from_code(parts[-1])
     count_spec: object = None
     datatype: Datatype | None = None
     if len(parts) == 3:

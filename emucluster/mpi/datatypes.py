@@ -14,6 +14,7 @@ from emucluster.mpi.dtcreate import Contents, DatatypeConstructors
 from emucluster.mpi.errors import ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.pack import DatatypePacking
+from emucluster.mpi.typecodes import from_code, type_char, type_code, type_str
 from emucluster.mpi.typemap import TypeMap, register_basic
 
 __all__ = [
@@ -134,10 +135,28 @@ class Datatype(DatatypeConstructors, DatatypePacking):
         """The type's name."""
         return self._name
 
+    @name.setter
+    def name(self, value: str) -> None:
+        self.Set_name(value)
+
     @property
     def typechar(self) -> str:
-        """The numpy/struct type character (``'d'`` for DOUBLE, ``'V'`` for records)."""
-        return self._dtype.char if self._map.homogeneous() is not None else "V"
+        """The struct type character (``'d'`` for DOUBLE, ``'V'`` for records)."""
+        return type_char(self)
+
+    @property
+    def typestr(self) -> str:
+        """The numpy type string (``'f8'`` for DOUBLE, ``'V<extent>'`` for records)."""
+        return type_str(self)
+
+    def tocode(self) -> str:
+        """The character code or type string of a predefined type (ValueError if none)."""
+        return type_code(self)
+
+    @classmethod
+    def fromcode(cls, code: str) -> Datatype:
+        """The predefined type of a character code or type string (ValueError if none)."""
+        return from_code(code)
 
     def Commit(self) -> Datatype:
         """Commit the type (nothing to do); returns it."""
@@ -247,6 +266,21 @@ _TABLE: list[tuple[str, str | np.dtype[np.generic]]] = [
     ("INTEGER", "i4"),
     ("REAL", "f4"),
     ("DOUBLE_PRECISION", "f8"),
+    ("LOGICAL1", "?"),
+    ("LOGICAL2", "i2"),
+    ("LOGICAL4", "i4"),
+    ("LOGICAL8", "i8"),
+    ("INTEGER1", "i1"),
+    ("INTEGER2", "i2"),
+    ("INTEGER4", "i4"),
+    ("INTEGER8", "i8"),
+    ("REAL2", "f2"),
+    ("REAL4", "f4"),
+    ("REAL8", "f8"),
+    ("REAL16", "g"),
+    ("COMPLEX8", "c8"),
+    ("COMPLEX16", "c16"),
+    ("COMPLEX32", "G"),
     ("SHORT_INT", _pair("h")),
     ("TWOINT", _pair("i")),
     ("INT_INT", _pair("i")),

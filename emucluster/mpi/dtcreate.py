@@ -62,6 +62,8 @@ class DatatypeConstructors:
         """A new type with the same type map (combiner DUP)."""
         return self._derive(self.name, self.typemap, "DUP", ([], [], [self]))
 
+    Create_dup = Dup
+
     def Create_contiguous(self, count: int) -> Datatype:
         """``count`` consecutive elements."""
         _counts(count)
