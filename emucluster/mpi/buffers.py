@@ -43,7 +43,8 @@ class Msg(NamedTuple):
     """The buffer object the program passed (numpy arrays keep their dtype and shape)."""
 
 
-EMPTY = Msg(memoryview(b""), predefined["BYTE"], 0, None)
+EMPTY = Msg(memoryview(bytearray(0)), predefined["BYTE"], 0, None)
+"""The null message (writable: an empty receive writes nothing)."""
 
 
 def typed_view(obj: object) -> memoryview:
@@ -183,7 +184,7 @@ def _from_sequence(parts: list[object], writable: bool) -> Msg:
             count_spec = parts[1]
     if buf is None:
         dt = datatype or predefined["BYTE"]
-        return Msg(memoryview(b""), dt, 0, None)
+        return Msg(memoryview(bytearray(0)), dt, 0, None)
     view = byte_view(buf, writable=writable)
     if datatype is None:
         datatype = datatype_of_buffer(buf, typed_view(buf))

@@ -197,6 +197,8 @@ class TypeMap:
 
     def unpack(self, view: memoryview, offset: int, data: bytes | memoryview) -> None:
         """Store packed ``data`` (whole elements, maybe fewer than fit) at byte ``offset``."""
+        if not len(data):  # nothing to store (the view may be an empty read-only one)
+            return
         if self.contiguous:
             view[offset : offset + len(data)] = data
             return
