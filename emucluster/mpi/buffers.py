@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from emucluster.mpi.datatypes import Datatype, datatype_of_buffer, predefined
+from emucluster.mpi.dlpack import dlpack_view
 from emucluster.mpi.errors import ERR_BUFFER, ERR_COUNT, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.foreign import host_buffer
@@ -49,7 +50,9 @@ EMPTY = Msg(memoryview(bytearray(0)), predefined["BYTE"], 0, None)
 
 def typed_view(obj: object) -> memoryview:
     """A memoryview of ``obj`` keeping its element format: the buffer protocol, else DLPack
-    (CPU) or ``__cuda_array_interface__`` (host memory here); ERR_BUFFER if it has none."""
+    or ``__cuda_array_interface__`` (host memory here); ERR_BUFFER if it has none."""
+    if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray):
+        return dlpack_view(obj)
     try:
         return memoryview(obj)  # type: ignore[arg-type]
     except TypeError as exc:
@@ -61,68 +64,19 @@ def typed_view(obj: object) -> memoryview:
 
 def _foreign(obj: object) -> memoryview | None:
     if hasattr(obj, "__dlpack__"):
-        address, dtype, nbytes, contiguous = _dlpack(obj)
-    else:
-        cai = getattr(obj, "__cuda_array_interface__", None)
-        if not isinstance(cai, dict):
-            return None
-        dtype = np.dtype(cai["typestr"])
-        count = int(np.prod(cai["shape"], dtype=np.int64))
-        address, nbytes = int(cai["data"][0]), count * dtype.itemsize
-        contiguous = cai.get("strides") is None
-    if not contiguous:
+        return dlpack_view(obj)
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if not isinstance(cai, dict):
+        return None
+    dtype = np.dtype(cai["typestr"])
+    count = int(np.prod(cai["shape"], dtype=np.int64))
+    address, nbytes = int(cai["data"][0]), count * dtype.itemsize
+    if cai.get("strides") is not None:
         raise MPIException(ERR_BUFFER, "the buffer is not contiguous")
     if nbytes == 0:
         return memoryview(np.empty(0, dtype))  # type: ignore[arg-type]
     raw = (ctypes.c_ubyte * nbytes).from_address(address)
     return memoryview(np.frombuffer(memoryview(raw).cast("B"), dtype=dtype))  # type: ignore[arg-type]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device_type", ctypes.c_int32),
-        ("device_id", ctypes.c_int32),
-        ("ndim", ctypes.c_int32),
-        ("code", ctypes.c_uint8),
-        ("bits", ctypes.c_uint8),
-        ("lanes", ctypes.c_uint16),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
-
-
-_DL_KINDS = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
-_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_get_pointer.restype = ctypes.c_void_p
-_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-
-
-def _dlpack(obj: object) -> tuple[int, np.dtype[np.generic], int, bool]:
-    """(address, dtype, bytes, C-contiguous) of a CPU DLPack tensor; the capsule keeps
-    ownership (its destructor releases the tensor; the data belong to ``obj``)."""
-    capsule = obj.__dlpack__()  # type: ignore[attr-defined]
-    tensor = _DLTensor.from_address(_get_pointer(capsule, b"dltensor"))
-    code, lanes = tensor.code, tensor.lanes
-    if code == 2 and lanes == 2:  # a complex number as two float lanes
-        code, lanes = 5, 1
-    if tensor.device_type != 1 or code not in _DL_KINDS or lanes != 1:
-        raise MPIException(ERR_BUFFER, f"DLPack tensor on device {tensor.device_type} of type "
-                           f"{tensor.code}:{tensor.bits}x{tensor.lanes} is not a CPU buffer")
-    itemsize = tensor.bits * tensor.lanes // 8
-    dtype = np.dtype("?" if code == 6 else f"{_DL_KINDS[code]}{itemsize}")
-    shape = [tensor.shape[i] for i in range(tensor.ndim)]
-    count = int(np.prod(shape, dtype=np.int64))
-    contiguous = True
-    if tensor.strides and count > 1:
-        expected = 1
-        for i in reversed(range(tensor.ndim)):
-            if shape[i] > 1 and tensor.strides[i] != expected:
-                contiguous = False
-            expected *= shape[i]
-    address = (tensor.data or 0) + tensor.byte_offset
-    return address, dtype, count * itemsize, contiguous
 
 
 def byte_view(obj: object, *, writable: bool) -> memoryview:

@@ -163,7 +163,7 @@ def from_code(code: str) -> Datatype:
     if _TABLE is None:
         from emucluster.mpi.datatypes import predefined
 
-        _TABLE = {c: predefined[n] for c, n in _CODES if n in predefined and predefined[n]}
+        _TABLE = {c: predefined[n] for c, n in _CODES if predefined.get(n)}
     try:
         return _TABLE[code]
     except (KeyError, TypeError):
