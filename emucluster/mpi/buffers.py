@@ -8,6 +8,8 @@ Accepted forms (mpi4py's "message" argument of the uppercase calls)::
     [buf, count]                 ``count`` elements of the inferred type
     [buf, count, datatype]       the first ``count`` elements
     [buf, (count, disp), datatype]   ``count`` elements starting at element ``disp``
+    [buf, count, disp, datatype]     the same
+    [BOTTOM, 0, datatype]            an empty message
     datatype may also be a type code (``'i'``, ``'f8'``), as ``Datatype.fromcode`` takes
     None                         an empty message (also ``[None, datatype]``)
 
@@ -17,18 +19,40 @@ Receive buffers must be writable.
 from __future__ import annotations
 
 import ctypes
+import operator
 from typing import NamedTuple
 
 import numpy as np
 
+from emucluster.mpi.constants import BOTTOM
 from emucluster.mpi.datatypes import Datatype, datatype_of_buffer, predefined
 from emucluster.mpi.dlpack import dlpack_view
-from emucluster.mpi.errors import ERR_BUFFER, ERR_COUNT, ERR_TYPE
+from emucluster.mpi.errors import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.foreign import host_buffer
 from emucluster.mpi.typecodes import from_code
 
-__all__ = ["EMPTY", "Msg", "byte_view", "message", "typed_view"]
+__all__ = [
+    "EMPTY", "MessageSpecError", "Msg", "NotABuffer", "ReadOnlyBuffer", "UnknownTypeCode",
+    "byte_view", "message", "typed_view",
+]  # fmt: skip
+
+
+class MessageSpecError(MPIException, ValueError):
+    """A malformed message spec (bad count, displacement or datatype); an MPI.Exception that
+    is also the ValueError mpi4py raises."""
+
+
+class UnknownTypeCode(MPIException, KeyError):
+    """A type code no predefined datatype has (mpi4py raises KeyError)."""
+
+
+class NotABuffer(MPIException, TypeError):
+    """The object has no buffer interface (mpi4py raises TypeError)."""
+
+
+class ReadOnlyBuffer(MPIException, BufferError):
+    """A receive buffer that cannot be written (mpi4py raises BufferError)."""
 
 
 class Msg(NamedTuple):
@@ -58,7 +82,7 @@ def typed_view(obj: object) -> memoryview:
     except TypeError as exc:
         foreign = _foreign(obj)
         if foreign is None:
-            raise MPIException(ERR_BUFFER, f"{type(obj).__name__} is not a buffer") from exc
+            raise NotABuffer(ERR_BUFFER, f"{type(obj).__name__} is not a buffer") from exc
         return foreign
 
 
@@ -84,7 +108,7 @@ def byte_view(obj: object, *, writable: bool) -> memoryview:
     must be written, or is not contiguous."""
     view = typed_view(obj)
     if writable and view.readonly:
-        raise MPIException(ERR_BUFFER, "the receive buffer is read-only")
+        raise ReadOnlyBuffer(ERR_BUFFER, "the receive buffer is read-only")
     if not view.c_contiguous:
         raise MPIException(ERR_BUFFER, "the buffer is not contiguous")
     if view.format == "B" and view.ndim == 1:
@@ -110,55 +134,100 @@ def message(spec: object, *, writable: bool) -> Msg:
 def _message(spec: object, writable: bool) -> Msg:
     if spec is None:
         return EMPTY
-    spec = host_buffer(spec)  # CUDA-array-interface / DLPack memory (no GPUs: host memory)
     if isinstance(spec, list | tuple):
         return _from_sequence(list(spec), writable)
+    spec = host_buffer(spec)  # CUDA-array-interface / DLPack memory (no GPUs: host memory)
     view = byte_view(spec, writable=writable)
     datatype = datatype_of_buffer(spec, typed_view(spec))
     return Msg(view, datatype, _whole(view, datatype), spec)
 
 
 def _from_sequence(parts: list[object], writable: bool) -> Msg:
-    if not 1 <= len(parts) <= 3:
-        raise MPIException(ERR_BUFFER, f"a message spec has 1 to 3 items, not {len(parts)}")
-    buf = host_buffer(parts[0])
-    if len(parts) >= 2 and isinstance(parts[-1], str):  # a type code: [buf, 'i'], [buf, n, 'd']
-        parts[-1] = from_code(parts[-1])
+    """``[buf, count|datatype|(count, displ)]``, ``[buf, count|(count, displ), datatype]`` or
+    ``[buf, count, displ, datatype]``, checked as mpi4py's ``message_simple`` checks them."""
     count_spec: object = None
-    datatype: Datatype | None = None
-    if len(parts) == 3:
-        count_spec, dt = parts[1], parts[2]
-        if not isinstance(dt, Datatype):
-            raise MPIException(ERR_TYPE, f"{dt!r} is not a datatype")
-        datatype = dt
-    elif len(parts) == 2:
-        if isinstance(parts[1], Datatype):
-            datatype = parts[1]
-        else:
-            count_spec = parts[1]
-    if buf is None:
-        dt = datatype or predefined["BYTE"]
-        return Msg(memoryview(bytearray(0)), dt, 0, None)
-    view = byte_view(buf, writable=writable)
-    if datatype is None:
-        datatype = datatype_of_buffer(buf, typed_view(buf))
+    displ_spec: object = None
+    type_spec: object = None
+    if len(parts) == 2:
+        buf, count_spec = parts
+        if isinstance(count_spec, Datatype | str):
+            count_spec, type_spec = None, count_spec
+        elif isinstance(count_spec, tuple | list):
+            count_spec, displ_spec = count_spec
+    elif len(parts) == 3:
+        buf, count_spec, type_spec = parts
+        if isinstance(count_spec, tuple | list):
+            count_spec, displ_spec = count_spec
+    elif len(parts) == 4:
+        buf, count_spec, displ_spec, type_spec = parts
     else:
-        datatype.Get_size()  # raises for DATATYPE_NULL
-    if count_spec is None:
-        return Msg(view, datatype, _whole(view, datatype), buf)
-    if isinstance(count_spec, tuple):
-        count, disp = (int(x) for x in count_spec)
+        raise MessageSpecError(ERR_ARG, "message: expecting 2 to 4 items")
+    datatype = _as_datatype(type_spec) if type_spec is not None else None
+    if buf is BOTTOM or buf is None:
+        if buf is BOTTOM and datatype is None:
+            raise MessageSpecError(ERR_TYPE, "message: BOTTOM needs a datatype")
+        view = memoryview(bytearray(0))
+        datatype = datatype or predefined["BYTE"]
     else:
-        count, disp = int(count_spec), 0  # type: ignore[call-overload]
-    if count < 0 or disp < 0:
-        raise MPIException(ERR_COUNT, f"negative count or displacement ({count}, {disp})")
-    extent = datatype.extent
-    start, end = disp * extent, disp * extent + datatype.span(count)
+        buf = host_buffer(buf)
+        view = byte_view(buf, writable=writable)
+        if datatype is None:
+            datatype = datatype_of_buffer(buf, typed_view(buf))
+    length, offset = len(view), 0
+    if displ_spec is not None:
+        displ = operator.index(displ_spec)  # type: ignore[arg-type]
+        if displ < 0:
+            raise MessageSpecError(ERR_ARG, f"message: negative displacement {displ}")
+        if displ > 0:
+            extent = _extent(datatype, "cannot handle displacement")
+            if displ * extent > length:
+                raise MessageSpecError(ERR_ARG, f"message: displacement {displ} out of bounds")
+            offset = displ * extent
+            length -= offset
+    if count_spec is not None:
+        count = operator.index(count_spec)  # type: ignore[arg-type]
+        if count < 0:
+            raise MessageSpecError(ERR_COUNT, f"message: negative count {count}")
+        if count > 0 and (buf is None or buf is BOTTOM):
+            raise MessageSpecError(ERR_COUNT, f"message: buffer is {buf} but count is {count}")
+    elif length > 0:
+        extent = _extent(datatype, "cannot infer count")
+        if length % extent:
+            raise MessageSpecError(
+                ERR_BUFFER,
+                f"message: cannot infer count, buffer length "
+                f"{length} is not a multiple of datatype extent {extent}",
+            )
+        count = length // extent
+    else:
+        count = 0
+    end = offset + datatype.span(count)
     if end > len(view):
         raise MPIException(
-            ERR_COUNT, f"{count} elements at {disp} need {end} bytes; the buffer has {len(view)}"
+            ERR_COUNT,
+            f"{count} elements at byte {offset} need {end} bytes; the buffer has {len(view)}",
         )
-    return Msg(view[start:end], datatype, count, buf)
+    return Msg(view[offset:end], datatype, count, buf)
+
+
+def _as_datatype(spec: object) -> Datatype:
+    if isinstance(spec, Datatype):
+        return spec
+    if isinstance(spec, str):
+        try:
+            return from_code(spec)
+        except ValueError:
+            raise UnknownTypeCode(ERR_TYPE, f"message: unknown type code {spec!r}") from None
+    raise NotABuffer(ERR_TYPE, f"message: {spec!r} is not a datatype")
+
+
+def _extent(datatype: Datatype, what: str) -> int:
+    if not datatype:
+        raise MessageSpecError(ERR_TYPE, f"message: {what}, datatype is null")
+    extent = datatype.extent
+    if extent <= 0:
+        raise MessageSpecError(ERR_TYPE, f"message: {what}, datatype extent {extent}")
+    return extent
 
 
 def _whole(view: memoryview, datatype: Datatype) -> int:

@@ -133,9 +133,7 @@ def simple(spec: object, *, readonly: bool, blocks: int = 1) -> Layout:
     if count is None:
         entries = _entries(view[start:], datatype)
         if entries % blocks:
-            raise MPIException(
-                ERR_BUFFER, f"{entries} entries do not split into {blocks} blocks"
-            )
+            raise MPIException(ERR_BUFFER, f"{entries} entries do not split into {blocks} blocks")
         n = entries // blocks
     else:
         n = int(count)  # type: ignore[call-overload]
