@@ -89,7 +89,8 @@ def scatter(st: CommState, sendbuf: Any, recvbuf: Any, root: int, *, v: bool = F
     if st.rank == root:
         send = (vector if v else simple)(sendbuf, readonly=True, blocks=st.size)
         blocks = [send.pack(i) for i in range(st.size)]
-    if recvbuf is IN_PLACE and st.rank == root:
+    if (recvbuf is IN_PLACE or recvbuf is None) and st.rank == root:
+        # a root without a receive buffer keeps nothing of its own block (as MPICH does)
         return Plan("scatter", (blocks, root), _nothing)
     recv = simple(recvbuf, readonly=False)
     return Plan("scatter", (blocks, root), lambda data: recv.unpack(0, data))

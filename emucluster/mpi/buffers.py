@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import operator
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from emucluster.mpi.errors import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.foreign import host_buffer
 from emucluster.mpi.typecodes import from_code
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = [
     "EMPTY", "MessageSpecError", "Msg", "NotABuffer", "ReadOnlyBuffer", "UnknownTypeCode",
@@ -66,6 +69,9 @@ class Msg(NamedTuple):
     """Number of datatype elements."""
     obj: object
     """The buffer object the program passed (numpy arrays keep their dtype and shape)."""
+    deliver: Callable[[int], None] | None = None
+    """For a staged receive: store the first ``nbytes`` packed bytes of ``view`` into the
+    program's buffer (see `message`)."""
 
 
 EMPTY = Msg(memoryview(bytearray(0)), predefined["BYTE"], 0, None)
@@ -116,19 +122,35 @@ def byte_view(obj: object, *, writable: bool) -> memoryview:
     return view.cast("B")
 
 
-def message(spec: object, *, writable: bool) -> Msg:
+def message(spec: object, *, writable: bool, staged: bool = False) -> Msg:
     """Parse a message spec (see the module docstring). The data of a non-contiguous derived
-    datatype are packed (one copy) for sending; receiving into one needs a call that unpacks
-    (the collectives do), so this raises ERR_TYPE for a writable one."""
+    datatype are packed (one copy) for sending. Receiving into one needs a caller that calls
+    ``msg.deliver(nbytes)`` once the packed bytes are in ``msg.view`` (``staged=True``: the
+    view is then a staging buffer the deliver step unpacks from, one copy); other writable
+    callers get ERR_TYPE."""
     msg = _message(spec, writable)
     if msg.datatype.typemap.contiguous or not msg.elements:
         return msg
     if writable:
-        raise MPIException(
-            ERR_TYPE, f"receiving into non-contiguous {msg.datatype.name} is not supported here"
-        )
+        if not staged:
+            raise MPIException(
+                ERR_TYPE, f"receiving into non-contiguous {msg.datatype.name} is not supported here"
+            )
+        return _staged(msg)
     packed = msg.datatype.pack_from(msg.view, 0, msg.elements)
     return Msg(memoryview(packed), msg.datatype, msg.elements, msg.obj)
+
+
+def _staged(msg: Msg) -> Msg:
+    """A receive message whose bytes land in a packed staging buffer, unpacked by deliver."""
+    datatype, target = msg.datatype, msg.view
+    staging = bytearray(msg.elements * datatype.size)
+
+    def deliver(nbytes: int) -> None:
+        whole = nbytes - nbytes % datatype.size if datatype.size else 0
+        datatype.unpack_into(target, 0, memoryview(staging)[:whole])
+
+    return Msg(memoryview(staging), datatype, msg.elements, msg.obj, deliver)
 
 
 def _message(spec: object, writable: bool) -> Msg:

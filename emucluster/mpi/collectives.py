@@ -221,11 +221,13 @@ class Collectives:
     def Bcast(self, buf: Any, root: int = 0, *, algorithm: str | None = None) -> None:
         """The root's buffer into every rank's buffer."""
         st = self._root(root)
-        msg = message(buf, writable=st.rank != root)
+        msg = message(buf, writable=st.rank != root, staged=True)
         data = msg.view if st.rank == root else None
         result = run(st, "bcast", algorithm, data, root)
         if st.rank != root:
             _fill(msg, result)
+            if msg.deliver is not None:
+                msg.deliver(len(result))
 
     def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0, *,
                algorithm: str | None = None) -> None:  # fmt: skip
@@ -302,12 +304,14 @@ class Collectives:
     def Ibcast(self, buf: Any, root: int = 0, *, algorithm: str | None = None) -> Request:
         """Nonblocking Bcast (leave ``buf`` alone until the request completes)."""
         st = self._root(root)
-        msg = message(buf, writable=st.rank != root)
+        msg = message(buf, writable=st.rank != root, staged=True)
         data = bytes(msg.view) if st.rank == root else None
 
         def post(result: bytes) -> None:
             if st.rank != root:
                 _fill(msg, result)
+                if msg.deliver is not None:
+                    msg.deliver(len(result))
 
         return start(st, "bcast", algorithm, (data, root), post)
 

@@ -82,11 +82,13 @@ class SendPending:
 class RecvPending:
     """A p2p receive; ``unpickle`` for lowercase receives."""
 
-    __slots__ = ("op", "unpickle")
+    __slots__ = ("deliver", "op", "unpickle")
 
-    def __init__(self, op: RecvOp, *, unpickle: bool) -> None:
+    def __init__(self, op: RecvOp, *, unpickle: bool,
+                 deliver: Callable[[int], None] | None = None) -> None:  # fmt: skip
         self.op = op
         self.unpickle = unpickle
+        self.deliver = deliver  # a staged receive's unpack into a derived datatype
 
     def done(self) -> bool:
         return self.op.done
@@ -113,6 +115,9 @@ class RecvPending:
             )
         if status is not None:
             status.set(op.msg_source, op.msg_tag, op.count)
+        if self.deliver is not None:
+            self.deliver(op.count)
+            self.deliver = None
         if not self.unpickle:
             return None
         data = op.data
