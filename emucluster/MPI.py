@@ -14,6 +14,7 @@ statistics (written to ``$EMU_STATS_DIR/rank<N>.json`` at Finalize when set).
 from __future__ import annotations
 
 from emucluster.mpi import runtime as _runtime
+from emucluster.mpi.address import Aint_add, Aint_diff, Get_address
 from emucluster.mpi.comm import Comm, Errhandler, Intracomm, make_world
 from emucluster.mpi.commgroup import COMM_TYPE_SHARED
 from emucluster.mpi.constants import (
@@ -532,6 +533,7 @@ __all__ += [
     "INFO_NULL", "LASTUSEDCODE", "MESSAGE_NO_PROC", "MESSAGE_NULL", "SESSION_NULL",
     "WIN_NULL", "Add_error_class", "Add_error_code", "Add_error_string", "Alloc_mem",
     "Attach_buffer", "Close_port", "Detach_buffer", "File", "Free_mem", "Get_hw_resource_info",
+    "Aint_add", "Aint_diff", "Get_address",
     "Grequest", "Info", "Message", "Open_port", "Pcontrol", "Prequest", "Remove_error_class",
     "Remove_error_code", "Remove_error_string", "Session", "Win", "pickle",
     *(k for k in vars(_errors) if k.startswith("ERR_") and k not in __all__),
