@@ -72,6 +72,7 @@ from emucluster.mpi.errors import (
 )
 from emucluster.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
 from emucluster.mpi.group import set_local_node as _set_local_node
+from emucluster.mpi.membuf import buffer
 from emucluster.mpi.ops import Op
 from emucluster.mpi.ops import predefined_ops as _ops
 from emucluster.mpi.request import Request
@@ -533,7 +534,7 @@ __all__ += [
     "INFO_NULL", "LASTUSEDCODE", "MESSAGE_NO_PROC", "MESSAGE_NULL", "SESSION_NULL",
     "WIN_NULL", "Add_error_class", "Add_error_code", "Add_error_string", "Alloc_mem",
     "Attach_buffer", "Close_port", "Detach_buffer", "File", "Free_mem", "Get_hw_resource_info",
-    "Aint_add", "Aint_diff", "Get_address",
+    "Aint_add", "Aint_diff", "Get_address", "buffer",
     "Grequest", "Info", "Message", "Open_port", "Pcontrol", "Prequest", "Remove_error_class",
     "Remove_error_code", "Remove_error_string", "Session", "Win", "pickle",
     *(k for k in vars(_errors) if k.startswith("ERR_") and k not in __all__),

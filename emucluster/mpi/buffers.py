@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EMPTY", "MessageSpecError", "Msg", "NotABuffer", "ReadOnlyBuffer", "UnknownTypeCode",
-    "byte_view", "message", "typed_view",
+    "as_datatype", "byte_view", "message", "typed_view",
 ]  # fmt: skip
 
 
@@ -184,7 +184,7 @@ def _from_sequence(parts: list[object], writable: bool) -> Msg:
         buf, count_spec, displ_spec, type_spec = parts
     else:
         raise MessageSpecError(ERR_ARG, "message: expecting 2 to 4 items")
-    datatype = _as_datatype(type_spec) if type_spec is not None else None
+    datatype = as_datatype(type_spec) if type_spec is not None else None
     if buf is BOTTOM or buf is None:
         if buf is BOTTOM and datatype is None:
             raise MessageSpecError(ERR_TYPE, "message: BOTTOM needs a datatype")
@@ -232,7 +232,9 @@ def _from_sequence(parts: list[object], writable: bool) -> Msg:
     return Msg(view[offset:end], datatype, count, buf)
 
 
-def _as_datatype(spec: object) -> Datatype:
+def as_datatype(spec: object) -> Datatype:
+    """The datatype of a spec's type item: a Datatype, or a type code (KeyError-compatible
+    error if unknown)."""
     if isinstance(spec, Datatype):
         return spec
     if isinstance(spec, str):

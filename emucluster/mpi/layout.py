@@ -20,10 +20,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from emucluster.mpi.buffers import byte_view, typed_view
+from emucluster.mpi.address import absolute_view
+from emucluster.mpi.buffers import MessageSpecError, as_datatype, byte_view, typed_view
+from emucluster.mpi.constants import BOTTOM
 from emucluster.mpi.datatypes import Datatype, datatype_of_buffer, predefined
 from emucluster.mpi.errors import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_TRUNCATE, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.foreign import host_buffer
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -78,7 +81,7 @@ def _split(spec: object) -> tuple[object, object, object, object]:
         return parts[0], None, None, None
     if len(parts) == 2:
         buf, second = parts
-        if isinstance(second, Datatype):
+        if isinstance(second, Datatype | str):
             return buf, None, None, second
         if isinstance(second, tuple | list) and len(second) == 2 and not _is_types(second):
             return buf, second[0], second[1], None
@@ -98,10 +101,11 @@ def _is_types(seq: Sequence[object]) -> bool:
 
 
 def _base(buf: object, dt: object, readonly: bool) -> tuple[memoryview, Datatype]:
-    if dt is not None and not isinstance(dt, Datatype):
-        raise MPIException(ERR_TYPE, f"{dt!r} is not a datatype")
-    if buf is None:
-        return memoryview(b""), dt or predefined["BYTE"]
+    if dt is not None:
+        dt = as_datatype(dt)
+    if buf is None or buf is BOTTOM:
+        return memoryview(bytearray(0)), dt or predefined["BYTE"]
+    buf = host_buffer(buf)
     view = byte_view(buf, writable=not readonly)
     if dt is None:
         dt = datatype_of_buffer(buf, typed_view(buf))
@@ -114,7 +118,7 @@ def _entries(view: memoryview, dt: Datatype) -> int:
     if not len(view):
         return 0
     if extent <= 0 or len(view) % extent:
-        raise MPIException(
+        raise MessageSpecError(
             ERR_BUFFER, f"buffer of {len(view)} bytes is not a multiple of {dt.name}'s {extent}"
         )
     return len(view) // extent
@@ -129,16 +133,18 @@ def simple(spec: object, *, readonly: bool, blocks: int = 1) -> Layout:
     if displ is not None and int(displ):  # type: ignore[call-overload]
         start = int(displ) * extent  # type: ignore[call-overload]
         if start < 0 or start > len(view):
-            raise MPIException(ERR_COUNT, f"displacement {displ} out of bounds")
+            raise MessageSpecError(ERR_COUNT, f"displacement {displ} out of bounds")
     if count is None:
         entries = _entries(view[start:], datatype)
         if entries % blocks:
-            raise MPIException(ERR_BUFFER, f"{entries} entries do not split into {blocks} blocks")
+            raise MessageSpecError(
+                ERR_BUFFER, f"{entries} entries do not split into {blocks} blocks"
+            )
         n = entries // blocks
     else:
         n = int(count)  # type: ignore[call-overload]
         if n > 0 and buf is None:
-            raise MPIException(ERR_BUFFER, f"buffer is None but count is {n}")
+            raise MessageSpecError(ERR_BUFFER, f"buffer is None but count is {n}")
     offsets = [start + i * n * extent for i in range(blocks)]
     return Layout(view, offsets, [n] * blocks, [datatype] * blocks)
 
@@ -173,13 +179,32 @@ def vector_w(spec: object, *, readonly: bool, blocks: int) -> Layout:
     else:
         buf, c, d, types = parts
         counts, displs = _ints(c, blocks, "counts"), _ints(d, blocks, "displacements")
-    if isinstance(types, Datatype):
+    if isinstance(types, Datatype | str):
         types = [types] * blocks
-    datatypes = list(types)
-    if len(datatypes) != blocks or not all(isinstance(t, Datatype) for t in datatypes):
-        raise MPIException(ERR_TYPE, f"expecting {blocks} datatypes")
-    view = memoryview(b"") if buf is None else byte_view(buf, writable=not readonly)
+    datatypes = [as_datatype(t) for t in types]
+    if len(datatypes) != blocks:
+        raise MessageSpecError(ERR_TYPE, f"expecting {blocks} datatypes")
+    if buf is BOTTOM:
+        return _absolute(displs, counts, datatypes)
+    view = memoryview(bytearray(0))
+    if buf is not None:
+        view = byte_view(host_buffer(buf), writable=not readonly)
     return Layout(view, displs, counts, datatypes)
+
+
+def _absolute(displs: list[int], counts: list[int], datatypes: list[Datatype]) -> Layout:
+    """A BOTTOM ``w`` layout: displacements and type maps hold real addresses (from
+    ``Get_address``); the view spans the bytes they reach."""
+    spans = [
+        (d + t.true_lb, d + (n - 1) * t.extent + max(t.true_ub, t.ub))
+        for d, n, t in zip(displs, counts, datatypes, strict=True)
+        if n > 0 and t.size > 0
+    ]
+    if not spans:
+        return Layout(memoryview(bytearray(0)), [0] * len(displs), counts, datatypes)
+    base = min(lo for lo, _ in spans)
+    end = max(hi for _, hi in spans)
+    return Layout(absolute_view(base, end - base), [d - base for d in displs], counts, datatypes)
 
 
 def _counts(spec: object, view: memoryview, dt: Datatype, blocks: int) -> list[int]:
