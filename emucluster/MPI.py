@@ -43,6 +43,14 @@ from emucluster.mpi.constants import (
 from emucluster.mpi.datatypes import Datatype
 from emucluster.mpi.datatypes import predefined as _dt
 from emucluster.mpi.dtcreate import COMBINERS as _combiners
+from emucluster.mpi.dtcreate import (
+    ORDER_C,
+    ORDER_F,
+    ORDER_FORTRAN,
+    TYPECLASS_COMPLEX,
+    TYPECLASS_INTEGER,
+    TYPECLASS_REAL,
+)
 from emucluster.mpi.errors import (
     ERR_ARG,
     ERR_BUFFER,
@@ -318,6 +326,7 @@ LB = DATATYPE_NULL
 CHAR16_T = DATATYPE_NULL
 CHAR32_T = DATATYPE_NULL
 COMBINER_NAMED = _combiners["NAMED"]
+TYPECLASS_LOGICAL = UNDEFINED  # MPI 4.1; MPICH 4 has none
 COMBINER_DUP = _combiners["DUP"]
 COMBINER_CONTIGUOUS = _combiners["CONTIGUOUS"]
 COMBINER_VECTOR = _combiners["VECTOR"]
@@ -534,7 +543,8 @@ __all__ += [
     "INFO_NULL", "LASTUSEDCODE", "MESSAGE_NO_PROC", "MESSAGE_NULL", "SESSION_NULL",
     "WIN_NULL", "Add_error_class", "Add_error_code", "Add_error_string", "Alloc_mem",
     "Attach_buffer", "Close_port", "Detach_buffer", "File", "Free_mem", "Get_hw_resource_info",
-    "Aint_add", "Aint_diff", "Get_address", "buffer",
+    "Aint_add", "Aint_diff", "Get_address", "buffer", "ORDER_C", "ORDER_F", "ORDER_FORTRAN",
+    "TYPECLASS_COMPLEX", "TYPECLASS_INTEGER", "TYPECLASS_REAL", "TYPECLASS_LOGICAL",
     "Grequest", "Info", "Message", "Open_port", "Pcontrol", "Prequest", "Remove_error_class",
     "Remove_error_code", "Remove_error_string", "Session", "Win", "pickle",
     *(k for k in vars(_errors) if k.startswith("ERR_") and k not in __all__),

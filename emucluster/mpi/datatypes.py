@@ -35,6 +35,8 @@ class Datatype(DatatypeConstructors, DatatypePacking):
         if isinstance(name, Datatype):  # copy constructor: the same type, a new handle
             self._copy_from(name)
             return
+        if not isinstance(name, str):
+            raise TypeError(f"expecting a Datatype, not {type(name).__name__}")
         self._name = name
         self._null = dtype is None
         self._dtype: np.dtype[np.generic] = dtype if dtype is not None else np.dtype(np.uint8)
@@ -169,6 +171,15 @@ class Datatype(DatatypeConstructors, DatatypePacking):
             raise MPIException(ERR_TYPE, "cannot free a predefined datatype")
         self._null = True
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        """Pickle a predefined type by name (unpickles to the same object; a copy handle to
+        a new handle) and a derived one by how it was made (decode, then the constructor)."""
+        key = _predefined_key(self)
+        if key is not None:
+            return (_named, (key, self is predefined[key]))
+        old, combiner, kwargs = self.decode()
+        return (_rebuild, (old, combiner, kwargs))
+
     def __bool__(self) -> bool:
         return not self._null
 
@@ -213,6 +224,29 @@ class Datatype(DatatypeConstructors, DatatypePacking):
     def _check(self) -> None:
         if self._null:
             raise MPIException(ERR_TYPE, "the datatype is DATATYPE_NULL or freed")
+
+
+def _predefined_key(dt: Datatype) -> str | None:
+    if dt._null and dt._name == "MPI_DATATYPE_NULL":
+        return "DATATYPE_NULL"
+    if dt._combiner != "NAMED" or not dt._name.startswith("MPI_"):
+        return None
+    key = dt._name[4:]
+    found = predefined.get(key)
+    return key if found is not None and found._map is dt._map else None
+
+
+def _named(key: str, same: bool) -> Datatype:
+    """Unpickle a predefined type: the object itself, or a new handle of it."""
+    found = predefined[key]
+    return found if same else Datatype(found)
+
+
+def _rebuild(old: Datatype, combiner: str, kwargs: dict[str, object]) -> Datatype:
+    """Unpickle a derived type by calling its constructor again."""
+    if combiner == "DUP":
+        return old.Dup()
+    return getattr(old, f"Create_{combiner.lower()}")(**kwargs)  # type: ignore[no-any-return]
 
 
 def _pair(value: str) -> np.dtype[np.generic]:

@@ -21,7 +21,10 @@ if TYPE_CHECKING:
 
     from emucluster.mpi.datatypes import Datatype
 
-__all__ = ["COMBINERS", "ORDER_C", "ORDER_F", "ORDER_FORTRAN", "Contents", "DatatypeConstructors"]
+__all__ = [
+    "COMBINERS", "ORDER_C", "ORDER_F", "ORDER_FORTRAN", "TYPECLASSES", "TYPECLASS_COMPLEX",
+    "TYPECLASS_INTEGER", "TYPECLASS_REAL", "Contents", "DatatypeConstructors",
+]  # fmt: skip
 
 Contents = tuple[list[int], list[int], list[Any]]
 """(integers, addresses, datatypes) of MPI_Type_get_contents."""
@@ -31,6 +34,9 @@ COMBINERS = {
     "HINDEXED": 9, "INDEXED_BLOCK": 10, "STRUCT": 12, "SUBARRAY": 13, "DARRAY": 14,
     "F90_REAL": 15, "F90_COMPLEX": 16, "F90_INTEGER": 17, "RESIZED": 18, "HINDEXED_BLOCK": 19,
 }  # fmt: skip
+TYPECLASSES = {1: "REAL", 2: "INTEGER", 3: "COMPLEX"}
+"""MPI_TYPECLASS_* values (MPICH's) -> the Fortran type family Match_size returns."""
+TYPECLASS_REAL, TYPECLASS_INTEGER, TYPECLASS_COMPLEX = 1, 2, 3
 ORDER_C = 56
 ORDER_FORTRAN = ORDER_F = 57
 
@@ -170,6 +176,50 @@ class DatatypeConstructors:
 
     Resized = Create_resized
 
+    # -- Fortran 90 parameterized types, value-index pairs, size matching -----------------------
+
+    @classmethod
+    def Create_f90_integer(cls, r: int) -> Datatype:
+        """The smallest integer type with ``r`` decimal digits (INTEGER1..8)."""
+        size = next((n for n, digits in ((1, 2), (2, 4), (4, 9), (8, 18)) if r <= digits), 0)
+        return _f90("INTEGER", size, "F90_INTEGER", [int(r)])
+
+    @classmethod
+    def Create_f90_real(cls, p: int, r: int) -> Datatype:
+        """The smallest real type with precision ``p`` and exponent range ``r``."""
+        return _f90("REAL", _real_size(p, r), "F90_REAL", [int(p), int(r)])
+
+    @classmethod
+    def Create_f90_complex(cls, p: int, r: int) -> Datatype:
+        """The complex type of two Create_f90_real(p, r) parts."""
+        size = _real_size(p, r)
+        return _f90("COMPLEX", 2 * size if size else 0, "F90_COMPLEX", [int(p), int(r)])
+
+    @classmethod
+    def Get_value_index(cls, value: Datatype, index: Datatype) -> Datatype:
+        """The predefined (value, index) pair type for MAXLOC/MINLOC, or DATATYPE_NULL."""
+        from emucluster.mpi.datatypes import predefined
+
+        if not value or not index:
+            raise MPIException(ERR_TYPE, "Get_value_index: DATATYPE_NULL")
+        if index is not predefined["INT"]:
+            return _null()
+        for name in ("SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "LONG_DOUBLE"):
+            if value is predefined[name]:
+                return predefined["TWOINT" if name == "INT" else f"{name}_INT"]
+        return _null()
+
+    @classmethod
+    def Match_size(cls, typeclass: int, size: int) -> Datatype:
+        """The predefined Fortran type of ``typeclass`` (TYPECLASS_*) and ``size`` bytes."""
+        from emucluster.mpi.datatypes import predefined
+
+        prefix = TYPECLASSES.get(typeclass)
+        found = predefined.get(f"{prefix}{size}") if prefix else None
+        if found is None or not found:
+            raise MPIException(ERR_ARG, f"Match_size: no type of class {typeclass}, size {size}")
+        return found
+
     # -- introspection ---------------------------------------------------------------------------
 
     def _how(self) -> tuple[str, Contents]:
@@ -210,15 +260,15 @@ class DatatypeConstructors:
 
     @property
     def is_predefined(self) -> bool:
-        """Whether this is a predefined type."""
-        return self._how()[0] == "NAMED"
+        """Whether this is a predefined type (named, or made by Create_f90_*)."""
+        return self._how()[0] in ("NAMED", "F90_INTEGER", "F90_REAL", "F90_COMPLEX")
 
     def decode(self) -> tuple[Datatype, str, dict[str, Any]]:
         """(old type, combiner name, constructor keyword arguments), as mpi4py's decode."""
         combiner, (ints, addrs, types) = self._how()
         if combiner == "NAMED":
             return _handle(self), "NAMED", {}  # type: ignore[arg-type]
-        old = _handle(types[0]) if types else self
+        old = _handle(types[0]) if len(types) == 1 else _null()  # mpi4py: one old type only
         kwargs: dict[str, Any] = {}
         if combiner == "CONTIGUOUS":
             kwargs = {"count": ints[0]}
@@ -244,6 +294,10 @@ class DatatypeConstructors:
                       "starts": ints[1 + 2 * n : 1 + 3 * n], "order": ints[-1]}  # fmt: skip
         elif combiner == "RESIZED":
             kwargs = {"lb": addrs[0], "extent": addrs[1]}
+        elif combiner == "F90_INTEGER":
+            kwargs = {"r": ints[0]}
+        elif combiner in ("F90_REAL", "F90_COMPLEX"):
+            kwargs = {"p": ints[0], "r": ints[1]}
         return old, combiner, kwargs  # type: ignore[return-value]
 
 
@@ -257,6 +311,28 @@ def _alignment(t: Datatype) -> int:
     if kind is None:
         return max((_alignment(x) for x in t._how()[1][2]), default=1)
     return min(t.dtype.alignment, 16) if t.dtype.names is None else t.dtype.alignment
+
+
+def _null() -> Datatype:
+    from emucluster.mpi.datatypes import predefined
+
+    return predefined["DATATYPE_NULL"]
+
+
+def _real_size(p: int, r: int) -> int:
+    return next((n for n, (pp, rr) in ((4, (6, 37)), (8, (15, 307)), (16, (33, 4931)))
+                 if p <= pp and r <= rr), 0)  # fmt: skip
+
+
+def _f90(prefix: str, size: int, combiner: str, ints: list[int]) -> Datatype:
+    from emucluster.mpi.datatypes import predefined
+
+    base = predefined.get(f"{prefix}{size}")
+    if base is None or not base:
+        raise MPIException(ERR_ARG, f"no {prefix} type for {ints}")
+    new = base._derive(base.name, base.typemap, combiner, (ints, [], []))
+    new._name = ""  # unnamed, as MPICH leaves it
+    return new
 
 
 def _byte() -> Datatype:
