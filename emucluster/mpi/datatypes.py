@@ -57,7 +57,10 @@ class Datatype(DatatypeConstructors, DatatypePacking):
         new._dtype = _BASIC_DTYPES[kind] if kind is not None else np.dtype(np.uint8)
         new._map = typemap
         new._combiner = combiner
-        new._contents = contents
+        ints, addrs, types = contents
+        # the new type keeps its own handles of derived old types: freeing the program's
+        # handle must not free what this type was made from (MPI_Type_free semantics)
+        new._contents = (ints, addrs, [t if t._combiner == "NAMED" else Datatype(t) for t in types])
         return new
 
     # -- mpi4py surface ------------------------------------------------------------------------
@@ -328,6 +331,7 @@ predefined: dict[str, Datatype] = {
     name: Datatype(f"MPI_{name}", np.dtype(spec)) for name, spec in _TABLE
 }
 """Every predefined datatype by its ``MPI`` attribute name."""
+predefined["INT_INT"] = predefined["TWOINT"]  # one type, two names (MPI_2INT)
 predefined["DATATYPE_NULL"] = Datatype()
 _BASIC_DTYPES: dict[int, np.dtype[np.generic]] = {
     int(t.typemap.kinds[0]): t.dtype for t in predefined.values() if t

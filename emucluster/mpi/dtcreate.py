@@ -37,8 +37,14 @@ COMBINERS = {
 TYPECLASSES = {1: "REAL", 2: "INTEGER", 3: "COMPLEX"}
 """MPI_TYPECLASS_* values (MPICH's) -> the Fortran type family Match_size returns."""
 TYPECLASS_REAL, TYPECLASS_INTEGER, TYPECLASS_COMPLEX = 1, 2, 3
+INT_MAX = 2**31 - 1
+"""The largest count of the MPI 3.1 interface (C int)."""
 ORDER_C = 56
 ORDER_FORTRAN = ORDER_F = 57
+
+
+class ArgumentError(MPIException, ValueError):
+    """Constructor arguments that do not fit together (mpi4py raises ValueError)."""
 
 
 class DatatypeConstructors:
@@ -74,8 +80,13 @@ class DatatypeConstructors:
         """``count`` consecutive elements."""
         _counts(count)
         m = self.typemap
-        return self._derive(f"contiguous({count})", m.blocks([count], [0]),
-                            "CONTIGUOUS", ([count], [], [self]))  # fmt: skip
+        contents: Contents = ([count], [], [self])
+        combiner = "CONTIGUOUS"
+        if count > INT_MAX:  # MPI 3.1 has no large counts: described as MPICH 3 does
+            q, r = divmod(count, INT_MAX)
+            parts = [self.Create_vector(q, INT_MAX, INT_MAX), self.Create_contiguous(r)]
+            combiner, contents = "STRUCT", ([2, 1, 1], [0, q * INT_MAX * m.extent], parts)
+        return self._derive(f"contiguous({count})", m.blocks([count], [0]), combiner, contents)
 
     def Create_vector(self, count: int, blocklength: int, stride: int) -> Datatype:
         """``count`` blocks of ``blocklength`` elements, ``stride`` elements apart."""
@@ -134,7 +145,7 @@ class DatatypeConstructors:
         bl, disp = _pairs(blocklengths, displacements)
         types = list(datatypes)
         if len(types) != len(bl):
-            raise MPIException(ERR_ARG, "Create_struct: as many datatypes as blocks needed")
+            raise ArgumentError(ERR_ARG, "Create_struct: as many datatypes as blocks needed")
         parts = [t.typemap.blocks([n], [d]) for n, d, t in zip(bl, disp, types, strict=True)]
         m = TypeMap.concat(parts)
         if types:
@@ -351,6 +362,6 @@ def _pairs(blocklengths: Sequence[int],
     bl = [int(b) for b in blocklengths]
     disp = [int(d) for d in displacements]
     if len(bl) != len(disp):
-        raise MPIException(ERR_ARG, "as many blocklengths as displacements needed")
+        raise ArgumentError(ERR_ARG, "as many blocklengths as displacements needed")
     _counts(*bl)
     return bl, disp
