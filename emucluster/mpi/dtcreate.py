@@ -309,7 +309,7 @@ class DatatypeConstructors:
             kwargs = {"r": ints[0]}
         elif combiner in ("F90_REAL", "F90_COMPLEX"):
             kwargs = {"p": ints[0], "r": ints[1]}
-        return old, combiner, kwargs  # type: ignore[return-value]
+        return old, combiner, kwargs
 
 
 def _handle(t: Datatype) -> Datatype:

@@ -109,10 +109,11 @@ class buffer(np.ndarray):
     def cast(self, format: str = "B", shape: Any = None) -> memoryview:
         """A memoryview of these bytes as ``format`` items."""
         self._host()
-        view = memoryview(self)  # type: ignore[arg-type]
-        return view.cast(format) if shape is None else view.cast(format, shape)
+        view: Any = memoryview(self)  # type: ignore[arg-type]
+        cast: memoryview = view.cast(format) if shape is None else view.cast(format, shape)
+        return cast
 
-    def tobytes(self, order: Any = None) -> bytes:  # type: ignore[override]
+    def tobytes(self, order: Any = None) -> bytes:
         """A copy of the bytes."""
         self._host()
         return bytes(memoryview(self))  # type: ignore[arg-type]
