@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import operator
+import sys
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -36,8 +37,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 __all__ = [
-    "EMPTY", "MessageSpecError", "Msg", "NotABuffer", "ReadOnlyBuffer", "UnknownTypeCode",
-    "as_datatype", "byte_view", "message", "typed_view",
+    "EMPTY", "MessageSpecError", "Msg", "NotABuffer", "NotContiguous", "ReadOnlyBuffer",
+    "UnknownTypeCode",
+    "as_datatype", "byte_view", "inferred_datatype", "message", "typed_view",
 ]  # fmt: skip
 
 
@@ -56,6 +58,10 @@ class NotABuffer(MPIException, TypeError):
 
 class ReadOnlyBuffer(MPIException, BufferError):
     """A receive buffer that cannot be written (mpi4py raises BufferError)."""
+
+
+class NotContiguous(MPIException, BufferError):
+    """A buffer whose bytes are not contiguous, or not in native byte order (BufferError)."""
 
 
 class Msg(NamedTuple):
@@ -115,11 +121,22 @@ def byte_view(obj: object, *, writable: bool) -> memoryview:
     view = typed_view(obj)
     if writable and view.readonly:
         raise ReadOnlyBuffer(ERR_BUFFER, "the receive buffer is read-only")
-    if not view.c_contiguous:
-        raise MPIException(ERR_BUFFER, "the buffer is not contiguous")
     if view.format == "B" and view.ndim == 1:
         return view
-    return view.cast("B")
+    if view.c_contiguous:
+        return view.cast("B")
+    if view.f_contiguous:  # Fortran order: the same bytes, in memory order
+        flat = np.asarray(view).reshape(-1, order="F").view(np.uint8)
+        return memoryview(flat)  # type: ignore[arg-type]
+    raise NotContiguous(ERR_BUFFER, "the buffer is not contiguous")
+
+
+def inferred_datatype(buf: object) -> Datatype:
+    """The datatype a buffer's own format says (a foreign byte order is refused)."""
+    view = typed_view(buf)
+    if view.format[:1] in (">", "!") if sys.byteorder == "little" else view.format[:1] == "<":
+        raise NotContiguous(ERR_TYPE, f"buffer format {view.format!r} has a foreign byte order")
+    return datatype_of_buffer(buf, view)
 
 
 def message(spec: object, *, writable: bool, staged: bool = False) -> Msg:
@@ -160,7 +177,7 @@ def _message(spec: object, writable: bool) -> Msg:
         return _from_sequence(list(spec), writable)
     spec = host_buffer(spec)  # CUDA-array-interface / DLPack memory (no GPUs: host memory)
     view = byte_view(spec, writable=writable)
-    datatype = datatype_of_buffer(spec, typed_view(spec))
+    datatype = inferred_datatype(spec)
     return Msg(view, datatype, _whole(view, datatype), spec)
 
 
@@ -194,7 +211,7 @@ def _from_sequence(parts: list[object], writable: bool) -> Msg:
         buf = host_buffer(buf)
         view = byte_view(buf, writable=writable)
         if datatype is None:
-            datatype = datatype_of_buffer(buf, typed_view(buf))
+            datatype = inferred_datatype(buf)
     length, offset = len(view), 0
     if displ_spec is not None:
         displ = operator.index(displ_spec)  # type: ignore[arg-type]

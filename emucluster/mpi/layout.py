@@ -21,9 +21,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from emucluster.mpi.address import absolute_view
-from emucluster.mpi.buffers import MessageSpecError, as_datatype, byte_view, typed_view
+from emucluster.mpi.buffers import MessageSpecError, as_datatype, byte_view, inferred_datatype
 from emucluster.mpi.constants import BOTTOM
-from emucluster.mpi.datatypes import Datatype, datatype_of_buffer, predefined
+from emucluster.mpi.datatypes import Datatype, predefined
 from emucluster.mpi.errors import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_TRUNCATE, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.foreign import host_buffer
@@ -108,7 +108,7 @@ def _base(buf: object, dt: object, readonly: bool) -> tuple[memoryview, Datatype
     buf = host_buffer(buf)
     view = byte_view(buf, writable=not readonly)
     if dt is None:
-        dt = datatype_of_buffer(buf, typed_view(buf))
+        dt = inferred_datatype(buf)
     dt.Get_size()  # raises for DATATYPE_NULL / freed
     return view, dt
 
