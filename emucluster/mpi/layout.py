@@ -18,10 +18,17 @@ Accepted forms, as mpi4py's ``message_simple`` / ``message_vector`` / ``message_
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING
 
 from emucluster.mpi.address import absolute_view
-from emucluster.mpi.buffers import MessageSpecError, as_datatype, byte_view, inferred_datatype
+from emucluster.mpi.buffers import (
+    MessageSpecError,
+    NotABuffer,
+    as_datatype,
+    byte_view,
+    inferred_datatype,
+)
 from emucluster.mpi.constants import BOTTOM
 from emucluster.mpi.datatypes import Datatype, predefined
 from emucluster.mpi.errors import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_TRUNCATE, ERR_TYPE
@@ -150,38 +157,92 @@ def simple(spec: object, *, readonly: bool, blocks: int = 1) -> Layout:
 
 
 def vector(spec: object, *, readonly: bool, blocks: int) -> Layout:
-    """A vector spec: per-block counts and displacements (in extents)."""
-    buf, counts_spec, displs_spec, dt = _split(spec)
+    """A vector spec: per-block counts and displacements (in extents), read as mpi4py's
+    ``message_vector`` reads them."""
+    buf, counts_spec, displs_spec, dt = _split_vector(spec)
     view, datatype = _base(buf, dt, readonly)
-    counts = _counts(counts_spec, view, datatype, blocks)
+    if counts_spec is None:
+        entries = _entries(view, datatype) if len(view) else 0
+        counts = [entries // blocks + (entries % blocks > i) for i in range(blocks)]
+    elif _integral(counts_spec):
+        counts = [operator.index(counts_spec)] * blocks  # type: ignore[call-overload]
+    else:
+        counts = _ints(counts_spec, blocks, "counts")
     if displs_spec is None:
         displs = [sum(counts[:i]) for i in range(blocks)]
-    elif isinstance(displs_spec, int):
-        displs = [displs_spec * i for i in range(blocks)]
+    elif _integral(displs_spec):
+        displs = [operator.index(displs_spec) * i for i in range(blocks)]  # type: ignore[call-overload]
     else:
         displs = _ints(displs_spec, blocks, "displacements")
     extent = datatype.extent
     return Layout(view, [d * extent for d in displs], counts, [datatype] * blocks)
 
 
-def vector_w(spec: object, *, readonly: bool, blocks: int) -> Layout:
-    """A ``w`` spec: per-block counts, byte displacements and datatypes."""
-    if not isinstance(spec, list | tuple) or not 2 <= len(spec) <= 4:
-        raise MPIException(ERR_ARG, "message: expecting 2 to 4 items")
+def _split_vector(spec: object) -> tuple[object, object, object, object]:
+    if not isinstance(spec, list | tuple):
+        if spec is not None and not _buffer_like(spec):
+            raise NotABuffer(ERR_BUFFER, "message: expecting buffer or list/tuple")
+        return spec, None, None, None
     parts = list(spec)
+    counts: object = None
+    displs: object = None
+    dt: object = None
+    if len(parts) == 2:
+        buf, counts = parts
+        if isinstance(counts, Datatype | str):
+            counts, dt = None, counts
+        elif isinstance(counts, tuple):
+            counts, displs = counts
+    elif len(parts) == 3:
+        buf, counts, dt = parts
+        if isinstance(counts, tuple):
+            counts, displs = counts
+    elif len(parts) == 4:
+        buf, counts, displs, dt = parts
+    else:
+        raise MessageSpecError(ERR_ARG, "message: expecting 2 to 4 items")
+    return buf, counts, displs, dt
+
+
+def _buffer_like(obj: object) -> bool:
+    try:
+        memoryview(obj)  # type: ignore[arg-type]
+    except TypeError:
+        return hasattr(obj, "__dlpack__") or hasattr(obj, "__cuda_array_interface__")
+    return True
+
+
+def _integral(value: object) -> bool:
+    try:
+        operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return False
+    return True
+
+
+def vector_w(spec: object, *, readonly: bool, blocks: int) -> Layout:
+    """A ``w`` spec: per-block counts, byte displacements and datatypes (mpi4py's
+    ``message_vector_w``)."""
+    if not isinstance(spec, list | tuple) or not 2 <= len(spec) <= 4:
+        raise MessageSpecError(ERR_ARG, "message: expecting 2 to 4 items")
+    parts = list(spec)
+    c: object = None
+    d: object = None
     if len(parts) == 2:
         buf, types = parts
-        counts: list[int] = [1] * blocks
-        displs: list[int] = [0] * blocks
     elif len(parts) == 3:
         buf, (c, d), types = parts
-        counts, displs = _ints(c, blocks, "counts"), _ints(d, blocks, "displacements")
     else:
         buf, c, d, types = parts
+    if buf is BOTTOM and (c is None or d is None):
+        raise MessageSpecError(ERR_ARG, "message: BOTTOM requires counts and displs")
+    if c is None and d is None:
+        counts, displs = [1] * blocks, [0] * blocks
+    else:
         counts, displs = _ints(c, blocks, "counts"), _ints(d, blocks, "displacements")
     if isinstance(types, Datatype | str):
         types = [types] * blocks
-    datatypes = [as_datatype(t) for t in types]
+    datatypes = [as_datatype(t) for t in types]  # type: ignore[attr-defined]
     if len(datatypes) != blocks:
         raise MessageSpecError(ERR_TYPE, f"expecting {blocks} datatypes")
     if buf is BOTTOM:
@@ -204,20 +265,19 @@ def _absolute(displs: list[int], counts: list[int], datatypes: list[Datatype]) -
         return Layout(memoryview(bytearray(0)), [0] * len(displs), counts, datatypes)
     base = min(lo for lo, _ in spans)
     end = max(hi for _, hi in spans)
-    return Layout(absolute_view(base, end - base), [d - base for d in displs], counts, datatypes)
-
-
-def _counts(spec: object, view: memoryview, dt: Datatype, blocks: int) -> list[int]:
-    if spec is None:
-        entries = _entries(view, dt)
-        return [entries // blocks + (entries % blocks > i) for i in range(blocks)]
-    if isinstance(spec, int):
-        return [spec] * blocks
-    return _ints(spec, blocks, "counts")
+    # offsets are negative here (the type maps carry the addresses), so Layout's bounds check,
+    # which measures from the offset, does not apply: the view spans exactly what is reached
+    layout = Layout.__new__(Layout)
+    layout.view = absolute_view(base, end - base)
+    layout.offsets = [d - base for d in displs]
+    layout.counts, layout.datatypes = counts, datatypes
+    return layout
 
 
 def _ints(seq: object, blocks: int, what: str) -> list[int]:
-    values = [int(x) for x in seq]  # type: ignore[attr-defined]
+    if seq is None or isinstance(seq, str | bytes):
+        raise NotABuffer(ERR_ARG, f"expecting a sequence of {what}")
+    values = [operator.index(x) for x in seq]  # type: ignore[attr-defined]
     if len(values) != blocks:
-        raise MPIException(ERR_ARG, f"expecting {blocks} {what}, got {len(values)}")
+        raise MessageSpecError(ERR_ARG, f"expecting {blocks} {what}, got {len(values)}")
     return values
