@@ -241,8 +241,8 @@ def _from_sequence(parts: list[object], writable: bool) -> Msg:
     else:
         count = 0
     end = offset + datatype.span(count)
-    if end > len(view):
-        raise MPIException(
+    if end > len(view):  # mpi4py leaves this to MPI (a crash); here it is a ValueError too
+        raise MessageSpecError(
             ERR_COUNT,
             f"{count} elements at byte {offset} need {end} bytes; the buffer has {len(view)}",
         )

@@ -116,7 +116,8 @@ def _base(buf: object, dt: object, readonly: bool) -> tuple[memoryview, Datatype
     view = byte_view(buf, writable=not readonly)
     if dt is None:
         dt = inferred_datatype(buf)
-    dt.Get_size()  # raises for DATATYPE_NULL / freed
+    if not dt:  # DATATYPE_NULL or freed: an MPI.Exception that is also mpi4py's ValueError
+        raise MessageSpecError(ERR_TYPE, "message: datatype is null")
     return view, dt
 
 
