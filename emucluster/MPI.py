@@ -40,6 +40,12 @@ from emucluster.mpi.constants import (
     UNIVERSE_SIZE,
     WTIME_IS_GLOBAL,
 )
+from emucluster.mpi.darray import (
+    DISTRIBUTE_BLOCK,
+    DISTRIBUTE_CYCLIC,
+    DISTRIBUTE_DFLT_DARG,
+    DISTRIBUTE_NONE,
+)
 from emucluster.mpi.datatypes import Datatype
 from emucluster.mpi.datatypes import predefined as _dt
 from emucluster.mpi.dtcreate import COMBINERS as _combiners
@@ -545,6 +551,7 @@ __all__ += [
     "Attach_buffer", "Close_port", "Detach_buffer", "File", "Free_mem", "Get_hw_resource_info",
     "Aint_add", "Aint_diff", "Get_address", "buffer", "ORDER_C", "ORDER_F", "ORDER_FORTRAN",
     "TYPECLASS_COMPLEX", "TYPECLASS_INTEGER", "TYPECLASS_REAL", "TYPECLASS_LOGICAL",
+    "DISTRIBUTE_BLOCK", "DISTRIBUTE_CYCLIC", "DISTRIBUTE_DFLT_DARG", "DISTRIBUTE_NONE",
     "Grequest", "Info", "Message", "Open_port", "Pcontrol", "Prequest", "Remove_error_class",
     "Remove_error_code", "Remove_error_string", "Session", "Win", "pickle",
     *(k for k in vars(_errors) if k.startswith("ERR_") and k not in __all__),

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from emucluster.mpi.darray import owned_indices
 from emucluster.mpi.errors import ERR_ARG, ERR_COUNT, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.typemap import TypeMap
@@ -166,19 +167,40 @@ class DatatypeConstructors:
             raise MPIException(ERR_ARG, f"Create_subarray: bad shape {full}, {sub}, {first}")
         if order not in (ORDER_C, ORDER_F):
             raise MPIException(ERR_ARG, f"Create_subarray: bad order {order}")
-        grids = np.meshgrid(*[np.arange(f, f + b) for f, b in zip(first, sub, strict=True)],
-                            indexing="ij")  # fmt: skip
+        chosen = [np.arange(f, f + b, dtype=np.int64) for f, b in zip(first, sub, strict=True)]
+        built = self._selection(full, chosen, order)
+        ints = [len(full), *full, *sub, *first, order]
+        return self._derive("subarray", built, "SUBARRAY", (ints, [], [self]))
+
+    def Create_darray(self, size: int, rank: int, gsizes: Sequence[int],
+                      distribs: Sequence[int], dargs: Sequence[int], psizes: Sequence[int],
+                      order: int = ORDER_C) -> Datatype:  # fmt: skip
+        """Process ``rank``'s part of a distributed ``gsizes`` array (see mpi/darray.py); the
+        extent is the whole array's."""
+        g, dist, darg, p = (list(map(int, x)) for x in (gsizes, distribs, dargs, psizes))
+        if order not in (ORDER_C, ORDER_F):
+            raise ArgumentError(ERR_ARG, f"Create_darray: bad order {order}")
+        try:
+            owned = owned_indices(int(size), int(rank), g, dist, darg, p)
+        except ValueError as exc:
+            raise ArgumentError(ERR_ARG, f"Create_darray: {exc}") from None
+        built = self._selection(g, owned, order)
+        ints = [int(size), int(rank), len(g), *g, *dist, *darg, *p, order]
+        return self._derive("darray", built, "DARRAY", (ints, [], [self]))
+
+    def _selection(self, full: list[int], chosen: list[np.ndarray], order: int) -> TypeMap:
+        """The elements at the cartesian product of ``chosen`` indices of a ``full`` array,
+        in memory order, with the whole array's extent."""
         flat_order: Literal["C", "F"] = "C" if order == ORDER_C else "F"
+        m = self.typemap
         if full:
-            index = np.ravel_multi_index(tuple(g.ravel(order=flat_order) for g in grids),
+            grids = np.meshgrid(*chosen, indexing="ij")
+            index = np.ravel_multi_index(tuple(x.ravel(order=flat_order) for x in grids),
                                          tuple(full), order=flat_order)  # fmt: skip
         else:
             index = np.zeros(1, np.int64)
-        m = self.typemap
         total = int(np.prod(full, dtype=np.int64)) * m.extent
-        built = m.replicate(np.asarray(index, np.int64) * m.extent).resized(m.lb, total)
-        ints = [len(full), *full, *sub, *first, order]
-        return self._derive("subarray", built, "SUBARRAY", (ints, [], [self]))
+        return m.replicate(np.asarray(index, np.int64) * m.extent).resized(m.lb, total)
 
     def Create_resized(self, lb: int, extent: int) -> Datatype:
         """Same data with lower bound ``lb`` and extent ``extent``."""
@@ -303,6 +325,11 @@ class DatatypeConstructors:
             n = ints[0]
             kwargs = {"sizes": ints[1 : 1 + n], "subsizes": ints[1 + n : 1 + 2 * n],
                       "starts": ints[1 + 2 * n : 1 + 3 * n], "order": ints[-1]}  # fmt: skip
+        elif combiner == "DARRAY":
+            n = ints[2]
+            kwargs = {"size": ints[0], "rank": ints[1], "gsizes": ints[3 : 3 + n],
+                      "distribs": ints[3 + n : 3 + 2 * n], "dargs": ints[3 + 2 * n : 3 + 3 * n],
+                      "psizes": ints[3 + 3 * n : 3 + 4 * n], "order": ints[3 + 4 * n]}  # fmt: skip
         elif combiner == "RESIZED":
             kwargs = {"lb": addrs[0], "extent": addrs[1]}
         elif combiner == "F90_INTEGER":

@@ -143,3 +143,23 @@ def test_freeing_an_old_type_keeps_the_derived_one() -> None:
     new = old.Create_vector(2, 1, 2)
     old.Free()
     assert new.decode()[0].size == 8
+
+
+def test_darray_owns_blocks_and_cycles_of_the_global_array() -> None:
+    from emucluster.mpi.darray import DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC, DISTRIBUTE_DFLT_DARG
+    from emucluster.mpi.dtcreate import ORDER_C
+
+    dflt = DISTRIBUTE_DFLT_DARG
+    # 2 x 2 processes over a 4 x 6 array: rank 3 owns rows 2-3 (block) and columns 1, 3, 5
+    t = INT.Create_darray(4, 3, [4, 6], [DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC], [dflt, dflt],
+                          [2, 2], ORDER_C)  # fmt: skip
+    assert t.extent == 4 * 6 * 4
+    whole = np.arange(24, dtype="i")
+    picked = np.frombuffer(t.pack_from(memoryview(whole).cast("B"), 0, 1), "i")
+    assert picked.tolist() == [13, 15, 17, 19, 21, 23]
+    again = t.decode()
+    assert again[1] == "DARRAY"
+    assert again[2]["psizes"] == [2, 2]
+    sub = INT.Create_subarray([4, 6], [2, 3], [1, 2])
+    picked = np.frombuffer(sub.pack_from(memoryview(whole).cast("B"), 0, 1), "i")
+    assert picked.tolist() == [8, 9, 10, 14, 15, 16]
