@@ -47,6 +47,8 @@ def cai_array(obj: object) -> np.ndarray:
     assert isinstance(data, tuple)
     assert isinstance(typestr, str)
     assert isinstance(shape, tuple)
+    assert strides is None or isinstance(strides, tuple)
+    assert descr is None or isinstance(descr, list)
     dev_ptr, readonly = data  # ValueError unless two items
     size = 1
     for s in shape:

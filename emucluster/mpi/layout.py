@@ -166,13 +166,13 @@ def vector(spec: object, *, readonly: bool, blocks: int) -> Layout:
         entries = _entries(view, datatype) if len(view) else 0
         counts = [entries // blocks + (entries % blocks > i) for i in range(blocks)]
     elif _integral(counts_spec):
-        counts = [operator.index(counts_spec)] * blocks  # type: ignore[call-overload]
+        counts = [operator.index(counts_spec)] * blocks  # type: ignore[arg-type]
     else:
         counts = _ints(counts_spec, blocks, "counts")
     if displs_spec is None:
         displs = [sum(counts[:i]) for i in range(blocks)]
     elif _integral(displs_spec):
-        displs = [operator.index(displs_spec) * i for i in range(blocks)]  # type: ignore[call-overload]
+        displs = [operator.index(displs_spec) * i for i in range(blocks)]  # type: ignore[arg-type]
     else:
         displs = _ints(displs_spec, blocks, "displacements")
     extent = datatype.extent
@@ -243,7 +243,7 @@ def vector_w(spec: object, *, readonly: bool, blocks: int) -> Layout:
         counts, displs = _ints(c, blocks, "counts"), _ints(d, blocks, "displacements")
     if isinstance(types, Datatype | str):
         types = [types] * blocks
-    datatypes = [as_datatype(t) for t in types]  # type: ignore[attr-defined]
+    datatypes = [as_datatype(t) for t in types]
     if len(datatypes) != blocks:
         raise MessageSpecError(ERR_TYPE, f"expecting {blocks} datatypes")
     if buf is BOTTOM:
