@@ -174,6 +174,11 @@ class Datatype(DatatypeConstructors, DatatypePacking):
             raise MPIException(ERR_TYPE, "cannot free a predefined datatype")
         self._null = True
 
+    def free(self) -> None:
+        """Free a derived type; predefined types and DATATYPE_NULL are left alone (mpi4py)."""
+        if not self._null and not self.is_predefined:
+            self.Free()
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         """Pickle a predefined type by name (unpickles to the same object; a copy handle to
         a new handle) and a derived one by how it was made (decode, then the constructor)."""
