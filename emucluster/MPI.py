@@ -14,6 +14,7 @@ statistics (written to ``$EMU_STATS_DIR/rank<N>.json`` at Finalize when set).
 from __future__ import annotations
 
 from emucluster.mpi import runtime as _runtime
+from emucluster.mpi.address import Aint_add, Aint_diff, Get_address
 from emucluster.mpi.comm import Comm, Errhandler, Intracomm, make_world
 from emucluster.mpi.commgroup import COMM_TYPE_SHARED
 from emucluster.mpi.constants import (
@@ -39,9 +40,23 @@ from emucluster.mpi.constants import (
     UNIVERSE_SIZE,
     WTIME_IS_GLOBAL,
 )
+from emucluster.mpi.darray import (
+    DISTRIBUTE_BLOCK,
+    DISTRIBUTE_CYCLIC,
+    DISTRIBUTE_DFLT_DARG,
+    DISTRIBUTE_NONE,
+)
 from emucluster.mpi.datatypes import Datatype
 from emucluster.mpi.datatypes import predefined as _dt
 from emucluster.mpi.dtcreate import COMBINERS as _combiners
+from emucluster.mpi.dtcreate import (
+    ORDER_C,
+    ORDER_F,
+    ORDER_FORTRAN,
+    TYPECLASS_COMPLEX,
+    TYPECLASS_INTEGER,
+    TYPECLASS_REAL,
+)
 from emucluster.mpi.errors import (
     ERR_ARG,
     ERR_BUFFER,
@@ -71,6 +86,7 @@ from emucluster.mpi.errors import (
 )
 from emucluster.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
 from emucluster.mpi.group import set_local_node as _set_local_node
+from emucluster.mpi.membuf import buffer
 from emucluster.mpi.ops import Op
 from emucluster.mpi.ops import predefined_ops as _ops
 from emucluster.mpi.request import Request
@@ -294,29 +310,30 @@ FLOAT16_T = DATATYPE_NULL
 FLOAT32_T = DATATYPE_NULL
 FLOAT64_T = DATATYPE_NULL
 BFLOAT16_T = DATATYPE_NULL
-LOGICAL1 = DATATYPE_NULL
-LOGICAL2 = DATATYPE_NULL
-LOGICAL4 = DATATYPE_NULL
-LOGICAL8 = DATATYPE_NULL
+LOGICAL1 = _dt["LOGICAL1"]
+LOGICAL2 = _dt["LOGICAL2"]
+LOGICAL4 = _dt["LOGICAL4"]
+LOGICAL8 = _dt["LOGICAL8"]
 LOGICAL16 = DATATYPE_NULL
-INTEGER1 = DATATYPE_NULL
-INTEGER2 = DATATYPE_NULL
-INTEGER4 = DATATYPE_NULL
-INTEGER8 = DATATYPE_NULL
+INTEGER1 = _dt["INTEGER1"]
+INTEGER2 = _dt["INTEGER2"]
+INTEGER4 = _dt["INTEGER4"]
+INTEGER8 = _dt["INTEGER8"]
 INTEGER16 = DATATYPE_NULL
-REAL2 = DATATYPE_NULL
-REAL4 = DATATYPE_NULL
-REAL8 = DATATYPE_NULL
-REAL16 = DATATYPE_NULL
+REAL2 = _dt["REAL2"]
+REAL4 = _dt["REAL4"]
+REAL8 = _dt["REAL8"]
+REAL16 = _dt["REAL16"]
 COMPLEX4 = DATATYPE_NULL
-COMPLEX8 = DATATYPE_NULL
-COMPLEX16 = DATATYPE_NULL
-COMPLEX32 = DATATYPE_NULL
+COMPLEX8 = _dt["COMPLEX8"]
+COMPLEX16 = _dt["COMPLEX16"]
+COMPLEX32 = _dt["COMPLEX32"]
 UB = DATATYPE_NULL
 LB = DATATYPE_NULL
 CHAR16_T = DATATYPE_NULL
 CHAR32_T = DATATYPE_NULL
 COMBINER_NAMED = _combiners["NAMED"]
+TYPECLASS_LOGICAL = UNDEFINED  # MPI 4.1; MPICH 4 has none
 COMBINER_DUP = _combiners["DUP"]
 COMBINER_CONTIGUOUS = _combiners["CONTIGUOUS"]
 COMBINER_VECTOR = _combiners["VECTOR"]
@@ -559,6 +576,9 @@ __all__ += [
     "INFO_NULL", "LASTUSEDCODE", "MESSAGE_NO_PROC", "MESSAGE_NULL", "SESSION_NULL",
     "WIN_NULL", "Add_error_class", "Add_error_code", "Add_error_string", "Alloc_mem",
     "Attach_buffer", "Close_port", "Detach_buffer", "File", "Free_mem", "Get_hw_resource_info",
+    "Aint_add", "Aint_diff", "Get_address", "buffer", "ORDER_C", "ORDER_F", "ORDER_FORTRAN",
+    "TYPECLASS_COMPLEX", "TYPECLASS_INTEGER", "TYPECLASS_REAL", "TYPECLASS_LOGICAL",
+    "DISTRIBUTE_BLOCK", "DISTRIBUTE_CYCLIC", "DISTRIBUTE_DFLT_DARG", "DISTRIBUTE_NONE",
     "Grequest", "Info", "Message", "Open_port", "Pcontrol", "Prequest", "Remove_error_class",
     "Remove_error_code", "Remove_error_string", "Session", "Win", "pickle",
     *(k for k in vars(_errors) if k.startswith("ERR_") and k not in __all__),

@@ -36,7 +36,9 @@ def Attach_buffer(buf: Any) -> None:
     global _attached, _capacity
     if _attached is not None:
         raise MPIException(ERR_BUFFER, "Attach_buffer: a buffer is attached already")
-    _capacity = len(memoryview(buf).cast("B")) if buf is not None else 0
+    from emucluster.mpi.buffers import byte_view  # buffers imports much of mpi/
+
+    _capacity = len(byte_view(buf, writable=False)) if buf is not None else 0
     _attached = buf
 
 

@@ -10,10 +10,12 @@ map); results are unpacked into the receive buffers by ``post``. Specs are parse
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from emucluster.mpi.buffers import MessageSpecError
 from emucluster.mpi.constants import IN_PLACE
-from emucluster.mpi.errors import ERR_ARG, ERR_BUFFER
+from emucluster.mpi.errors import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.layout import Layout, simple, vector, vector_w
 from emucluster.mpi.ops import BufferCombine, Op
@@ -89,7 +91,8 @@ def scatter(st: CommState, sendbuf: Any, recvbuf: Any, root: int, *, v: bool = F
     if st.rank == root:
         send = (vector if v else simple)(sendbuf, readonly=True, blocks=st.size)
         blocks = [send.pack(i) for i in range(st.size)]
-    if recvbuf is IN_PLACE and st.rank == root:
+    if (recvbuf is IN_PLACE or recvbuf is None) and st.rank == root:
+        # a root without a receive buffer keeps nothing of its own block (as MPICH does)
         return Plan("scatter", (blocks, root), _nothing)
     recv = simple(recvbuf, readonly=False)
     return Plan("scatter", (blocks, root), lambda data: recv.unpack(0, data))
@@ -160,10 +163,30 @@ def reduce_scatter(st: CommState, sendbuf: Any, recvbuf: Any, recvcounts: Any, o
         if recvcounts is None:
             counts = gather_counts(recv.counts[0])
         else:
-            counts = [int(c) for c in recvcounts]
+            counts = [operator.index(c) for c in recvcounts]
     if len(counts) != st.size:
-        raise MPIException(ERR_ARG, f"expecting {st.size} recvcounts, got {len(counts)}")
+        raise MessageSpecError(ERR_ARG, f"expecting {st.size} recvcounts, got {len(counts)}")
+    _check_reduce_scatter(sendbuf is IN_PLACE, send, recv, counts, st.rank)
     return _reduce_scatter(st, send, recv, counts, op)
+
+
+def _check_reduce_scatter(in_place: bool, send: Layout, recv: Layout, counts: list[int],
+                          rank: int) -> None:  # fmt: skip
+    """mpi4py's for_reduce_scatter checks (ValueError-compatible MPI.Exceptions)."""
+    total = sum(counts)
+    if in_place:
+        if send.counts[0] != total:
+            raise MessageSpecError(ERR_COUNT, f"mismatch in receive count {send.counts[0]} "
+                                              f"and sum(counts) {total}")  # fmt: skip
+        return
+    if send.datatypes[0] != recv.datatypes[0]:
+        raise MessageSpecError(ERR_TYPE, "mismatch in send and receive MPI datatypes")
+    if send.counts[0] != total:
+        raise MessageSpecError(ERR_COUNT, f"mismatch in send count {send.counts[0]} "
+                                          f"and sum(counts) {total}")  # fmt: skip
+    if recv.counts[0] != counts[rank]:
+        raise MessageSpecError(ERR_COUNT, f"mismatch in receive count {recv.counts[0]} "
+                                          f"and counts[{rank}] {counts[rank]}")  # fmt: skip
 
 
 def _reduce_scatter(st: CommState, send: Layout, recv: Layout, counts: list[int],

@@ -8,6 +8,9 @@ Accepted forms (mpi4py's "message" argument of the uppercase calls)::
     [buf, count]                 ``count`` elements of the inferred type
     [buf, count, datatype]       the first ``count`` elements
     [buf, (count, disp), datatype]   ``count`` elements starting at element ``disp``
+    [buf, count, disp, datatype]     the same
+    [BOTTOM, 0, datatype]            an empty message
+    datatype may also be a type code (``'i'``, ``'f8'``), as ``Datatype.fromcode`` takes
     None                         an empty message (also ``[None, datatype]``)
 
 Receive buffers must be writable.
@@ -16,16 +19,49 @@ Receive buffers must be writable.
 from __future__ import annotations
 
 import ctypes
-from typing import NamedTuple
+import operator
+import sys
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from emucluster.mpi.constants import BOTTOM
 from emucluster.mpi.datatypes import Datatype, datatype_of_buffer, predefined
-from emucluster.mpi.errors import ERR_BUFFER, ERR_COUNT, ERR_TYPE
+from emucluster.mpi.dlpack import dlpack_view
+from emucluster.mpi.errors import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.foreign import host_buffer
+from emucluster.mpi.typecodes import from_code
 
-__all__ = ["EMPTY", "Msg", "byte_view", "message", "typed_view"]
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = [
+    "EMPTY", "MessageSpecError", "Msg", "NotABuffer", "NotContiguous", "ReadOnlyBuffer",
+    "UnknownTypeCode",
+    "as_datatype", "byte_view", "inferred_datatype", "message", "typed_view",
+]  # fmt: skip
+
+
+class MessageSpecError(MPIException, ValueError):
+    """A malformed message spec (bad count, displacement or datatype); an MPI.Exception that
+    is also the ValueError mpi4py raises."""
+
+
+class UnknownTypeCode(MPIException, KeyError):
+    """A type code no predefined datatype has (mpi4py raises KeyError)."""
+
+
+class NotABuffer(MPIException, TypeError):
+    """The object has no buffer interface (mpi4py raises TypeError)."""
+
+
+class ReadOnlyBuffer(MPIException, BufferError):
+    """A receive buffer that cannot be written (mpi4py raises BufferError)."""
+
+
+class NotContiguous(MPIException, BufferError):
+    """A buffer whose bytes are not contiguous, or not in native byte order (BufferError)."""
 
 
 class Msg(NamedTuple):
@@ -39,35 +75,39 @@ class Msg(NamedTuple):
     """Number of datatype elements."""
     obj: object
     """The buffer object the program passed (numpy arrays keep their dtype and shape)."""
+    deliver: Callable[[int], None] | None = None
+    """For a staged receive: store the first ``nbytes`` packed bytes of ``view`` into the
+    program's buffer (see `message`)."""
 
 
-EMPTY = Msg(memoryview(b""), predefined["BYTE"], 0, None)
+EMPTY = Msg(memoryview(bytearray(0)), predefined["BYTE"], 0, None)
+"""The null message (writable: an empty receive writes nothing)."""
 
 
 def typed_view(obj: object) -> memoryview:
     """A memoryview of ``obj`` keeping its element format: the buffer protocol, else DLPack
-    (CPU) or ``__cuda_array_interface__`` (host memory here); ERR_BUFFER if it has none."""
+    or ``__cuda_array_interface__`` (host memory here); ERR_BUFFER if it has none."""
+    if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray):
+        return dlpack_view(obj)
     try:
         return memoryview(obj)  # type: ignore[arg-type]
     except TypeError as exc:
         foreign = _foreign(obj)
         if foreign is None:
-            raise MPIException(ERR_BUFFER, f"{type(obj).__name__} is not a buffer") from exc
+            raise NotABuffer(ERR_BUFFER, f"{type(obj).__name__} is not a buffer") from exc
         return foreign
 
 
 def _foreign(obj: object) -> memoryview | None:
     if hasattr(obj, "__dlpack__"):
-        address, dtype, nbytes, contiguous = _dlpack(obj)
-    else:
-        cai = getattr(obj, "__cuda_array_interface__", None)
-        if not isinstance(cai, dict):
-            return None
-        dtype = np.dtype(cai["typestr"])
-        count = int(np.prod(cai["shape"], dtype=np.int64))
-        address, nbytes = int(cai["data"][0]), count * dtype.itemsize
-        contiguous = cai.get("strides") is None
-    if not contiguous:
+        return dlpack_view(obj)
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if not isinstance(cai, dict):
+        return None
+    dtype = np.dtype(cai["typestr"])
+    count = int(np.prod(cai["shape"], dtype=np.int64))
+    address, nbytes = int(cai["data"][0]), count * dtype.itemsize
+    if cai.get("strides") is not None:
         raise MPIException(ERR_BUFFER, "the buffer is not contiguous")
     if nbytes == 0:
         return memoryview(np.empty(0, dtype))  # type: ignore[arg-type]
@@ -75,131 +115,160 @@ def _foreign(obj: object) -> memoryview | None:
     return memoryview(np.frombuffer(memoryview(raw).cast("B"), dtype=dtype))  # type: ignore[arg-type]
 
 
-class _DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device_type", ctypes.c_int32),
-        ("device_id", ctypes.c_int32),
-        ("ndim", ctypes.c_int32),
-        ("code", ctypes.c_uint8),
-        ("bits", ctypes.c_uint8),
-        ("lanes", ctypes.c_uint16),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
-
-
-_DL_KINDS = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
-_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_get_pointer.restype = ctypes.c_void_p
-_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-
-
-def _dlpack(obj: object) -> tuple[int, np.dtype[np.generic], int, bool]:
-    """(address, dtype, bytes, C-contiguous) of a CPU DLPack tensor; the capsule keeps
-    ownership (its destructor releases the tensor; the data belong to ``obj``)."""
-    capsule = obj.__dlpack__()  # type: ignore[attr-defined]
-    tensor = _DLTensor.from_address(_get_pointer(capsule, b"dltensor"))
-    code, lanes = tensor.code, tensor.lanes
-    if code == 2 and lanes == 2:  # a complex number as two float lanes
-        code, lanes = 5, 1
-    if tensor.device_type != 1 or code not in _DL_KINDS or lanes != 1:
-        raise MPIException(ERR_BUFFER, f"DLPack tensor on device {tensor.device_type} of type "
-                           f"{tensor.code}:{tensor.bits}x{tensor.lanes} is not a CPU buffer")
-    itemsize = tensor.bits * tensor.lanes // 8
-    dtype = np.dtype("?" if code == 6 else f"{_DL_KINDS[code]}{itemsize}")
-    shape = [tensor.shape[i] for i in range(tensor.ndim)]
-    count = int(np.prod(shape, dtype=np.int64))
-    contiguous = True
-    if tensor.strides and count > 1:
-        expected = 1
-        for i in reversed(range(tensor.ndim)):
-            if shape[i] > 1 and tensor.strides[i] != expected:
-                contiguous = False
-            expected *= shape[i]
-    address = (tensor.data or 0) + tensor.byte_offset
-    return address, dtype, count * itemsize, contiguous
-
-
 def byte_view(obj: object, *, writable: bool) -> memoryview:
     """A flat byte view of ``obj``'s buffer; ERR_BUFFER if it has none, is read-only when it
     must be written, or is not contiguous."""
     view = typed_view(obj)
     if writable and view.readonly:
-        raise MPIException(ERR_BUFFER, "the receive buffer is read-only")
-    if not view.c_contiguous:
-        raise MPIException(ERR_BUFFER, "the buffer is not contiguous")
+        raise ReadOnlyBuffer(ERR_BUFFER, "the receive buffer is read-only")
     if view.format == "B" and view.ndim == 1:
         return view
-    return view.cast("B")
+    if view.c_contiguous:
+        return view.cast("B")
+    if view.f_contiguous:  # Fortran order: the same bytes, in memory order
+        flat = np.asarray(view).reshape(-1, order="F").view(np.uint8)
+        return memoryview(flat)  # type: ignore[arg-type]
+    raise NotContiguous(ERR_BUFFER, "the buffer is not contiguous")
 
 
-def message(spec: object, *, writable: bool) -> Msg:
+def inferred_datatype(buf: object) -> Datatype:
+    """The datatype a buffer's own format says (a foreign byte order is refused)."""
+    view = typed_view(buf)
+    if view.format[:1] in (">", "!") if sys.byteorder == "little" else view.format[:1] == "<":
+        raise NotContiguous(ERR_TYPE, f"buffer format {view.format!r} has a foreign byte order")
+    return datatype_of_buffer(buf, view)
+
+
+def message(spec: object, *, writable: bool, staged: bool = False) -> Msg:
     """Parse a message spec (see the module docstring). The data of a non-contiguous derived
-    datatype are packed (one copy) for sending; receiving into one needs a call that unpacks
-    (the collectives do), so this raises ERR_TYPE for a writable one."""
+    datatype are packed (one copy) for sending. Receiving into one needs a caller that calls
+    ``msg.deliver(nbytes)`` once the packed bytes are in ``msg.view`` (``staged=True``: the
+    view is then a staging buffer the deliver step unpacks from, one copy); other writable
+    callers get ERR_TYPE."""
     msg = _message(spec, writable)
     if msg.datatype.typemap.contiguous or not msg.elements:
         return msg
     if writable:
-        raise MPIException(
-            ERR_TYPE, f"receiving into non-contiguous {msg.datatype.name} is not supported here"
-        )
+        if not staged:
+            raise MPIException(
+                ERR_TYPE, f"receiving into non-contiguous {msg.datatype.name} is not supported here"
+            )
+        return _staged(msg)
     packed = msg.datatype.pack_from(msg.view, 0, msg.elements)
     return Msg(memoryview(packed), msg.datatype, msg.elements, msg.obj)
+
+
+def _staged(msg: Msg) -> Msg:
+    """A receive message whose bytes land in a packed staging buffer, unpacked by deliver."""
+    datatype, target = msg.datatype, msg.view
+    staging = bytearray(msg.elements * datatype.size)
+
+    def deliver(nbytes: int) -> None:
+        whole = nbytes - nbytes % datatype.size if datatype.size else 0
+        datatype.unpack_into(target, 0, memoryview(staging)[:whole])
+
+    return Msg(memoryview(staging), datatype, msg.elements, msg.obj, deliver)
 
 
 def _message(spec: object, writable: bool) -> Msg:
     if spec is None:
         return EMPTY
-    spec = host_buffer(spec)  # CUDA-array-interface / DLPack memory (no GPUs: host memory)
     if isinstance(spec, list | tuple):
         return _from_sequence(list(spec), writable)
+    spec = host_buffer(spec)  # CUDA-array-interface / DLPack memory (no GPUs: host memory)
     view = byte_view(spec, writable=writable)
-    datatype = datatype_of_buffer(spec, typed_view(spec))
+    datatype = inferred_datatype(spec)
     return Msg(view, datatype, _whole(view, datatype), spec)
 
 
 def _from_sequence(parts: list[object], writable: bool) -> Msg:
-    if not 1 <= len(parts) <= 3:
-        raise MPIException(ERR_BUFFER, f"a message spec has 1 to 3 items, not {len(parts)}")
-    buf = host_buffer(parts[0])
+    """``[buf, count|datatype|(count, displ)]``, ``[buf, count|(count, displ), datatype]`` or
+    ``[buf, count, displ, datatype]``, checked as mpi4py's ``message_simple`` checks them."""
     count_spec: object = None
-    datatype: Datatype | None = None
-    if len(parts) == 3:
-        count_spec, dt = parts[1], parts[2]
-        if not isinstance(dt, Datatype):
-            raise MPIException(ERR_TYPE, f"{dt!r} is not a datatype")
-        datatype = dt
-    elif len(parts) == 2:
-        if isinstance(parts[1], Datatype):
-            datatype = parts[1]
-        else:
-            count_spec = parts[1]
-    if buf is None:
-        dt = datatype or predefined["BYTE"]
-        return Msg(memoryview(b""), dt, 0, None)
-    view = byte_view(buf, writable=writable)
-    if datatype is None:
-        datatype = datatype_of_buffer(buf, typed_view(buf))
+    displ_spec: object = None
+    type_spec: object = None
+    if len(parts) == 2:
+        buf, count_spec = parts
+        if isinstance(count_spec, Datatype | str):
+            count_spec, type_spec = None, count_spec
+        elif isinstance(count_spec, tuple | list):
+            count_spec, displ_spec = count_spec
+    elif len(parts) == 3:
+        buf, count_spec, type_spec = parts
+        if isinstance(count_spec, tuple | list):
+            count_spec, displ_spec = count_spec
+    elif len(parts) == 4:
+        buf, count_spec, displ_spec, type_spec = parts
     else:
-        datatype.Get_size()  # raises for DATATYPE_NULL
-    if count_spec is None:
-        return Msg(view, datatype, _whole(view, datatype), buf)
-    if isinstance(count_spec, tuple):
-        count, disp = (int(x) for x in count_spec)
+        raise MessageSpecError(ERR_ARG, "message: expecting 2 to 4 items")
+    datatype = as_datatype(type_spec) if type_spec is not None else None
+    if buf is BOTTOM or buf is None:
+        if buf is BOTTOM and datatype is None:
+            raise MessageSpecError(ERR_TYPE, "message: BOTTOM needs a datatype")
+        view = memoryview(bytearray(0))
+        datatype = datatype or predefined["BYTE"]
     else:
-        count, disp = int(count_spec), 0  # type: ignore[call-overload]
-    if count < 0 or disp < 0:
-        raise MPIException(ERR_COUNT, f"negative count or displacement ({count}, {disp})")
-    extent = datatype.extent
-    start, end = disp * extent, disp * extent + datatype.span(count)
-    if end > len(view):
-        raise MPIException(
-            ERR_COUNT, f"{count} elements at {disp} need {end} bytes; the buffer has {len(view)}"
+        buf = host_buffer(buf)
+        view = byte_view(buf, writable=writable)
+        if datatype is None:
+            datatype = inferred_datatype(buf)
+    length, offset = len(view), 0
+    if displ_spec is not None:
+        displ = operator.index(displ_spec)  # type: ignore[arg-type]
+        if displ < 0:
+            raise MessageSpecError(ERR_ARG, f"message: negative displacement {displ}")
+        if displ > 0:
+            extent = _extent(datatype, "cannot handle displacement")
+            if displ * extent > length:
+                raise MessageSpecError(ERR_ARG, f"message: displacement {displ} out of bounds")
+            offset = displ * extent
+            length -= offset
+    if count_spec is not None:
+        count = operator.index(count_spec)  # type: ignore[arg-type]
+        if count < 0:
+            raise MessageSpecError(ERR_COUNT, f"message: negative count {count}")
+        if count > 0 and (buf is None or buf is BOTTOM):
+            raise MessageSpecError(ERR_COUNT, f"message: buffer is {buf} but count is {count}")
+    elif length > 0:
+        extent = _extent(datatype, "cannot infer count")
+        if length % extent:
+            raise MessageSpecError(
+                ERR_BUFFER,
+                f"message: cannot infer count, buffer length "
+                f"{length} is not a multiple of datatype extent {extent}",
+            )
+        count = length // extent
+    else:
+        count = 0
+    end = offset + datatype.span(count)
+    if end > len(view):  # mpi4py leaves this to MPI (a crash); here it is a ValueError too
+        raise MessageSpecError(
+            ERR_COUNT,
+            f"{count} elements at byte {offset} need {end} bytes; the buffer has {len(view)}",
         )
-    return Msg(view[start:end], datatype, count, buf)
+    return Msg(view[offset:end], datatype, count, buf)
+
+
+def as_datatype(spec: object) -> Datatype:
+    """The datatype of a spec's type item: a Datatype, or a type code (KeyError-compatible
+    error if unknown)."""
+    if isinstance(spec, Datatype):
+        return spec
+    if isinstance(spec, str):
+        try:
+            return from_code(spec)
+        except ValueError:
+            raise UnknownTypeCode(ERR_TYPE, f"message: unknown type code {spec!r}") from None
+    raise NotABuffer(ERR_TYPE, f"message: {spec!r} is not a datatype")
+
+
+def _extent(datatype: Datatype, what: str) -> int:
+    if not datatype:
+        raise MessageSpecError(ERR_TYPE, f"message: {what}, datatype is null")
+    extent = datatype.extent
+    if extent <= 0:
+        raise MessageSpecError(ERR_TYPE, f"message: {what}, datatype extent {extent}")
+    return extent
 
 
 def _whole(view: memoryview, datatype: Datatype) -> int:

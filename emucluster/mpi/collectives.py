@@ -19,9 +19,17 @@ from typing import TYPE_CHECKING, Any
 from emucluster import coll
 from emucluster.coll.context import TAG_LIMIT, CollRequest, drive
 from emucluster.mpi import bufcoll, runtime
-from emucluster.mpi.buffers import Msg, message
+from emucluster.mpi.buffers import MessageSpecError, Msg, message
 from emucluster.mpi.constants import IN_PLACE
-from emucluster.mpi.errors import ERR_ARG, ERR_COMM, ERR_OTHER, ERR_ROOT, ERR_TRUNCATE
+from emucluster.mpi.errors import (
+    ERR_ARG,
+    ERR_COMM,
+    ERR_COUNT,
+    ERR_OTHER,
+    ERR_ROOT,
+    ERR_TRUNCATE,
+    ERR_TYPE,
+)
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.ops import BufferCombine, ObjectCombine, Op, predefined_ops
 from emucluster.mpi.request import CollDriver, Request, check_failed
@@ -239,11 +247,13 @@ class Collectives:
     def Bcast(self, buf: Any, root: int = 0, *, algorithm: str | None = None) -> None:
         """The root's buffer into every rank's buffer."""
         st = self._root(root)
-        msg = message(buf, writable=st.rank != root)
+        msg = message(buf, writable=st.rank != root, staged=True)
         data = msg.view if st.rank == root else None
         result = run(st, "bcast", algorithm, data, root)
         if st.rank != root:
             _fill(msg, result)
+            if msg.deliver is not None:
+                msg.deliver(len(result))
 
     def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0, *,
                algorithm: str | None = None) -> None:  # fmt: skip
@@ -255,6 +265,7 @@ class Collectives:
             rmsg if sendbuf is IN_PLACE and rmsg is not None else message(sendbuf, writable=False)
         )
         assert smsg is not None
+        _check_reduce(smsg, rmsg)
         combine = BufferCombine(op, smsg.datatype)
         result = run(st, "reduce", algorithm, bytes(smsg.view), combine, root)
         if rmsg is not None:
@@ -266,6 +277,7 @@ class Collectives:
         st = self._state()
         rmsg = message(recvbuf, writable=True)
         smsg = rmsg if sendbuf is IN_PLACE else message(sendbuf, writable=False)
+        _check_reduce(smsg, rmsg)
         combine = BufferCombine(op, smsg.datatype)
         _fill(rmsg, run(st, "allreduce", algorithm, bytes(smsg.view), combine))
 
@@ -275,6 +287,7 @@ class Collectives:
         st = self._state()
         rmsg = message(recvbuf, writable=True)
         smsg = rmsg if sendbuf is IN_PLACE else message(sendbuf, writable=False)
+        _check_reduce(smsg, rmsg)
         combine = BufferCombine(op, smsg.datatype)
         _fill(rmsg, run(st, "scan", algorithm, bytes(smsg.view), combine))
 
@@ -284,6 +297,7 @@ class Collectives:
         st = self._state()
         rmsg = message(recvbuf, writable=True)
         smsg = rmsg if sendbuf is IN_PLACE else message(sendbuf, writable=False)
+        _check_reduce(smsg, rmsg)
         combine = BufferCombine(op, smsg.datatype)
         result = run(st, "exscan", algorithm, bytes(smsg.view), combine)
         if result is not None:
@@ -320,12 +334,14 @@ class Collectives:
     def Ibcast(self, buf: Any, root: int = 0, *, algorithm: str | None = None) -> Request:
         """Nonblocking Bcast (leave ``buf`` alone until the request completes)."""
         st = self._root(root)
-        msg = message(buf, writable=st.rank != root)
+        msg = message(buf, writable=st.rank != root, staged=True)
         data = bytes(msg.view) if st.rank == root else None
 
         def post(result: bytes) -> None:
             if st.rank != root:
                 _fill(msg, result)
+                if msg.deliver is not None:
+                    msg.deliver(len(result))
 
         return start(st, "bcast", algorithm, (data, root), post)
 
@@ -338,6 +354,7 @@ class Collectives:
             rmsg if sendbuf is IN_PLACE and rmsg is not None else message(sendbuf, writable=False)
         )
         assert smsg is not None
+        _check_reduce(smsg, rmsg)
         combine = BufferCombine(op, smsg.datatype)
 
         def post(result: bytes | None) -> None:
@@ -352,9 +369,22 @@ class Collectives:
         st = self._state()
         rmsg = message(recvbuf, writable=True)
         smsg = rmsg if sendbuf is IN_PLACE else message(sendbuf, writable=False)
+        _check_reduce(smsg, rmsg)
         combine = BufferCombine(op, smsg.datatype)
         return start(st, "allreduce", algorithm, (bytes(smsg.view), combine),
                      lambda result: _fill(rmsg, result))  # fmt: skip
+
+
+def _check_reduce(smsg: Msg, rmsg: Msg | None) -> None:
+    """mpi4py's chk_cro_args: send and receive agree on datatype and count (ValueError-
+    compatible MPI.Exceptions); nothing to check in place or without a receive buffer."""
+    if rmsg is None or smsg is rmsg:
+        return
+    if smsg.datatype != rmsg.datatype:
+        raise MessageSpecError(ERR_TYPE, "mismatch in send and receive MPI datatypes")
+    if smsg.elements != rmsg.elements:
+        raise MessageSpecError(ERR_COUNT, f"mismatch in send count {smsg.elements} "
+                                          f"and receive count {rmsg.elements}")  # fmt: skip
 
 
 def _dumps(obj: object) -> bytes:

@@ -412,31 +412,40 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
     def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG,
              status: Status | None = None) -> None:  # fmt: skip
         """Receive into a buffer; ERR_TRUNCATE if the message is longer."""
-        op = self._post_recv(source, tag, message(buf, writable=True).view)
+        msg = message(buf, writable=True, staged=True)
+        op = self._post_recv(source, tag, msg.view)
         if op is None:
             completed(None).wait(status)
             return
         _wait_op(op)
-        RecvPending(op, unpickle=False).finish(status)
+        RecvPending(op, unpickle=False, deliver=msg.deliver).finish(status)
 
     def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         """Nonblocking receive into a buffer."""
-        op = self._post_recv(source, tag, message(buf, writable=True).view)
-        return completed(None) if op is None else Request._of(RecvPending(op, unpickle=False))
+        msg = message(buf, writable=True, staged=True)
+        op = self._post_recv(source, tag, msg.view)
+        if op is None:
+            return completed(None)
+        return Request._of(RecvPending(op, unpickle=False, deliver=msg.deliver))
 
     def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,
                  source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
                  status: Status | None = None) -> None:  # fmt: skip
-        """Send one buffer and receive into another."""
+        """Send one buffer and receive into another (both specs are checked before either
+        is posted, so a bad one leaves nothing behind)."""
+        outgoing = message(sendbuf, writable=False).view
         request = self.Irecv(recvbuf, source, recvtag)
-        self.Send(sendbuf, dest, sendtag)
+        _wait_send(self._post_send(outgoing, dest, sendtag, False))
         request.Wait(status)
 
     def Isendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,
                   source: int = ANY_SOURCE, recvtag: int = ANY_TAG) -> Request:  # fmt: skip
         """Nonblocking Sendrecv: one request completing both."""
+        outgoing = message(sendbuf, writable=False).view
         receive = self.Irecv(recvbuf, source, recvtag)
-        return Request._of(BothPending(self.Isend(sendbuf, dest, sendtag), receive))
+        op = self._post_send(outgoing, dest, sendtag, False)
+        send = completed() if op is None else Request._of(SendPending(op))
+        return Request._of(BothPending(send, receive))
 
     def Isendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0,
                           source: int = ANY_SOURCE, recvtag: int = ANY_TAG) -> Request:  # fmt: skip

@@ -14,6 +14,7 @@ from emucluster.mpi.dtcreate import Contents, DatatypeConstructors
 from emucluster.mpi.errors import ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.pack import DatatypePacking
+from emucluster.mpi.typecodes import from_code, type_char, type_code, type_str
 from emucluster.mpi.typemap import TypeMap, register_basic
 
 __all__ = [
@@ -34,6 +35,8 @@ class Datatype(DatatypeConstructors, DatatypePacking):
         if isinstance(name, Datatype):  # copy constructor: the same type, a new handle
             self._copy_from(name)
             return
+        if not isinstance(name, str):
+            raise TypeError(f"expecting a Datatype, not {type(name).__name__}")
         self._name = name
         self._null = dtype is None
         self._dtype: np.dtype[np.generic] = dtype if dtype is not None else np.dtype(np.uint8)
@@ -54,7 +57,10 @@ class Datatype(DatatypeConstructors, DatatypePacking):
         new._dtype = _BASIC_DTYPES[kind] if kind is not None else np.dtype(np.uint8)
         new._map = typemap
         new._combiner = combiner
-        new._contents = contents
+        ints, addrs, types = contents
+        # the new type keeps its own handles of derived old types: freeing the program's
+        # handle must not free what this type was made from (MPI_Type_free semantics)
+        new._contents = (ints, addrs, [t if t._combiner == "NAMED" else Datatype(t) for t in types])
         return new
 
     # -- mpi4py surface ------------------------------------------------------------------------
@@ -134,10 +140,28 @@ class Datatype(DatatypeConstructors, DatatypePacking):
         """The type's name."""
         return self._name
 
+    @name.setter
+    def name(self, value: str) -> None:
+        self.Set_name(value)
+
     @property
     def typechar(self) -> str:
-        """The numpy/struct type character (``'d'`` for DOUBLE, ``'V'`` for records)."""
-        return self._dtype.char if self._map.homogeneous() is not None else "V"
+        """The struct type character (``'d'`` for DOUBLE, ``'V'`` for records)."""
+        return type_char(self)
+
+    @property
+    def typestr(self) -> str:
+        """The numpy type string (``'f8'`` for DOUBLE, ``'V<extent>'`` for records)."""
+        return type_str(self)
+
+    def tocode(self) -> str:
+        """The character code or type string of a predefined type (ValueError if none)."""
+        return type_code(self)
+
+    @classmethod
+    def fromcode(cls, code: str) -> Datatype:
+        """The predefined type of a character code or type string (ValueError if none)."""
+        return from_code(code)
 
     def Commit(self) -> Datatype:
         """Commit the type (nothing to do); returns it."""
@@ -149,6 +173,20 @@ class Datatype(DatatypeConstructors, DatatypePacking):
         if self._combiner == "NAMED" and not self._null:
             raise MPIException(ERR_TYPE, "cannot free a predefined datatype")
         self._null = True
+
+    def free(self) -> None:
+        """Free a derived type; predefined types and DATATYPE_NULL are left alone (mpi4py)."""
+        if not self._null and not self.is_predefined:
+            self.Free()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        """Pickle a predefined type by name (unpickles to the same object; a copy handle to
+        a new handle) and a derived one by how it was made (decode, then the constructor)."""
+        key = _predefined_key(self)
+        if key is not None:
+            return (_named, (key, self is predefined[key]))
+        old, combiner, kwargs = self.decode()
+        return (_rebuild, (old, combiner, kwargs))
 
     def __bool__(self) -> bool:
         return not self._null
@@ -171,7 +209,7 @@ class Datatype(DatatypeConstructors, DatatypePacking):
     @property
     def elements(self) -> int:
         """Basic elements per element of this type."""
-        return len(self._map.disps)
+        return self._map.elements
 
     @property
     def typemap(self) -> TypeMap:
@@ -194,6 +232,29 @@ class Datatype(DatatypeConstructors, DatatypePacking):
     def _check(self) -> None:
         if self._null:
             raise MPIException(ERR_TYPE, "the datatype is DATATYPE_NULL or freed")
+
+
+def _predefined_key(dt: Datatype) -> str | None:
+    if dt._null and dt._name == "MPI_DATATYPE_NULL":
+        return "DATATYPE_NULL"
+    if dt._combiner != "NAMED" or not dt._name.startswith("MPI_"):
+        return None
+    key = dt._name[4:]
+    found = predefined.get(key)
+    return key if found is not None and found._map is dt._map else None
+
+
+def _named(key: str, same: bool) -> Datatype:
+    """Unpickle a predefined type: the object itself, or a new handle of it."""
+    found = predefined[key]
+    return found if same else Datatype(found)
+
+
+def _rebuild(old: Datatype, combiner: str, kwargs: dict[str, object]) -> Datatype:
+    """Unpickle a derived type by calling its constructor again."""
+    if combiner == "DUP":
+        return old.Dup()
+    return getattr(old, f"Create_{combiner.lower()}")(**kwargs)  # type: ignore[no-any-return]
 
 
 def _pair(value: str) -> np.dtype[np.generic]:
@@ -247,6 +308,21 @@ _TABLE: list[tuple[str, str | np.dtype[np.generic]]] = [
     ("INTEGER", "i4"),
     ("REAL", "f4"),
     ("DOUBLE_PRECISION", "f8"),
+    ("LOGICAL1", "?"),
+    ("LOGICAL2", "i2"),
+    ("LOGICAL4", "i4"),
+    ("LOGICAL8", "i8"),
+    ("INTEGER1", "i1"),
+    ("INTEGER2", "i2"),
+    ("INTEGER4", "i4"),
+    ("INTEGER8", "i8"),
+    ("REAL2", "f2"),
+    ("REAL4", "f4"),
+    ("REAL8", "f8"),
+    ("REAL16", "g"),
+    ("COMPLEX8", "c8"),
+    ("COMPLEX16", "c16"),
+    ("COMPLEX32", "G"),
     ("SHORT_INT", _pair("h")),
     ("TWOINT", _pair("i")),
     ("INT_INT", _pair("i")),
@@ -260,6 +336,7 @@ predefined: dict[str, Datatype] = {
     name: Datatype(f"MPI_{name}", np.dtype(spec)) for name, spec in _TABLE
 }
 """Every predefined datatype by its ``MPI`` attribute name."""
+predefined["INT_INT"] = predefined["TWOINT"]  # one type, two names (MPI_2INT)
 predefined["DATATYPE_NULL"] = Datatype()
 _BASIC_DTYPES: dict[int, np.dtype[np.generic]] = {
     int(t.typemap.kinds[0]): t.dtype for t in predefined.values() if t

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from emucluster.mpi.darray import owned_indices
 from emucluster.mpi.errors import ERR_ARG, ERR_COUNT, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.typemap import TypeMap
@@ -21,7 +22,10 @@ if TYPE_CHECKING:
 
     from emucluster.mpi.datatypes import Datatype
 
-__all__ = ["COMBINERS", "ORDER_C", "ORDER_F", "ORDER_FORTRAN", "Contents", "DatatypeConstructors"]
+__all__ = [
+    "COMBINERS", "ORDER_C", "ORDER_F", "ORDER_FORTRAN", "TYPECLASSES", "TYPECLASS_COMPLEX",
+    "TYPECLASS_INTEGER", "TYPECLASS_REAL", "Contents", "DatatypeConstructors",
+]  # fmt: skip
 
 Contents = tuple[list[int], list[int], list[Any]]
 """(integers, addresses, datatypes) of MPI_Type_get_contents."""
@@ -31,8 +35,17 @@ COMBINERS = {
     "HINDEXED": 9, "INDEXED_BLOCK": 10, "STRUCT": 12, "SUBARRAY": 13, "DARRAY": 14,
     "F90_REAL": 15, "F90_COMPLEX": 16, "F90_INTEGER": 17, "RESIZED": 18, "HINDEXED_BLOCK": 19,
 }  # fmt: skip
+TYPECLASSES = {1: "REAL", 2: "INTEGER", 3: "COMPLEX"}
+"""MPI_TYPECLASS_* values (MPICH's) -> the Fortran type family Match_size returns."""
+TYPECLASS_REAL, TYPECLASS_INTEGER, TYPECLASS_COMPLEX = 1, 2, 3
+INT_MAX = 2**31 - 1
+"""The largest count of the MPI 3.1 interface (C int)."""
 ORDER_C = 56
 ORDER_FORTRAN = ORDER_F = 57
+
+
+class ArgumentError(MPIException, ValueError):
+    """Constructor arguments that do not fit together (mpi4py raises ValueError)."""
 
 
 class DatatypeConstructors:
@@ -62,12 +75,19 @@ class DatatypeConstructors:
         """A new type with the same type map (combiner DUP)."""
         return self._derive(self.name, self.typemap, "DUP", ([], [], [self]))
 
+    Create_dup = Dup
+
     def Create_contiguous(self, count: int) -> Datatype:
         """``count`` consecutive elements."""
         _counts(count)
         m = self.typemap
-        return self._derive(f"contiguous({count})", m.replicate(np.arange(count) * m.extent),
-                            "CONTIGUOUS", ([count], [], [self]))  # fmt: skip
+        contents: Contents = ([count], [], [self])
+        combiner = "CONTIGUOUS"
+        if count > INT_MAX:  # MPI 3.1 has no large counts: described as MPICH 3 does
+            q, r = divmod(count, INT_MAX)
+            parts = [self.Create_vector(q, INT_MAX, INT_MAX), self.Create_contiguous(r)]
+            combiner, contents = "STRUCT", ([2, 1, 1], [0, q * INT_MAX * m.extent], parts)
+        return self._derive(f"contiguous({count})", m.blocks([count], [0]), combiner, contents)
 
     def Create_vector(self, count: int, blocklength: int, stride: int) -> Datatype:
         """``count`` blocks of ``blocklength`` elements, ``stride`` elements apart."""
@@ -126,7 +146,7 @@ class DatatypeConstructors:
         bl, disp = _pairs(blocklengths, displacements)
         types = list(datatypes)
         if len(types) != len(bl):
-            raise MPIException(ERR_ARG, "Create_struct: as many datatypes as blocks needed")
+            raise ArgumentError(ERR_ARG, "Create_struct: as many datatypes as blocks needed")
         parts = [t.typemap.blocks([n], [d]) for n, d, t in zip(bl, disp, types, strict=True)]
         m = TypeMap.concat(parts)
         if types:
@@ -147,19 +167,40 @@ class DatatypeConstructors:
             raise MPIException(ERR_ARG, f"Create_subarray: bad shape {full}, {sub}, {first}")
         if order not in (ORDER_C, ORDER_F):
             raise MPIException(ERR_ARG, f"Create_subarray: bad order {order}")
-        grids = np.meshgrid(*[np.arange(f, f + b) for f, b in zip(first, sub, strict=True)],
-                            indexing="ij")  # fmt: skip
+        chosen = [np.arange(f, f + b, dtype=np.int64) for f, b in zip(first, sub, strict=True)]
+        built = self._selection(full, chosen, order)
+        ints = [len(full), *full, *sub, *first, order]
+        return self._derive("subarray", built, "SUBARRAY", (ints, [], [self]))
+
+    def Create_darray(self, size: int, rank: int, gsizes: Sequence[int],
+                      distribs: Sequence[int], dargs: Sequence[int], psizes: Sequence[int],
+                      order: int = ORDER_C) -> Datatype:  # fmt: skip
+        """Process ``rank``'s part of a distributed ``gsizes`` array (see mpi/darray.py); the
+        extent is the whole array's."""
+        g, dist, darg, p = (list(map(int, x)) for x in (gsizes, distribs, dargs, psizes))
+        if order not in (ORDER_C, ORDER_F):
+            raise ArgumentError(ERR_ARG, f"Create_darray: bad order {order}")
+        try:
+            owned = owned_indices(int(size), int(rank), g, dist, darg, p)
+        except ValueError as exc:
+            raise ArgumentError(ERR_ARG, f"Create_darray: {exc}") from None
+        built = self._selection(g, owned, order)
+        ints = [int(size), int(rank), len(g), *g, *dist, *darg, *p, order]
+        return self._derive("darray", built, "DARRAY", (ints, [], [self]))
+
+    def _selection(self, full: list[int], chosen: list[np.ndarray], order: int) -> TypeMap:
+        """The elements at the cartesian product of ``chosen`` indices of a ``full`` array,
+        in memory order, with the whole array's extent."""
         flat_order: Literal["C", "F"] = "C" if order == ORDER_C else "F"
+        m = self.typemap
         if full:
-            index = np.ravel_multi_index(tuple(g.ravel(order=flat_order) for g in grids),
+            grids = np.meshgrid(*chosen, indexing="ij")
+            index = np.ravel_multi_index(tuple(x.ravel(order=flat_order) for x in grids),
                                          tuple(full), order=flat_order)  # fmt: skip
         else:
             index = np.zeros(1, np.int64)
-        m = self.typemap
         total = int(np.prod(full, dtype=np.int64)) * m.extent
-        built = m.replicate(np.asarray(index, np.int64) * m.extent).resized(m.lb, total)
-        ints = [len(full), *full, *sub, *first, order]
-        return self._derive("subarray", built, "SUBARRAY", (ints, [], [self]))
+        return m.replicate(np.asarray(index, np.int64) * m.extent).resized(m.lb, total)
 
     def Create_resized(self, lb: int, extent: int) -> Datatype:
         """Same data with lower bound ``lb`` and extent ``extent``."""
@@ -167,6 +208,50 @@ class DatatypeConstructors:
         return self._derive("resized", m, "RESIZED", ([], [int(lb), int(extent)], [self]))
 
     Resized = Create_resized
+
+    # -- Fortran 90 parameterized types, value-index pairs, size matching -----------------------
+
+    @classmethod
+    def Create_f90_integer(cls, r: int) -> Datatype:
+        """The smallest integer type with ``r`` decimal digits (INTEGER1..8)."""
+        size = next((n for n, digits in ((1, 2), (2, 4), (4, 9), (8, 18)) if r <= digits), 0)
+        return _f90("INTEGER", size, "F90_INTEGER", [int(r)])
+
+    @classmethod
+    def Create_f90_real(cls, p: int, r: int) -> Datatype:
+        """The smallest real type with precision ``p`` and exponent range ``r``."""
+        return _f90("REAL", _real_size(p, r), "F90_REAL", [int(p), int(r)])
+
+    @classmethod
+    def Create_f90_complex(cls, p: int, r: int) -> Datatype:
+        """The complex type of two Create_f90_real(p, r) parts."""
+        size = _real_size(p, r)
+        return _f90("COMPLEX", 2 * size if size else 0, "F90_COMPLEX", [int(p), int(r)])
+
+    @classmethod
+    def Get_value_index(cls, value: Datatype, index: Datatype) -> Datatype:
+        """The predefined (value, index) pair type for MAXLOC/MINLOC, or DATATYPE_NULL."""
+        from emucluster.mpi.datatypes import predefined
+
+        if not value or not index:
+            raise MPIException(ERR_TYPE, "Get_value_index: DATATYPE_NULL")
+        if index is not predefined["INT"]:
+            return _null()
+        for name in ("SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "LONG_DOUBLE"):
+            if value is predefined[name]:
+                return predefined["TWOINT" if name == "INT" else f"{name}_INT"]
+        return _null()
+
+    @classmethod
+    def Match_size(cls, typeclass: int, size: int) -> Datatype:
+        """The predefined Fortran type of ``typeclass`` (TYPECLASS_*) and ``size`` bytes."""
+        from emucluster.mpi.datatypes import predefined
+
+        prefix = TYPECLASSES.get(typeclass)
+        found = predefined.get(f"{prefix}{size}") if prefix else None
+        if found is None or not found:
+            raise MPIException(ERR_ARG, f"Match_size: no type of class {typeclass}, size {size}")
+        return found
 
     # -- introspection ---------------------------------------------------------------------------
 
@@ -208,15 +293,15 @@ class DatatypeConstructors:
 
     @property
     def is_predefined(self) -> bool:
-        """Whether this is a predefined type."""
-        return self._how()[0] == "NAMED"
+        """Whether this is a predefined type (named, or made by Create_f90_*)."""
+        return self._how()[0] in ("NAMED", "F90_INTEGER", "F90_REAL", "F90_COMPLEX")
 
     def decode(self) -> tuple[Datatype, str, dict[str, Any]]:
         """(old type, combiner name, constructor keyword arguments), as mpi4py's decode."""
         combiner, (ints, addrs, types) = self._how()
         if combiner == "NAMED":
             return _handle(self), "NAMED", {}  # type: ignore[arg-type]
-        old = _handle(types[0]) if types else self
+        old = _handle(types[0]) if len(types) == 1 else _null()  # mpi4py: one old type only
         kwargs: dict[str, Any] = {}
         if combiner == "CONTIGUOUS":
             kwargs = {"count": ints[0]}
@@ -240,9 +325,18 @@ class DatatypeConstructors:
             n = ints[0]
             kwargs = {"sizes": ints[1 : 1 + n], "subsizes": ints[1 + n : 1 + 2 * n],
                       "starts": ints[1 + 2 * n : 1 + 3 * n], "order": ints[-1]}  # fmt: skip
+        elif combiner == "DARRAY":
+            n = ints[2]
+            kwargs = {"size": ints[0], "rank": ints[1], "gsizes": ints[3 : 3 + n],
+                      "distribs": ints[3 + n : 3 + 2 * n], "dargs": ints[3 + 2 * n : 3 + 3 * n],
+                      "psizes": ints[3 + 3 * n : 3 + 4 * n], "order": ints[3 + 4 * n]}  # fmt: skip
         elif combiner == "RESIZED":
             kwargs = {"lb": addrs[0], "extent": addrs[1]}
-        return old, combiner, kwargs  # type: ignore[return-value]
+        elif combiner == "F90_INTEGER":
+            kwargs = {"r": ints[0]}
+        elif combiner in ("F90_REAL", "F90_COMPLEX"):
+            kwargs = {"p": ints[0], "r": ints[1]}
+        return old, combiner, kwargs
 
 
 def _handle(t: Datatype) -> Datatype:
@@ -255,6 +349,28 @@ def _alignment(t: Datatype) -> int:
     if kind is None:
         return max((_alignment(x) for x in t._how()[1][2]), default=1)
     return min(t.dtype.alignment, 16) if t.dtype.names is None else t.dtype.alignment
+
+
+def _null() -> Datatype:
+    from emucluster.mpi.datatypes import predefined
+
+    return predefined["DATATYPE_NULL"]
+
+
+def _real_size(p: int, r: int) -> int:
+    return next((n for n, (pp, rr) in ((4, (6, 37)), (8, (15, 307)), (16, (33, 4931)))
+                 if p <= pp and r <= rr), 0)  # fmt: skip
+
+
+def _f90(prefix: str, size: int, combiner: str, ints: list[int]) -> Datatype:
+    from emucluster.mpi.datatypes import predefined
+
+    base = predefined.get(f"{prefix}{size}")
+    if base is None or not base:
+        raise MPIException(ERR_ARG, f"no {prefix} type for {ints}")
+    new = base._derive(base.name, base.typemap, combiner, (ints, [], []))
+    new._name = ""  # unnamed, as MPICH leaves it
+    return new
 
 
 def _byte() -> Datatype:
@@ -273,6 +389,6 @@ def _pairs(blocklengths: Sequence[int],
     bl = [int(b) for b in blocklengths]
     disp = [int(d) for d in displacements]
     if len(bl) != len(disp):
-        raise MPIException(ERR_ARG, "as many blocklengths as displacements needed")
+        raise ArgumentError(ERR_ARG, "as many blocklengths as displacements needed")
     _counts(*bl)
     return bl, disp

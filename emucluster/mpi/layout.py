@@ -18,12 +18,22 @@ Accepted forms, as mpi4py's ``message_simple`` / ``message_vector`` / ``message_
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING
 
-from emucluster.mpi.buffers import byte_view, typed_view
-from emucluster.mpi.datatypes import Datatype, datatype_of_buffer, predefined
+from emucluster.mpi.address import absolute_view
+from emucluster.mpi.buffers import (
+    MessageSpecError,
+    NotABuffer,
+    as_datatype,
+    byte_view,
+    inferred_datatype,
+)
+from emucluster.mpi.constants import BOTTOM
+from emucluster.mpi.datatypes import Datatype, predefined
 from emucluster.mpi.errors import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_TRUNCATE, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.foreign import host_buffer
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -78,7 +88,7 @@ def _split(spec: object) -> tuple[object, object, object, object]:
         return parts[0], None, None, None
     if len(parts) == 2:
         buf, second = parts
-        if isinstance(second, Datatype):
+        if isinstance(second, Datatype | str):
             return buf, None, None, second
         if isinstance(second, tuple | list) and len(second) == 2 and not _is_types(second):
             return buf, second[0], second[1], None
@@ -98,14 +108,16 @@ def _is_types(seq: Sequence[object]) -> bool:
 
 
 def _base(buf: object, dt: object, readonly: bool) -> tuple[memoryview, Datatype]:
-    if dt is not None and not isinstance(dt, Datatype):
-        raise MPIException(ERR_TYPE, f"{dt!r} is not a datatype")
-    if buf is None:
-        return memoryview(b""), dt or predefined["BYTE"]
+    if dt is not None:
+        dt = as_datatype(dt)
+    if buf is None or buf is BOTTOM:
+        return memoryview(bytearray(0)), dt or predefined["BYTE"]
+    buf = host_buffer(buf)
     view = byte_view(buf, writable=not readonly)
     if dt is None:
-        dt = datatype_of_buffer(buf, typed_view(buf))
-    dt.Get_size()  # raises for DATATYPE_NULL / freed
+        dt = inferred_datatype(buf)
+    if not dt:  # DATATYPE_NULL or freed: an MPI.Exception that is also mpi4py's ValueError
+        raise MessageSpecError(ERR_TYPE, "message: datatype is null")
     return view, dt
 
 
@@ -114,7 +126,7 @@ def _entries(view: memoryview, dt: Datatype) -> int:
     if not len(view):
         return 0
     if extent <= 0 or len(view) % extent:
-        raise MPIException(
+        raise MessageSpecError(
             ERR_BUFFER, f"buffer of {len(view)} bytes is not a multiple of {dt.name}'s {extent}"
         )
     return len(view) // extent
@@ -129,72 +141,144 @@ def simple(spec: object, *, readonly: bool, blocks: int = 1) -> Layout:
     if displ is not None and int(displ):  # type: ignore[call-overload]
         start = int(displ) * extent  # type: ignore[call-overload]
         if start < 0 or start > len(view):
-            raise MPIException(ERR_COUNT, f"displacement {displ} out of bounds")
+            raise MessageSpecError(ERR_COUNT, f"displacement {displ} out of bounds")
     if count is None:
         entries = _entries(view[start:], datatype)
         if entries % blocks:
-            raise MPIException(
+            raise MessageSpecError(
                 ERR_BUFFER, f"{entries} entries do not split into {blocks} blocks"
             )
         n = entries // blocks
     else:
         n = int(count)  # type: ignore[call-overload]
         if n > 0 and buf is None:
-            raise MPIException(ERR_BUFFER, f"buffer is None but count is {n}")
+            raise MessageSpecError(ERR_BUFFER, f"buffer is None but count is {n}")
     offsets = [start + i * n * extent for i in range(blocks)]
     return Layout(view, offsets, [n] * blocks, [datatype] * blocks)
 
 
 def vector(spec: object, *, readonly: bool, blocks: int) -> Layout:
-    """A vector spec: per-block counts and displacements (in extents)."""
-    buf, counts_spec, displs_spec, dt = _split(spec)
+    """A vector spec: per-block counts and displacements (in extents), read as mpi4py's
+    ``message_vector`` reads them."""
+    buf, counts_spec, displs_spec, dt = _split_vector(spec)
     view, datatype = _base(buf, dt, readonly)
-    counts = _counts(counts_spec, view, datatype, blocks)
+    if counts_spec is None:
+        entries = _entries(view, datatype) if len(view) else 0
+        counts = [entries // blocks + (entries % blocks > i) for i in range(blocks)]
+    elif _integral(counts_spec):
+        counts = [operator.index(counts_spec)] * blocks  # type: ignore[arg-type]
+    else:
+        counts = _ints(counts_spec, blocks, "counts")
     if displs_spec is None:
         displs = [sum(counts[:i]) for i in range(blocks)]
-    elif isinstance(displs_spec, int):
-        displs = [displs_spec * i for i in range(blocks)]
+    elif _integral(displs_spec):
+        displs = [operator.index(displs_spec) * i for i in range(blocks)]  # type: ignore[arg-type]
     else:
         displs = _ints(displs_spec, blocks, "displacements")
     extent = datatype.extent
     return Layout(view, [d * extent for d in displs], counts, [datatype] * blocks)
 
 
-def vector_w(spec: object, *, readonly: bool, blocks: int) -> Layout:
-    """A ``w`` spec: per-block counts, byte displacements and datatypes."""
-    if not isinstance(spec, list | tuple) or not 2 <= len(spec) <= 4:
-        raise MPIException(ERR_ARG, "message: expecting 2 to 4 items")
+def _split_vector(spec: object) -> tuple[object, object, object, object]:
+    if not isinstance(spec, list | tuple):
+        if spec is not None and not _buffer_like(spec):
+            raise NotABuffer(ERR_BUFFER, "message: expecting buffer or list/tuple")
+        return spec, None, None, None
     parts = list(spec)
+    counts: object = None
+    displs: object = None
+    dt: object = None
+    if len(parts) == 2:
+        buf, counts = parts
+        if isinstance(counts, Datatype | str):
+            counts, dt = None, counts
+        elif isinstance(counts, tuple):
+            counts, displs = counts
+    elif len(parts) == 3:
+        buf, counts, dt = parts
+        if isinstance(counts, tuple):
+            counts, displs = counts
+    elif len(parts) == 4:
+        buf, counts, displs, dt = parts
+    else:
+        raise MessageSpecError(ERR_ARG, "message: expecting 2 to 4 items")
+    return buf, counts, displs, dt
+
+
+def _buffer_like(obj: object) -> bool:
+    try:
+        memoryview(obj)  # type: ignore[arg-type]
+    except TypeError:
+        return hasattr(obj, "__dlpack__") or hasattr(obj, "__cuda_array_interface__")
+    return True
+
+
+def _integral(value: object) -> bool:
+    try:
+        operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return False
+    return True
+
+
+def vector_w(spec: object, *, readonly: bool, blocks: int) -> Layout:
+    """A ``w`` spec: per-block counts, byte displacements and datatypes (mpi4py's
+    ``message_vector_w``)."""
+    if not isinstance(spec, list | tuple) or not 2 <= len(spec) <= 4:
+        raise MessageSpecError(ERR_ARG, "message: expecting 2 to 4 items")
+    parts = list(spec)
+    c: object = None
+    d: object = None
     if len(parts) == 2:
         buf, types = parts
-        counts: list[int] = [1] * blocks
-        displs: list[int] = [0] * blocks
     elif len(parts) == 3:
         buf, (c, d), types = parts
-        counts, displs = _ints(c, blocks, "counts"), _ints(d, blocks, "displacements")
     else:
         buf, c, d, types = parts
+    if buf is BOTTOM and (c is None or d is None):
+        raise MessageSpecError(ERR_ARG, "message: BOTTOM requires counts and displs")
+    if c is None and d is None:
+        counts, displs = [1] * blocks, [0] * blocks
+    else:
         counts, displs = _ints(c, blocks, "counts"), _ints(d, blocks, "displacements")
-    if isinstance(types, Datatype):
+    if isinstance(types, Datatype | str):
         types = [types] * blocks
-    datatypes = list(types)
-    if len(datatypes) != blocks or not all(isinstance(t, Datatype) for t in datatypes):
-        raise MPIException(ERR_TYPE, f"expecting {blocks} datatypes")
-    view = memoryview(b"") if buf is None else byte_view(buf, writable=not readonly)
+    datatypes = [as_datatype(t) for t in types]
+    if len(datatypes) != blocks:
+        raise MessageSpecError(ERR_TYPE, f"expecting {blocks} datatypes")
+    if buf is BOTTOM:
+        return _absolute(displs, counts, datatypes)
+    view = memoryview(bytearray(0))
+    if buf is not None:
+        view = byte_view(host_buffer(buf), writable=not readonly)
     return Layout(view, displs, counts, datatypes)
 
 
-def _counts(spec: object, view: memoryview, dt: Datatype, blocks: int) -> list[int]:
-    if spec is None:
-        entries = _entries(view, dt)
-        return [entries // blocks + (entries % blocks > i) for i in range(blocks)]
-    if isinstance(spec, int):
-        return [spec] * blocks
-    return _ints(spec, blocks, "counts")
+def _absolute(displs: list[int], counts: list[int], datatypes: list[Datatype]) -> Layout:
+    """A BOTTOM ``w`` layout: displacements and type maps hold real addresses (from
+    ``Get_address``); the view spans the bytes they reach."""
+    spans = [
+        (d + t.true_lb, d + (n - 1) * t.extent + max(t.true_ub, t.ub))
+        for d, n, t in zip(displs, counts, datatypes, strict=True)
+        if n > 0 and t.size > 0
+    ]
+    if not spans:
+        return Layout(memoryview(bytearray(0)), [0] * len(displs), counts, datatypes)
+    base = min(lo for lo, _ in spans)
+    end = max(hi for _, hi in spans)
+    # offsets are negative here (the type maps carry the addresses), so Layout's bounds check,
+    # which measures from the offset, does not apply: the view spans exactly what is reached
+    layout = Layout.__new__(Layout)
+    layout.view = absolute_view(base, end - base)
+    layout.offsets = [d - base for d in displs]
+    layout.counts, layout.datatypes = counts, datatypes
+    return layout
 
 
 def _ints(seq: object, blocks: int, what: str) -> list[int]:
-    values = [int(x) for x in seq]  # type: ignore[attr-defined]
+    if seq is None or isinstance(seq, str | bytes):
+        raise NotABuffer(ERR_ARG, f"expecting a sequence of {what}")
+    values = [operator.index(x) for x in seq]  # type: ignore[attr-defined]
     if len(values) != blocks:
-        raise MPIException(ERR_ARG, f"expecting {blocks} {what}, got {len(values)}")
+        raise MessageSpecError(ERR_ARG, f"expecting {blocks} {what}, got {len(values)}")
     return values

@@ -37,6 +37,14 @@ class Message:
     def __bool__(self) -> bool:
         return self._op is not None
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        """MESSAGE_NULL / MESSAGE_NO_PROC pickle by name (the same object back; a copy
+        handle gives a new handle); a matched message cannot be pickled (ValueError)."""
+        for name, predefined in (("NULL", MESSAGE_NULL), ("NO_PROC", MESSAGE_NO_PROC)):
+            if self._op is predefined._op:
+                return (_predefined_message, (name, self is predefined))
+        raise ValueError("cannot pickle a matched message")
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Message):
             return NotImplemented
@@ -142,6 +150,11 @@ class _IntoBuffer:
 
     def cancel(self) -> None:
         return None
+
+
+def _predefined_message(name: str, same: bool) -> Message:
+    found = MESSAGE_NULL if name == "NULL" else MESSAGE_NO_PROC
+    return found if same else Message(found)
 
 
 MESSAGE_NULL = Message()

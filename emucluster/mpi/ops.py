@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from emucluster.mpi.buffers import message
+from emucluster.mpi.buffers import MessageSpecError, message
 from emucluster.mpi.errors import ERR_BUFFER, ERR_OP
 from emucluster.mpi.errors import Exception as MPIException
 
@@ -161,7 +161,7 @@ class Op:
         src = message(inbuf, writable=False)
         dst = message(inoutbuf, writable=True)
         if len(src.view) != len(dst.view):
-            raise MPIException(ERR_BUFFER, "Reduce_local: buffers differ in size")
+            raise MessageSpecError(ERR_BUFFER, "Reduce_local: buffers differ in size")
         dst.view[:] = self.combine_bytes(src.view, dst.view, dst.datatype)
 
     def combine_bytes(self, left: bytes | memoryview, right: bytes | memoryview,

@@ -12,7 +12,6 @@ import numpy as np
 
 from emucluster.mpi.errors import ERR_ARG, ERR_TRUNCATE
 from emucluster.mpi.errors import Exception as MPIException
-from emucluster.mpi.typemap import BASIC_SIZES
 
 if TYPE_CHECKING:
     from emucluster.mpi.typemap import TypeMap
@@ -104,7 +103,7 @@ def _swap(m: TypeMap, data: bytes) -> bytes:
     """Reverse the bytes of every basic element (native little-endian <-> external32)."""
     if sys.byteorder == "big" or not data:
         return data
-    sizes = np.asarray(BASIC_SIZES, dtype=np.int64)[m.kinds]
+    sizes = m.element_sizes()
     if bool((sizes <= 1).all()):
         return data
     starts = np.cumsum(sizes) - sizes

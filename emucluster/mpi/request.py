@@ -82,11 +82,13 @@ class SendPending:
 class RecvPending:
     """A p2p receive; ``unpickle`` for lowercase receives."""
 
-    __slots__ = ("op", "unpickle")
+    __slots__ = ("deliver", "op", "unpickle")
 
-    def __init__(self, op: RecvOp, *, unpickle: bool) -> None:
+    def __init__(self, op: RecvOp, *, unpickle: bool,
+                 deliver: Callable[[int], None] | None = None) -> None:  # fmt: skip
         self.op = op
         self.unpickle = unpickle
+        self.deliver = deliver  # a staged receive's unpack into a derived datatype
 
     def done(self) -> bool:
         return self.op.done
@@ -113,6 +115,9 @@ class RecvPending:
             )
         if status is not None:
             status.set(op.msg_source, op.msg_tag, op.count)
+        if self.deliver is not None:
+            self.deliver(op.count)
+            self.deliver = None
         if not self.unpickle:
             return None
         data = op.data
@@ -226,6 +231,12 @@ class CollDriver:
         return None
 
 
+def _null_request(same: bool, cls: type[Request]) -> Request:
+    from emucluster import MPI
+
+    return MPI.REQUEST_NULL if same else cls()
+
+
 class Request:
     """A nonblocking operation (mpi4py's ``MPI.Request``); REQUEST_NULL once completed."""
 
@@ -266,6 +277,15 @@ class Request:
 
     def __bool__(self) -> bool:
         return self._pending is not None
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        """REQUEST_NULL pickles by name (a null copy handle to a new null handle); an active
+        request cannot be pickled (ValueError, as in mpi4py)."""
+        if self._pending is not None:
+            raise ValueError("cannot pickle an active request")
+        from emucluster import MPI  # MPI imports this module
+
+        return (_null_request, (self is MPI.REQUEST_NULL, type(self)))
 
     def __repr__(self) -> str:
         return "<emucluster.MPI.Request NULL>" if self._pending is None else super().__repr__()

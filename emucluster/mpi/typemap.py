@@ -1,11 +1,16 @@
 """Type maps: where the basic elements of one datatype element lie, and gather/scatter by them.
 
-A `TypeMap` is the MPI type map of one element: a displacement (bytes) and a basic kind (an
-index into `BASICS`, the predefined datatypes' item sizes) for each basic element, with the
-lower and upper bounds that give the extent. Constructors compose maps with numpy (one array
-operation per constructor, no Python loop over elements); `pack` gathers ``count`` elements
+A `TypeMap` is the MPI type map of one element, stored run-length: each run is ``count``
+consecutive basic elements of one kind (an index into `BASIC_SIZES`, the predefined
+datatypes' item sizes) starting at a byte displacement, in type-map order, with the lower and
+upper bounds that give the extent. A contiguous type of 2^31 bytes is one run, not 2^31
+entries. Constructors compose maps with numpy (one array operation per constructor, no Python
+loop over elements) and merge runs that continue each other; `pack` gathers ``count`` elements
 from a buffer into one contiguous bytes object and `unpack` scatters packed bytes back, each
 with one fancy-indexing copy, or a plain slice when the map is contiguous.
+
+Invariants: runs are never empty; two neighbouring runs of the same kind never continue each
+other (they would have been merged); ``size`` is the sum of the runs' bytes.
 """
 
 from __future__ import annotations
@@ -30,29 +35,52 @@ def register_basic(itemsize: int) -> int:
     return len(BASIC_SIZES) - 1
 
 
+def _itemsizes(kinds: np.ndarray) -> np.ndarray:
+    sizes: np.ndarray = np.asarray(BASIC_SIZES, dtype=_I64)[kinds]
+    return sizes
+
+
 class TypeMap:
     """The type map of one element (see the module docstring)."""
 
-    __slots__ = ("_index", "disps", "kinds", "lb", "size", "true_lb", "true_ub", "ub")
+    __slots__ = (
+        "_contiguous", "_index", "counts", "disps", "elements", "kinds", "lb", "size",
+        "true_lb", "true_ub", "ub",
+    )  # fmt: skip
 
-    def __init__(self, disps: np.ndarray, kinds: np.ndarray, lb: int, ub: int) -> None:
-        self.disps = disps.astype(_I64, copy=False)
-        self.kinds = kinds.astype(np.int32, copy=False)
+    def __init__(self, disps: np.ndarray, kinds: np.ndarray, lb: int, ub: int,
+                 counts: np.ndarray | None = None) -> None:  # fmt: skip
+        disps = np.asarray(disps, dtype=_I64)
+        kinds = np.asarray(kinds, dtype=np.int32)
+        counts = np.ones(len(disps), _I64) if counts is None else np.asarray(counts, _I64)
+        self.disps, self.kinds, self.counts = _merge(disps, kinds, counts)
         self.lb = lb
         self.ub = ub
-        sizes = np.asarray(BASIC_SIZES, dtype=_I64)[self.kinds] if len(kinds) else np.zeros(0)
-        self.size = int(sizes.sum())
-        if len(disps):
+        run_bytes = self.run_bytes()
+        self.size = int(run_bytes.sum())
+        self.elements = int(self.counts.sum())
+        if len(self.disps):
             self.true_lb = int(self.disps.min())
-            self.true_ub = int((self.disps + sizes).max())
+            self.true_ub = int((self.disps + run_bytes).max())
         else:
             self.true_lb = self.true_ub = 0
         self._index: np.ndarray | None = None
+        self._contiguous: bool | None = None
 
     @classmethod
     def basic(cls, kind: int) -> TypeMap:
         """The map of a predefined type."""
         return cls(np.zeros(1, _I64), np.full(1, kind), 0, BASIC_SIZES[kind])
+
+    @classmethod
+    def empty(cls) -> TypeMap:
+        """The map with no data and zero extent."""
+        return cls(np.zeros(0, _I64), np.zeros(0, np.int32), 0, 0)
+
+    def run_bytes(self) -> np.ndarray:
+        """Bytes of each run."""
+        out: np.ndarray = self.counts * _itemsizes(self.kinds)
+        return out
 
     @property
     def extent(self) -> int:
@@ -60,11 +88,23 @@ class TypeMap:
         return self.ub - self.lb
 
     @property
+    def dense(self) -> bool:
+        """One run exactly filling [lb, ub): copies side by side stay one run."""
+        return len(self.disps) == 1 and int(self.disps[0]) == self.lb and self.size == self.extent
+
+    @property
     def contiguous(self) -> bool:
-        """Whether the data of consecutive elements are consecutive bytes from offset 0."""
-        return self.lb == 0 and self.ub == self.size and self.true_lb == 0 and (
-            len(self.disps) <= 1 or bool(np.array_equal(self.byte_index(), np.arange(self.size)))
-        )
+        """Whether the data of consecutive elements are consecutive bytes from offset 0, in
+        type-map order."""
+        if self._contiguous is None:
+            ends = self.disps + self.run_bytes()
+            self._contiguous = (
+                self.lb == 0
+                and self.ub == self.size
+                and (not len(self.disps) or int(self.disps[0]) == 0)
+                and bool(np.array_equal(self.disps[1:], ends[:-1]))
+            )
+        return self._contiguous
 
     def homogeneous(self) -> int | None:
         """The one basic kind of every element, or None for a mixed (or empty) map."""
@@ -73,13 +113,18 @@ class TypeMap:
         first = int(self.kinds[0])
         return first if bool((self.kinds == first).all()) else None
 
+    def element_sizes(self) -> np.ndarray:
+        """Item size of each basic element, in type-map order."""
+        out: np.ndarray = np.repeat(_itemsizes(self.kinds), self.counts)
+        return out
+
     def byte_index(self) -> np.ndarray:
         """Offsets of the data bytes of one element, in type-map order."""
         if self._index is None:
-            sizes = np.asarray(BASIC_SIZES, dtype=_I64)[self.kinds]
-            starts = np.cumsum(sizes) - sizes
-            within = np.arange(self.size, dtype=_I64) - np.repeat(starts, sizes)
-            self._index = np.repeat(self.disps, sizes) + within
+            run_bytes = self.run_bytes()
+            starts = np.cumsum(run_bytes) - run_bytes
+            within = np.arange(self.size, dtype=_I64) - np.repeat(starts, run_bytes)
+            self._index = np.repeat(self.disps, run_bytes) + within
         return self._index
 
     # -- constructors --------------------------------------------------------------------------
@@ -88,15 +133,29 @@ class TypeMap:
         """Copies of this map at byte ``offsets`` (bounds from the copies' bounds)."""
         offsets = np.asarray(offsets, dtype=_I64)
         if not len(offsets):
-            return TypeMap(np.zeros(0, _I64), np.zeros(0, np.int32), 0, 0)
+            return TypeMap.empty()
+        lb, ub = int(offsets.min()) + self.lb, int(offsets.max()) + self.ub
         disps = (offsets[:, None] + self.disps[None, :]).ravel()
         kinds = np.tile(self.kinds, len(offsets))
-        return TypeMap(disps, kinds, int(offsets.min()) + self.lb, int(offsets.max()) + self.ub)
+        counts = np.tile(self.counts, len(offsets))
+        return TypeMap(disps, kinds, lb, ub, counts)
 
     def blocks(self, blocklengths: Sequence[int], displacements: Sequence[int]) -> TypeMap:
         """Blocks of ``blocklengths[i]`` elements at byte ``displacements[i]``."""
         lengths = np.asarray(blocklengths, dtype=_I64)
         starts = np.asarray(displacements, dtype=_I64)
+        if self.dense and self.extent > 0 and len(lengths):
+            # each block is one run: no per-element expansion (a 2^31-element block is cheap)
+            keep = lengths > 0
+            if not keep.any():
+                return TypeMap.empty()
+            starts, lengths = starts[keep], lengths[keep]
+            disps = starts + int(self.disps[0])
+            counts = lengths * int(self.counts[0])
+            kinds = np.full(len(disps), int(self.kinds[0]), np.int32)
+            lb = int(starts.min()) + self.lb
+            ub = int((starts + lengths * self.extent).max()) + self.lb
+            return TypeMap(disps, kinds, lb, ub, counts)
         block_of = np.repeat(np.arange(len(lengths)), lengths)
         first = np.cumsum(lengths) - lengths
         within = np.arange(int(lengths.sum()), dtype=_I64) - np.repeat(first, lengths)
@@ -104,17 +163,18 @@ class TypeMap:
 
     def resized(self, lb: int, extent: int) -> TypeMap:
         """Same data, bounds ``lb`` and ``lb + extent``."""
-        return TypeMap(self.disps, self.kinds, lb, lb + extent)
+        return TypeMap(self.disps, self.kinds, lb, lb + extent, self.counts)
 
     @staticmethod
     def concat(parts: Sequence[TypeMap]) -> TypeMap:
         """The union of several maps (a struct's blocks), in order."""
         parts = [p for p in parts if len(p.disps)]
         if not parts:
-            return TypeMap(np.zeros(0, _I64), np.zeros(0, np.int32), 0, 0)
+            return TypeMap.empty()
         disps = np.concatenate([p.disps for p in parts])
         kinds = np.concatenate([p.kinds for p in parts])
-        return TypeMap(disps, kinds, min(p.lb for p in parts), max(p.ub for p in parts))
+        counts = np.concatenate([p.counts for p in parts])
+        return TypeMap(disps, kinds, min(p.lb for p in parts), max(p.ub for p in parts), counts)
 
     # -- moving data ----------------------------------------------------------------------------
 
@@ -137,9 +197,27 @@ class TypeMap:
 
     def unpack(self, view: memoryview, offset: int, data: bytes | memoryview) -> None:
         """Store packed ``data`` (whole elements, maybe fewer than fit) at byte ``offset``."""
+        if not len(data):  # nothing to store (the view may be an empty read-only one)
+            return
         if self.contiguous:
             view[offset : offset + len(data)] = data
             return
         count = len(data) // self.size if self.size else 0
         raw = np.frombuffer(view, dtype=np.uint8)
         raw[self._indices(offset, count)] = np.frombuffer(data, dtype=np.uint8)[: count * self.size]
+
+
+def _merge(disps: np.ndarray, kinds: np.ndarray,
+           counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """Drop empty runs and join each run to the previous one when it continues it."""
+    keep = counts > 0
+    if not keep.all():
+        disps, kinds, counts = disps[keep], kinds[keep], counts[keep]
+    if len(disps) < 2:
+        return disps, kinds, counts
+    ends = disps + counts * _itemsizes(kinds)
+    joins = (kinds[1:] == kinds[:-1]) & (disps[1:] == ends[:-1])
+    if not joins.any():
+        return disps, kinds, counts
+    heads = np.flatnonzero(np.concatenate(([True], ~joins)))
+    return disps[heads], kinds[heads], np.add.reduceat(counts, heads)

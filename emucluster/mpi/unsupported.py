@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from emucluster.mpi.errors import ERR_ARG
+
 __all__ = [
     "FILE_NULL",
     "WIN_NULL",
@@ -73,6 +75,16 @@ class Win(_Unoffered):
         """Not offered."""
         not_offered("one-sided communication (Win.Create)")
 
+    def Put(self, origin: Any, target_rank: int, target: Any = None) -> None:
+        """Not offered; bad origin or target specs raise first, as in mpi4py."""
+        _rma_specs(origin, target, writable=False)
+        not_offered("one-sided communication (Win.Put)")
+
+    def Get(self, origin: Any, target_rank: int, target: Any = None) -> None:
+        """Not offered; bad origin or target specs raise first, as in mpi4py."""
+        _rma_specs(origin, target, writable=True)
+        not_offered("one-sided communication (Win.Get)")
+
     @classmethod
     def Allocate(cls, *args: Any, **kwargs: Any) -> Win:
         """Not offered."""
@@ -81,3 +93,14 @@ class Win(_Unoffered):
 
 FILE_NULL = File()
 WIN_NULL = Win()
+
+
+def _rma_specs(origin: Any, target: Any, *, writable: bool) -> None:
+    """mpi4py's checks of an RMA origin message and target spec (ValueError-compatible)."""
+    from emucluster.mpi.buffers import MessageSpecError, message  # buffers imports much
+
+    message(origin, writable=writable)
+    if target is None or isinstance(target, int):
+        return
+    if not isinstance(target, list | tuple) or len(target) > 3:
+        raise MessageSpecError(ERR_ARG, f"target: expecting integral or list/tuple, {target!r}")
