@@ -13,6 +13,8 @@ statistics (written to ``$EMU_STATS_DIR/rank<N>.json`` at Finalize when set).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from emucluster.mpi import runtime as _runtime
 from emucluster.mpi.address import Aint_add, Aint_diff, Get_address
 from emucluster.mpi.comm import Comm, Errhandler, Intracomm, make_world
@@ -91,6 +93,9 @@ from emucluster.mpi.ops import Op
 from emucluster.mpi.ops import predefined_ops as _ops
 from emucluster.mpi.request import Request
 from emucluster.mpi.status import Status
+
+if TYPE_CHECKING:
+    from threading import Lock
 
 __all__ = [
     "AINT",
@@ -459,6 +464,11 @@ def Abort(errorcode: int = 0) -> None:
 def get_vendor() -> tuple[str, tuple[int, int, int]]:
     """The MPI implementation's name and version, as mpi4py reports its vendor."""
     return _runtime.VENDOR
+
+
+def _comm_lock_table(comm: Comm) -> dict[str, Lock]:
+    """mpi4py's table of the locks lowercase collectives take on ``comm``, by operation."""
+    return comm._state().locks
 
 
 from emucluster.mpi import errors as _errors  # noqa: E402

@@ -189,12 +189,14 @@ class Collectives:
         """``obj`` of the root, on every rank."""
         st = self._root(root)
         data = _dumps(obj) if st.rank == root else None
-        return pickle.loads(run(st, "bcast", algorithm, data, root))
+        with st.lock("bcast"):
+            return pickle.loads(run(st, "bcast", algorithm, data, root))
 
     def gather(self, sendobj: Any, root: int = 0, *, algorithm: str | None = None) -> Any:
         """The list of every rank's object at the root; None elsewhere."""
         st = self._root(root)
-        blocks = run(st, "gather", algorithm, _dumps(sendobj), root)
+        with st.lock("gather"):
+            blocks = run(st, "gather", algorithm, _dumps(sendobj), root)
         return None if blocks is None else [pickle.loads(b) for b in blocks]
 
     def scatter(self, sendobj: Any = None, root: int = 0, *, algorithm: str | None = None) -> Any:
@@ -203,18 +205,22 @@ class Collectives:
         blocks = None
         if st.rank == root:
             blocks = [_dumps(item) for item in _items(sendobj, st.size)]
-        return pickle.loads(run(st, "scatter", algorithm, blocks, root))
+        with st.lock("scatter"):
+            return pickle.loads(run(st, "scatter", algorithm, blocks, root))
 
     def allgather(self, sendobj: Any, *, algorithm: str | None = None) -> list[Any]:
         """The list of every rank's object, on every rank."""
-        blocks = run(self._state(), "allgather", algorithm, _dumps(sendobj))
+        st = self._state()
+        with st.lock("allgather"):
+            blocks = run(st, "allgather", algorithm, _dumps(sendobj))
         return [pickle.loads(b) for b in blocks]
 
     def alltoall(self, sendobj: Any, *, algorithm: str | None = None) -> list[Any]:
         """Item j of rank i's sequence goes to rank j, at position i."""
         st = self._state()
         blocks = [_dumps(item) for item in _items(sendobj, st.size)]
-        return [pickle.loads(b) for b in run(st, "alltoall", algorithm, blocks)]
+        with st.lock("alltoall"):
+            return [pickle.loads(b) for b in run(st, "alltoall", algorithm, blocks)]
 
     def reduce(self, sendobj: Any, op: Op = SUM, root: int = 0, *,
                algorithm: str | None = None) -> Any:  # fmt: skip

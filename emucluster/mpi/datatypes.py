@@ -169,8 +169,10 @@ class Datatype(DatatypeConstructors, DatatypePacking):
         return self
 
     def Free(self) -> None:
-        """Free a derived type (predefined ones cannot be freed)."""
-        if self._combiner == "NAMED" and not self._null:
+        """Free a derived type (predefined ones and DATATYPE_NULL cannot be freed)."""
+        if self._null:
+            raise MPIException(ERR_TYPE, "DATATYPE_NULL cannot be freed")
+        if self._combiner == "NAMED":
             raise MPIException(ERR_TYPE, "cannot free a predefined datatype")
         self._null = True
 

@@ -36,7 +36,10 @@ class Pickle:
         return bytes(self._dumps(obj, self.PROTOCOL))
 
     def loads(self, data: bytes | bytearray | memoryview) -> Any:
-        """Rebuild an object from ``data``."""
+        """Rebuild an object from ``data``; an empty message is None (as mpi4py: a buffer
+        send of zero bytes received by ``recv``)."""
+        if len(data) == 0:
+            return None
         return self._loads(data)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 from emucluster.mpi.errhandler import ERRORS_RETURN
@@ -19,8 +20,8 @@ class CommState:
     """One communicator's state, shared by every Comm handle that refers to it."""
 
     __slots__ = (
-        "attrs", "coll_seq", "context", "errhandler", "info", "name", "nodes", "rank", "size",
-        "topo",
+        "attrs", "coll_seq", "context", "errhandler", "info", "locks", "name", "nodes", "rank",
+        "size", "topo",
     )  # fmt: skip
 
     def __init__(self, context: int, nodes: tuple[int, ...], rank: int, name: str = "") -> None:
@@ -44,3 +45,13 @@ class CommState:
         """The error handler Call_errhandler runs (a counted reference)."""
         self.info: dict[str, str] = {}
         """Hints set by Set_info / Dup_with_info (kept, never acted on)."""
+        self.locks: dict[str, threading.Lock] = {}
+        """One lock per lowercase collective, taken for the call, so threads of one process
+        never interleave two of the same kind on this communicator (mpi4py's lock table)."""
+
+    def lock(self, operation: str) -> threading.Lock:
+        """The lock of ``operation`` (made at first use)."""
+        lock = self.locks.get(operation)
+        if lock is None:
+            lock = self.locks.setdefault(operation, threading.Lock())
+        return lock

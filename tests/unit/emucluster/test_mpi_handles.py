@@ -191,3 +191,30 @@ def test_errhandler_handles_slots_and_pickle() -> None:
     assert made[0] == ERRHANDLER_NULL
     Errhandler._create(lambda obj, code: None).Free()  # slots came back
     extra.Free()
+
+
+def test_empty_message_is_none_lock_table_and_null_type_free() -> None:
+    """mpi4py semantics found by its test_p2p_obj and test_exceptions: a zero-byte buffer
+    send received by ``recv`` is None; lowercase collectives take a per-communicator lock
+    (``MPI._comm_lock_table``); freeing DATATYPE_NULL is ERR_TYPE."""
+    check(
+        """
+        import threading
+        from emucluster import MPI
+        c = MPI.COMM_SELF.Dup()
+        req = c.Isend([None, 0, "B"], 0)
+        assert c.recv(None, 0) is None
+        req.Wait()
+        table = MPI._comm_lock_table(c)
+        assert "bcast" not in table
+        assert c.bcast(5, root=0) == 5
+        assert isinstance(table["bcast"], type(threading.Lock()))
+        c.Free()
+        try:
+            MPI.DATATYPE_NULL.Free()
+        except MPI.Exception as exc:
+            assert exc.Get_error_class() == MPI.ERR_TYPE
+        else:
+            raise AssertionError("DATATYPE_NULL.Free did not raise")
+        """
+    )
