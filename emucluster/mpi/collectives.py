@@ -38,7 +38,7 @@ from emucluster.offload.shells import HostServices
 from emucluster.progress import DeadlockError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
 
     from emucluster.coll.context import CollGen
     from emucluster.p2p import RecvOp, SendOp
@@ -188,7 +188,7 @@ class Collectives:
     def bcast(self, obj: Any = None, root: int = 0, *, algorithm: str | None = None) -> Any:
         """``obj`` of the root, on every rank."""
         st = self._root(root)
-        data = _dumps(obj) if st.rank == root else None
+        data = dump_object(obj) if st.rank == root else None
         with st.lock("bcast"):
             return pickle.loads(run(st, "bcast", algorithm, data, root))
 
@@ -196,7 +196,7 @@ class Collectives:
         """The list of every rank's object at the root; None elsewhere."""
         st = self._root(root)
         with st.lock("gather"):
-            blocks = run(st, "gather", algorithm, _dumps(sendobj), root)
+            blocks = run(st, "gather", algorithm, dump_object(sendobj), root)
         return None if blocks is None else [pickle.loads(b) for b in blocks]
 
     def scatter(self, sendobj: Any = None, root: int = 0, *, algorithm: str | None = None) -> Any:
@@ -204,7 +204,7 @@ class Collectives:
         st = self._root(root)
         blocks = None
         if st.rank == root:
-            blocks = [_dumps(item) for item in _items(sendobj, st.size)]
+            blocks = [dump_object(item) for item in object_items(sendobj, st.size)]
         with st.lock("scatter"):
             return pickle.loads(run(st, "scatter", algorithm, blocks, root))
 
@@ -212,13 +212,13 @@ class Collectives:
         """The list of every rank's object, on every rank."""
         st = self._state()
         with st.lock("allgather"):
-            blocks = run(st, "allgather", algorithm, _dumps(sendobj))
+            blocks = run(st, "allgather", algorithm, dump_object(sendobj))
         return [pickle.loads(b) for b in blocks]
 
     def alltoall(self, sendobj: Any, *, algorithm: str | None = None) -> list[Any]:
         """Item j of rank i's sequence goes to rank j, at position i."""
         st = self._state()
-        blocks = [_dumps(item) for item in _items(sendobj, st.size)]
+        blocks = [dump_object(item) for item in object_items(sendobj, st.size)]
         with st.lock("alltoall"):
             return [pickle.loads(b) for b in run(st, "alltoall", algorithm, blocks)]
 
@@ -226,22 +226,22 @@ class Collectives:
                algorithm: str | None = None) -> Any:  # fmt: skip
         """``op`` over every rank's object, in rank order, at the root; None elsewhere."""
         st = self._root(root)
-        result = run(st, "reduce", algorithm, _dumps(sendobj), ObjectCombine(op), root)
+        result = run(st, "reduce", algorithm, dump_object(sendobj), ObjectCombine(op), root)
         return None if result is None else pickle.loads(result)
 
     def allreduce(self, sendobj: Any, op: Op = SUM, *, algorithm: str | None = None) -> Any:
         """``op`` over every rank's object, on every rank."""
-        result = run(self._state(), "allreduce", algorithm, _dumps(sendobj), ObjectCombine(op))
+        result = run(self._state(), "allreduce", algorithm, dump_object(sendobj), ObjectCombine(op))
         return pickle.loads(result)
 
     def scan(self, sendobj: Any, op: Op = SUM, *, algorithm: str | None = None) -> Any:
         """Inclusive prefix reduction: ranks 0..rank."""
-        result = run(self._state(), "scan", algorithm, _dumps(sendobj), ObjectCombine(op))
+        result = run(self._state(), "scan", algorithm, dump_object(sendobj), ObjectCombine(op))
         return pickle.loads(result)
 
     def exscan(self, sendobj: Any, op: Op = SUM, *, algorithm: str | None = None) -> Any:
         """Exclusive prefix reduction: ranks 0..rank-1 (None on rank 0)."""
-        result = run(self._state(), "exscan", algorithm, _dumps(sendobj), ObjectCombine(op))
+        result = run(self._state(), "exscan", algorithm, dump_object(sendobj), ObjectCombine(op))
         return None if result is None else pickle.loads(result)
 
     # -- uppercase (buffers) ------------------------------------------------------------------
@@ -393,11 +393,13 @@ def _check_reduce(smsg: Msg, rmsg: Msg | None) -> None:
                                           f"and receive count {rmsg.elements}")  # fmt: skip
 
 
-def _dumps(obj: object) -> bytes:
+def dump_object(obj: object) -> bytes:
+    """``obj`` pickled as lowercase collectives send it."""
     return pickle.dumps(obj, PICKLE_PROTOCOL)
 
 
-def _items(seq: Any, size: int) -> Sequence[Any]:
+def object_items(seq: Any, size: int) -> list[Any]:
+    """The ``size`` items of a lowercase collective's sequence argument (ValueError if not)."""
     if seq is None:
         raise ValueError(f"expecting {size} items, got None")
     items = list(seq)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from emucluster.coll.context import TAG_LIMIT, drive
 from emucluster.mpi import runtime
-from emucluster.mpi.collectives import CallContext, wait_all
+from emucluster.mpi.collectives import CallContext, dump_object, object_items, wait_all
 from emucluster.mpi.comm import Comm, Intracomm
 from emucluster.mpi.constants import PROC_NULL
 from emucluster.mpi.errors import ERR_ARG, ERR_DIMS, ERR_RANK, ERR_TOPOLOGY
@@ -51,7 +51,6 @@ __all__ = [
     "topo_error",
 ]
 
-PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
 _ERROR_CLASS = {"rank": ERR_RANK, "dims": ERR_DIMS, "direction": ERR_ARG, "coords": ERR_ARG}
 
 
@@ -119,12 +118,14 @@ class Topocomm(Intracomm):
 
     def neighbor_allgather(self, sendobj: Any) -> list[Any]:
         """Every in-neighbour's object, in in-edge order (None from PROC_NULL)."""
-        blocks = self._exchange_blocking(lambda n: [_dumps(sendobj)] * n)
+        blocks = self._exchange_blocking(lambda n: [dump_object(sendobj)] * n)
         return [None if b is None else pickle.loads(b) for b in blocks]
 
     def neighbor_alltoall(self, sendobj: Any) -> list[Any]:
         """Item k of ``sendobj`` goes to out-neighbour k; returns one object per in-edge."""
-        blocks = self._exchange_blocking(lambda n: [_dumps(x) for x in _items(sendobj, n)])
+        blocks = self._exchange_blocking(
+            lambda n: [dump_object(x) for x in object_items(sendobj, n)]
+        )
         return [None if b is None else pickle.loads(b) for b in blocks]
 
     # -- neighbour collectives (buffers) ------------------------------------------------------
@@ -435,16 +436,3 @@ def neighbor_exchange(ctx: CollContext, sends: list[tuple[int, int]],
             requests.append(ctx.isend(payload, peer, tag))
     yield requests
     return [None if r is None else r.result for r in incoming]
-
-
-def _dumps(obj: object) -> bytes:
-    return pickle.dumps(obj, PICKLE_PROTOCOL)
-
-
-def _items(seq: Any, size: int) -> list[Any]:
-    if seq is None:
-        raise ValueError(f"expecting {size} items, got None")
-    items = list(seq)
-    if len(items) != size:
-        raise ValueError(f"expecting {size} items, got {len(items)}")
-    return items
