@@ -74,9 +74,9 @@ class Session:
         self.lost: str | None = None
         self.code = 0
         self.trace_dir: str | None = None
+        """Where this host's processes record (``emurun --trace``), or None."""
         self.lifeline: Lifeline | None = None
         """Held while nodes run: they stop by themselves if this agent dies (kill -9)."""
-        """Where this host's processes record (``emurun --trace``), or None."""
 
     def say(self, text: str, always: bool = True) -> None:
         """One ``emuproxy[name]: ...`` line on stderr (an agent says everything: its
