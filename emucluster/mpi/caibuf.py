@@ -14,6 +14,8 @@ import warnings
 
 import numpy as np
 
+from emucluster.mpi.dlpack import is_contiguous
+
 __all__ = ["cai_array"]
 
 _KINDS = "biufc"
@@ -64,9 +66,7 @@ def cai_array(obj: object) -> np.ndarray:
         raise BufferError("__cuda_array_interface__: cannot handle masked arrays")
     if size < 0:
         raise BufferError(f"__cuda_array_interface__: buffer with negative size {shape}")
-    if strides is not None and not (
-        _contiguous(shape, strides, itemsize, "C") or _contiguous(shape, strides, itemsize, "F")
-    ):
+    if not is_contiguous(shape, strides, itemsize):
         raise BufferError("__cuda_array_interface__: buffer is not contiguous")
     if descr is not None and (len(descr) != 1 or tuple(descr[0]) != ("", typestr)):
         warnings.warn("__cuda_array_interface__: ignoring 'descr' key", RuntimeWarning,
@@ -79,14 +79,3 @@ def cai_array(obj: object) -> np.ndarray:
     interface = {"shape": (count,), "typestr": dtype.str, "data": (address, bool(readonly)),
                  "version": 3}  # fmt: skip
     return np.asarray(_Interface(interface, obj))
-
-
-def _contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int,
-                order: str) -> bool:  # fmt: skip
-    size = itemsize
-    dims = range(len(shape)) if order == "F" else reversed(range(len(shape)))
-    for i in dims:
-        if shape[i] > 1 and size != strides[i]:
-            return False
-        size *= shape[i]
-    return True

@@ -12,10 +12,14 @@ as numpy's importer does, is what once crashed a rank on mpi4py's test capsules)
 from __future__ import annotations
 
 import ctypes
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-__all__ = ["dlpack_view"]
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["dlpack_view", "is_contiguous"]
 
 _CPU = 1
 _READ_ONLY = 1  # DLPACK_FLAG_BITMASK_READ_ONLY
@@ -117,7 +121,7 @@ def dlpack_view(obj: object) -> memoryview:
     strides = [int(tensor.strides[i]) for i in range(ndim)] if tensor.strides else None
     if strides is not None and any(s < 0 for s in strides):
         raise BufferError("dlpack: strides item is negative")
-    if not (_contiguous(shape, strides, "C") or _contiguous(shape, strides, "F")):
+    if not is_contiguous(shape, strides, 1):
         raise BufferError("dlpack: buffer is not contiguous")
     code, bits, lanes = int(tensor.code), int(tensor.bits), int(tensor.lanes)
     if lanes == 2 and code == _FLOAT and bits in (32, 64, 128):
@@ -140,10 +144,16 @@ def dlpack_view(obj: object) -> memoryview:
     return view.toreadonly() if readonly else view
 
 
-def _contiguous(shape: list[int], strides: list[int] | None, order: str) -> bool:
+def is_contiguous(shape: Sequence[int], strides: Sequence[int] | None, unit: int) -> bool:
+    """Whether ``strides`` (in units of ``unit``; None: packed) lay ``shape`` out in C or in
+    Fortran order with no gaps (dimensions of extent 1 may have any stride)."""
     if strides is None:
-        return order != "F" or len(shape) <= 1
-    size = 1
+        return True
+    return any(_packed(shape, strides, unit, order) for order in "CF")
+
+
+def _packed(shape: Sequence[int], strides: Sequence[int], unit: int, order: str) -> bool:
+    size = unit
     dims = range(len(shape)) if order == "F" else reversed(range(len(shape)))
     for i in dims:
         if shape[i] > 1 and size != strides[i]:
