@@ -20,7 +20,7 @@ from emucluster.envelope import ANY_SOURCE as CORE_ANY_SOURCE
 from emucluster.mpi import bsend, commgroup, runtime
 from emucluster.mpi.buffers import message
 from emucluster.mpi.collectives import Collectives, internal_allgather, internal_allreduce
-from emucluster.mpi.commextras import CommExtras, set_world
+from emucluster.mpi.commextras import COMM_KEYVALS, CommExtras, set_world
 from emucluster.mpi.constants import (
     ANY_SOURCE,
     ANY_TAG,
@@ -201,7 +201,7 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
             return 0  # emurun launches one program
         if keyval == KEYVAL_INVALID:
             raise MPIException(ERR_KEYVAL, "Get_attr of KEYVAL_INVALID")
-        return self._state().attrs.get(keyval)  # type: ignore[return-value]
+        return COMM_KEYVALS.get(self._state().attrs, keyval)  # type: ignore[no-any-return]
 
     def Get_errhandler(self) -> Errhandler:
         """A new handle to the communicator's error handler (see `emucluster.mpi.errhandler`:

@@ -12,17 +12,18 @@ callbacks run on Dup and Free/Delete_attr as MPI says.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from emucluster.mpi import commgroup, errhandler, handles
+from emucluster.mpi.attributes import Callback, Keyvals
 from emucluster.mpi.errhandler import Errhandler
-from emucluster.mpi.errors import ERR_COMM, ERR_KEYVAL
+from emucluster.mpi.errors import ERR_COMM
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.info import INFO_NULL, Info
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from emucluster.mpi.comm import Comm, Intercomm, Intracomm
     from emucluster.mpi.group import Group
     from emucluster.mpi.state import CommState
@@ -30,10 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["CommExtras", "set_world"]
 
 _PREDEFINED = ("COMM_NULL", "COMM_SELF", "COMM_WORLD")
-_FIRST_KEYVAL = 64  # user keyvals start here (below: the predefined attributes)
-_Callback = Callable[..., Any] | bool | None  # True/False: copy as is / never (mpi4py)
-_keyvals: dict[int, tuple[_Callback, _Callback]] = {}
-_next_keyval = itertools.count(_FIRST_KEYVAL)
+COMM_KEYVALS = Keyvals("Comm", first=64)
+"""Communicator keyvals; user keyvals start at 64 (below: the predefined attributes)."""
 _world: list[CommState] = []
 
 
@@ -114,58 +113,35 @@ class CommExtras:
     # -- attributes -----------------------------------------------------------------------------
 
     @classmethod
-    def Create_keyval(cls, copy_fn: _Callback = None, delete_fn: _Callback = None,
+    def Create_keyval(cls, copy_fn: Callback = None, delete_fn: Callback = None,
                       nopython: bool = False) -> int:  # fmt: skip
         """A new attribute key; ``copy_fn(comm, keyval, value)`` decides what Dup copies (None:
         nothing is copied), ``delete_fn(comm, keyval, value)`` runs when a value goes."""
-        keyval = next(_next_keyval)
-        _keyvals[keyval] = (copy_fn, delete_fn)
-        return keyval
+        return COMM_KEYVALS.create(copy_fn, delete_fn)
 
     @classmethod
     def Free_keyval(cls, keyval: int) -> int:
-        """Forget ``keyval``; returns KEYVAL_INVALID."""
+        """Retire ``keyval``; returns KEYVAL_INVALID."""
         from emucluster.mpi.constants import KEYVAL_INVALID
 
-        if _keyvals.pop(keyval, None) is None:
-            raise MPIException(ERR_KEYVAL, f"Free_keyval of unknown keyval {keyval}")
+        COMM_KEYVALS.free(keyval)
         return KEYVAL_INVALID
 
     def Set_attr(self, keyval: int, attrval: Any) -> None:
         """Attach ``attrval`` under ``keyval`` (a previous value is deleted first)."""
-        st = self._state()
-        if keyval not in _keyvals:
-            raise MPIException(ERR_KEYVAL, f"Set_attr of unknown keyval {keyval}")
-        if keyval in st.attrs:
-            self.Delete_attr(keyval)
-        st.attrs[keyval] = attrval
+        COMM_KEYVALS.set(self, self._state().attrs, keyval, attrval)
 
     def Delete_attr(self, keyval: int) -> None:
         """Remove the value under ``keyval`` (its delete callback runs)."""
-        st = self._state()
-        if keyval not in _keyvals:
-            raise MPIException(ERR_KEYVAL, f"Delete_attr of unknown keyval {keyval}")
-        if keyval not in st.attrs:
-            return
-        value = st.attrs.pop(keyval)
-        delete_fn = _keyvals[keyval][1]
-        if callable(delete_fn):
-            delete_fn(self, keyval, value)
+        COMM_KEYVALS.delete(self, self._state().attrs, keyval)
 
     def _copy_attrs(self, new: CommState) -> None:
         """Dup: copy each attribute its keyval's copy callback allows (True: as is)."""
-        for keyval, value in self._state().attrs.items():
-            copy_fn = _keyvals.get(keyval, (None, None))[0]
-            if copy_fn is None or copy_fn is False:
-                continue
-            copied = copy_fn(self, keyval, value) if callable(copy_fn) else value
-            if copied is not NotImplemented:
-                new.attrs[keyval] = copied
+        new.attrs.update(COMM_KEYVALS.copied(self, self._state().attrs))
 
     def _delete_attrs(self) -> None:
         """Free: delete every attribute (callbacks run)."""
-        for keyval in list(self._state().attrs):
-            self.Delete_attr(keyval)
+        COMM_KEYVALS.delete_all(self, self._state().attrs)
 
     # -- error handlers -----------------------------------------------------------------------
 

@@ -8,8 +8,11 @@ record dtypes (value, index), as the C structs are laid out.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from emucluster.mpi.attributes import Callback, Keyvals
 from emucluster.mpi.dtcreate import Contents, DatatypeConstructors
 from emucluster.mpi.errors import ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
@@ -18,17 +21,21 @@ from emucluster.mpi.typecodes import from_code, type_char, type_code, type_str
 from emucluster.mpi.typemap import TypeMap, register_basic
 
 __all__ = [
+    "TYPE_KEYVALS",
     "Datatype",
     "datatype_of_buffer",
     "predefined",
 ]
+
+TYPE_KEYVALS = Keyvals("Datatype", first=64)
+"""Datatype keyvals (``MPI_Type_create_keyval``): a space of their own, as MPI says."""
 
 
 class Datatype(DatatypeConstructors, DatatypePacking):
     """An MPI datatype (mpi4py's ``MPI.Datatype``): a type map (`TypeMap`), plus how it was
     made (combiner, contents) for Get_envelope / Get_contents / decode."""
 
-    __slots__ = ("_combiner", "_contents", "_dtype", "_map", "_name", "_null")
+    __slots__ = ("_attrs", "_combiner", "_contents", "_dtype", "_map", "_name", "_null", "_object")
 
     def __init__(self, name: str | Datatype = "MPI_DATATYPE_NULL",
                  dtype: np.dtype[np.generic] | None = None) -> None:  # fmt: skip
@@ -44,10 +51,14 @@ class Datatype(DatatypeConstructors, DatatypePacking):
             else TypeMap.basic(register_basic(0))  # fmt: skip
         self._combiner = "NAMED"
         self._contents: Contents = ([], [], [])
+        self._attrs: dict[int, Any] = {}
+        self._object = object()  # the MPI type this handle names: equal handles share it
 
     def _copy_from(self, other: Datatype) -> None:
         self._name, self._null, self._dtype = other._name, other._null, other._dtype
         self._map, self._combiner, self._contents = other._map, other._combiner, other._contents
+        self._attrs = other._attrs  # a new handle of the same type: the same attributes
+        self._object = other._object
 
     def _derive(self, name: str, typemap: TypeMap, combiner: str, contents: Contents) -> Datatype:
         new = Datatype.__new__(Datatype)
@@ -57,6 +68,8 @@ class Datatype(DatatypeConstructors, DatatypePacking):
         new._dtype = _BASIC_DTYPES[kind] if kind is not None else np.dtype(np.uint8)
         new._map = typemap
         new._combiner = combiner
+        new._attrs = {}
+        new._object = object()
         ints, addrs, types = contents
         # the new type keeps its own handles of derived old types: freeing the program's
         # handle must not free what this type was made from (MPI_Type_free semantics)
@@ -70,10 +83,10 @@ class Datatype(DatatypeConstructors, DatatypePacking):
             return NotImplemented
         if self._null or other._null:
             return self._null and other._null
-        return self._map is other._map and self._combiner == other._combiner
+        return self._object is other._object
 
     def __hash__(self) -> int:
-        return id(self._map)
+        return id(self._object)
 
     def Get_size(self) -> int:
         """Bytes of data in one element."""
@@ -169,12 +182,56 @@ class Datatype(DatatypeConstructors, DatatypePacking):
         return self
 
     def Free(self) -> None:
-        """Free a derived type (predefined ones and DATATYPE_NULL cannot be freed)."""
+        """Free a derived type (predefined ones and DATATYPE_NULL cannot be freed); its
+        attributes are deleted first (their delete callbacks run)."""
         if self._null:
             raise MPIException(ERR_TYPE, "DATATYPE_NULL cannot be freed")
         if self._combiner == "NAMED":
             raise MPIException(ERR_TYPE, "cannot free a predefined datatype")
+        TYPE_KEYVALS.delete_all(self, self._attrs)
         self._null = True
+
+    def Dup(self) -> Datatype:
+        """A new type with the same type map (combiner DUP) and the attributes each keyval's
+        copy callback gives it."""
+        new = DatatypeConstructors.Dup(self)
+        new._attrs = TYPE_KEYVALS.copied(self, self._attrs)
+        return new
+
+    Create_dup = Dup
+
+    # -- attributes (MPI_Type_{create,free}_keyval, MPI_Type_{get,set,delete}_attr) ----------
+
+    @classmethod
+    def Create_keyval(cls, copy_fn: Callback = None, delete_fn: Callback = None,
+                      nopython: bool = False) -> int:  # fmt: skip
+        """A new datatype attribute key: ``copy_fn(type, keyval, value)`` decides what Dup
+        copies (None: nothing), ``delete_fn(type, keyval, value)`` runs when a value goes."""
+        return TYPE_KEYVALS.create(copy_fn, delete_fn)
+
+    @classmethod
+    def Free_keyval(cls, keyval: int) -> int:
+        """Retire ``keyval``; returns KEYVAL_INVALID."""
+        from emucluster.mpi.constants import KEYVAL_INVALID
+
+        TYPE_KEYVALS.free(keyval)
+        return KEYVAL_INVALID
+
+    def Get_attr(self, keyval: int) -> Any:
+        """The value under ``keyval``, None if none is attached (ERR_KEYVAL for an unknown
+        keyval, ERR_TYPE for DATATYPE_NULL)."""
+        self._check()
+        return TYPE_KEYVALS.get(self._attrs, keyval)
+
+    def Set_attr(self, keyval: int, attrval: Any) -> None:
+        """Attach ``attrval`` under ``keyval`` (a previous value is deleted first)."""
+        self._check()
+        TYPE_KEYVALS.set(self, self._attrs, keyval, attrval)
+
+    def Delete_attr(self, keyval: int) -> None:
+        """Remove the value under ``keyval`` (its delete callback runs)."""
+        self._check()
+        TYPE_KEYVALS.delete(self, self._attrs, keyval)
 
     def free(self) -> None:
         """Free a derived type; predefined types and DATATYPE_NULL are left alone (mpi4py)."""
