@@ -20,6 +20,8 @@ from emucluster.mpi.request import RecvPending, Request, completed
 from emucluster.progress import DeadlockError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from emucluster.mpi.status import Status
     from emucluster.p2p import RecvOp
 
@@ -73,12 +75,15 @@ class Message:
         self.Irecv(buf).Wait(status)
 
     def Irecv(self, buf: Any) -> Request:
-        """Nonblocking receive of the message into ``buf``."""
-        view = message(buf, writable=True).view if buf is not None else None
+        """Nonblocking receive of the message into ``buf`` (a non-contiguous derived type is
+        received into a staging buffer and unpacked once, as ``Comm.Irecv`` does)."""
+        msg = message(buf, writable=True, staged=True) if buf is not None else None
         op = self._take()
         if op is None:
             return completed(None)
-        return Request._of(_IntoBuffer(op, view))
+        if msg is None:
+            return Request._of(_IntoBuffer(op, None, None))
+        return Request._of(_IntoBuffer(op, msg.view, msg.deliver))
 
     # -- objects --------------------------------------------------------------------------------
 
@@ -121,13 +126,16 @@ class Message:
 
 
 class _IntoBuffer:
-    """Receive of a claimed message into a buffer: the bytes are copied in at completion."""
+    """Receive of a claimed message into a buffer: the bytes are copied in at completion
+    (into the staging buffer of a non-contiguous type, then unpacked by ``deliver``)."""
 
-    __slots__ = ("op", "view")
+    __slots__ = ("deliver", "op", "view")
 
-    def __init__(self, op: RecvOp, view: memoryview | None) -> None:
+    def __init__(self, op: RecvOp, view: memoryview | None,
+                 deliver: Callable[[int], None] | None) -> None:  # fmt: skip
         self.op = op
         self.view = view
+        self.deliver = deliver
 
     def done(self) -> bool:
         return self.op.done
@@ -146,6 +154,8 @@ class _IntoBuffer:
             )  # fmt: skip
         if self.view is not None and data:
             self.view[: len(data)] = data
+        if self.deliver is not None:
+            self.deliver(len(data))
         return None
 
     def cancel(self) -> None:

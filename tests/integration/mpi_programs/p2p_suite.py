@@ -176,6 +176,12 @@ def probes() -> None:
         pass
     assert comm.probe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG) is True
     assert comm.recv(source=left, tag=71) == "p"
+    vector = MPI.DOUBLE.Create_vector(3, 1, 2).Commit()  # every other double
+    comm.Send(np.arange(3, dtype="d"), right, tag=72)
+    strided = np.full(5, -1.0)
+    comm.Mprobe(left, 72).Recv([strided, 1, vector])
+    assert strided.tolist() == [0.0, -1.0, 1.0, -1.0, 2.0]
+    vector.Free()
 
 
 def proc_null_and_self() -> None:
