@@ -399,12 +399,8 @@ class _PackedQueue(Generic[T]):
 
     def append(self, slot: Slot[T]) -> None:
         envelope = slot.envelope
-        tag_lead, tag_tail = _tag_digits(envelope.tag)
-        source_lead, source_tail = _source_digits(envelope.source)
-        self._by_tag += tag_lead
-        self._by_tag += source_tail
-        self._by_source += source_lead
-        self._by_source += tag_tail
+        self._by_tag += _entry_key(envelope.tag, envelope.source)
+        self._by_source += _source_entry(envelope.source, envelope.tag)
         self._where[slot.key] = len(self._slots) + self._shift
         self._slots.append(slot)
         self.live += 1
@@ -564,6 +560,12 @@ def _digits(value: int, count: int) -> list[int]:
 def _entry_key(tag: int, source: int) -> bytes:
     """A whole tag-first entry: the key of a search that names both source and tag."""
     return _tag_digits(tag)[0] + _source_digits(source)[1]
+
+
+@lru_cache(maxsize=4096)
+def _source_entry(source: int, tag: int) -> bytes:
+    """A whole source-first entry."""
+    return _source_digits(source)[0] + _tag_digits(tag)[1]
 
 
 @lru_cache(maxsize=4096)

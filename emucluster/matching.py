@@ -138,20 +138,34 @@ class Matcher(Generic[R, M]):
         Raises ValueError if the envelope holds a wildcard or a field out of range.
         """
         check_fields(envelope.context, envelope.source, envelope.tag, wildcards=False)
-        slot, depth = self._posted.find(envelope.context, envelope.source, envelope.tag)
+        handle = self.take_posted(envelope.context, envelope.source, envelope.tag)
+        if handle is None:
+            self.add_unexpected(envelope, message)
+        return handle
+
+    def take_posted(self, context: int, source: int, tag: int) -> R | None:
+        """The first half of `on_arrival`, for a caller that has checked the fields (see
+        `arrival_fields_ok`) and builds the message only if it must wait: the handle of the
+        earliest posted receive that fits, removed; or None, and the caller must then call
+        `add_unexpected` for this message before any other input."""
+        slot, depth = self._posted.find(context, source, tag)
         self._arrivals += 1
         self._posted_searches += 1
         self._posted_depth_sum += depth
         if depth > self._posted_depth_max:
             self._posted_depth_max = depth
-        if slot is not None:
-            self._posted.remove(slot)
-            return slot.item
-        self._unexpected.append(envelope, message)
+        if slot is None:
+            return None
+        self._posted.remove(slot)
+        return slot.item
+
+    def add_unexpected(self, envelope: Envelope, message: M) -> None:
+        """The second half of `on_arrival`: queue a message no posted receive took."""
+        unexpected = self._unexpected
+        unexpected.append(envelope, message)
         self._unexpected_arrivals += 1
-        if len(self._unexpected) > self._unexpected_max:
-            self._unexpected_max = len(self._unexpected)
-        return None
+        if len(unexpected) > self._unexpected_max:
+            self._unexpected_max = len(unexpected)
 
     def probe(self, context: int, source: int, tag: int) -> tuple[Envelope, M] | None:
         """The unexpected message a receive with this pattern would take now, left queued.

@@ -25,7 +25,7 @@ from emucluster.port import ErrorEvent, McastErrorEvent, Port, RecvEvent, RmWrit
 from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from emucluster.p2p import Action, ProbeInfo, RecvOp, SendOp
     from emucluster.port import Region
@@ -205,7 +205,9 @@ class Progress:
 
     def poll(self) -> bool:
         """Take in every event available now, without waiting; True if there were any."""
-        events = self.port.poll()
+        return self._take(self.port.poll())
+
+    def _take(self, events: Sequence[object]) -> bool:
         if not events:
             return False
         for event in events:
@@ -227,14 +229,18 @@ class Progress:
             if self.singleton:
                 raise DeadlockError("waiting for a message that no rank can send (no NIC)")
             deadline = None if timeout is None else time.monotonic() + timeout
-
-            def progressed() -> bool:
-                self.poll()
+            # `Port.wait_until`'s loop, without its two extra reads of a socket just found
+            # empty: right after the poll above, and again after the pump that woke it.
+            port, state = self.port, self.port.state
+            while True:
+                pumped = port.pump(deadline)  # read what is there, else wait by the policy
+                self._take(state.take_events())  # pump read it all: nothing left to read
                 if self.advancing:
                     self._advance()
-                return ready()
-
-            return self.port.wait_until(progressed, deadline)
+                if ready():
+                    return True
+                if not pumped and deadline is not None and time.monotonic() >= deadline:
+                    return False
         finally:
             self._busy = False
 

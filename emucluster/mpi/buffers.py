@@ -145,6 +145,10 @@ def message(spec: object, *, writable: bool, staged: bool = False) -> Msg:
     ``msg.deliver(nbytes)`` once the packed bytes are in ``msg.view`` (``staged=True``: the
     view is then a staging buffer the deliver step unpacks from, one copy); other writable
     callers get ERR_TYPE."""
+    if type(spec) is list or type(spec) is tuple:
+        fast = _plain_pair(spec, writable)
+        if fast is not None:
+            return fast
     msg = _message(spec, writable)
     if msg.datatype.typemap.contiguous or not msg.elements:
         return msg
@@ -156,6 +160,37 @@ def message(spec: object, *, writable: bool, staged: bool = False) -> Msg:
         return _staged(msg)
     packed = msg.datatype.pack_from(msg.view, 0, msg.elements)
     return Msg(memoryview(packed), msg.datatype, msg.elements, msg.obj)
+
+
+_PLAIN_TYPES = frozenset({bytes, bytearray, memoryview, np.ndarray})
+
+
+def _plain_pair(spec: list[object] | tuple[object, ...], writable: bool) -> Msg | None:
+    """The common spec ``[buf, datatype]`` of a plain buffer (bytes, bytearray, memoryview,
+    numpy array: C-contiguous, one-character format) whose length is a whole number of
+    elements of a contiguous datatype, parsed without the general checks; None for anything
+    else (the general path then parses it, or raises its error)."""
+    if len(spec) != 2:
+        return None
+    buf, datatype = spec
+    if type(buf) not in _PLAIN_TYPES or type(datatype) is not Datatype:
+        return None
+    size = datatype.contiguous_size
+    if not size:
+        return None
+    view = memoryview(buf)  # type: ignore[arg-type]
+    if writable and view.readonly:
+        return None
+    if not view.c_contiguous:
+        return None
+    if view.ndim != 1 or view.format != "B":
+        if len(view.format) != 1:
+            return None
+        view = view.cast("B")
+    length = len(view)
+    if length % size:
+        return None
+    return Msg(view, datatype, length // size, buf)
 
 
 def _staged(msg: Msg) -> Msg:

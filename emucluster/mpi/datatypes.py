@@ -280,6 +280,15 @@ class Datatype(DatatypeConstructors, DatatypePacking):
         """Bytes from a buffer's start that ``count`` elements reach."""
         return self._map.span(count)
 
+    @property
+    def contiguous_size(self) -> int:
+        """The element size of a live type whose elements lie back to back from byte 0 (a
+        message of n of them is n * size bytes, sent as they are); 0 for any other type."""
+        if self._null:
+            return 0
+        typemap = self._map
+        return typemap.size if typemap.contiguous else 0
+
     def pack_from(self, view: memoryview, offset: int, count: int) -> bytes:
         """The data of ``count`` elements at byte ``offset`` of ``view``, packed."""
         return self._map.pack(view, offset, count)

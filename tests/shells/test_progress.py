@@ -153,3 +153,33 @@ def test_rendezvous_data_for_an_unknown_region_is_a_counted_drop() -> None:
         assert stats["dropped"] == {"rm_unknown_region": 1}
     finally:
         pair.close()
+
+
+def test_a_blocking_wait_reads_the_empty_socket_only_before_it_sleeps() -> None:
+    """Issue 17: a wait that sleeps once reads the socket it found empty twice (the poll
+    that starts the wait, the pump before it sleeps), then once more when woken; it does not
+    read it again right after each of those (the old loop did: four empty reads)."""
+    pair = Pair()
+    try:
+        sender, receiver = pair.engines
+        port = receiver.port
+        port.wait_policy = "block"
+        drains: list[int] = []
+        drain = port._drain
+
+        def counted() -> int:
+            got = drain()
+            drains.append(got)
+            if drains.count(0) == 2:  # the message arrives only now: the wait must sleep
+                pair.carry()
+            return got
+
+        port._drain = counted  # type: ignore[method-assign]
+        recv = receiver.recv(7, 0, 3, 0, None)
+        sender.send(7, 0, 3, 1, b"late")
+        assert receiver.wait_for(lambda: recv.done, timeout=10.0)
+        assert recv.data == b"late"
+        assert drains.count(0) == 2, drains
+        assert sum(drains) == 1
+    finally:
+        pair.close()
