@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from emucluster.coll.allgather import allgather_recursive_doubling, allgather_ring
 from emucluster.coll.allreduce import allreduce_recursive_doubling, allreduce_reduce_bcast
 from emucluster.coll.alltoall import alltoall_pairwise, alltoall_scattered
-from emucluster.coll.barrier import barrier_dissemination
+from emucluster.coll.barrier import barrier_dissemination, barrier_tree
 from emucluster.coll.binomial import bcast_binomial, reduce_binomial
 from emucluster.coll.gather import gather_binomial, scatter_binomial
 from emucluster.coll.registry import (
@@ -87,6 +87,7 @@ __all__ = [
 if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
     _TYPED: tuple[
         BarrierAlgorithm,
+        BarrierAlgorithm,
         BcastAlgorithm,
         ReduceAlgorithm,
         AllreduceAlgorithm,
@@ -103,6 +104,7 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
         ExscanAlgorithm,
     ] = (
         barrier_dissemination,
+        barrier_tree,
         bcast_binomial,
         reduce_binomial,
         allreduce_recursive_doubling,
@@ -120,6 +122,7 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
     )
 
 register("barrier", "dissemination", barrier_dissemination)
+register("barrier", "tree", barrier_tree)
 register("bcast", "binomial", bcast_binomial)
 register("reduce", "binomial", reduce_binomial)
 register("allreduce", "recursive-doubling", allreduce_recursive_doubling)

@@ -105,6 +105,8 @@ def test_barrier_holds_everyone_until_all_entered(name: str, size: int) -> None:
             assert last_entry < first_exit, f"seed {seed}: a rank left before all entered"
         if name == "dissemination":
             assert sim.messages == size * ceil_log2(size)
+        if name == "tree":
+            assert sim.messages == 2 * (size - 1)
 
 
 # -- bcast / scatter / gather ----------------------------------------------------------------

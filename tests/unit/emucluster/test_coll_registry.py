@@ -29,7 +29,7 @@ def test_every_operation_has_its_baseline_registered() -> None:
 def test_registered_names() -> None:
     assert coll.choices("bcast") == ("binomial", "nic-mcast", "nicvm")
     assert coll.choices("reduce") == ("binomial", "app-bypass")
-    assert coll.choices("barrier") == ("dissemination",)
+    assert coll.choices("barrier") == ("dissemination", "nic-mcast", "tree")
     assert coll.choices("allreduce") == ("recursive-doubling", "reduce-bcast")
     assert coll.choices("allgather") == ("recursive-doubling", "ring")
     assert coll.choices("alltoall") == ("pairwise", "scattered")
