@@ -237,8 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--coll-iters", type=int, default=300, help="iterations per collective")
     p.add_argument("--sizes", type=int, nargs="+", default=list(PINGPONG_SIZES))
     p.add_argument("--no-pingpong", action="store_true", help="collectives only")
-    p.add_argument("--candidates", action="store_true",
-                   help="emucluster: also every algorithm of CANDIDATES, interleaved")
+    p.add_argument(
+        "--candidates",
+        action="store_true",
+        help="emucluster: also every algorithm of CANDIDATES, interleaved",
+    )
     p.add_argument("--rounds", type=int, default=5, help="interleaved blocks of --candidates")
     args = p.parse_args(argv)
     mpi = _mpi(args.impl)

@@ -18,6 +18,7 @@ i's host and relay share the i-th CPU; relays at SCHED_FIFO when ``nic_priority`
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import select
@@ -154,10 +155,8 @@ def _realtime(pids: list[int]) -> str:
 
 
 def _bind(pid: int, node: int, cpus: list[int]) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.sched_setaffinity(pid, {cpus[node % len(cpus)]})
-    except OSError:
-        pass
 
 
 def measure(nodes: int, iters: int, nic_priority: str = "rt",
