@@ -8,7 +8,8 @@ each offload adds itself with one line in ``emucluster.offload``::
     register("bcast", "nic-mcast", bcast_nic_mcast)
 
 and is then chosen per call (``get("bcast", "nic-mcast")``), by environment (``EMU_BCAST=
-nic-mcast``, which ``emurun --bcast nic-mcast`` sets), or not at all (the baseline). The
+nic-mcast``, which ``emurun --bcast nic-mcast`` sets), or not at all (`DEFAULTS`: the MPICH
+baseline, except the barrier, whose ``auto`` takes the tree above 4 ranks). The
 offloads sit above this package (they import it), so the registry loads them by name
 (`OFFLOADS`) on its first lookup, never by an import statement.
 
@@ -19,7 +20,8 @@ baseline.
 =========  =================================  ================================
 operation  algorithms (baseline first)        reserved for later offloads
 =========  =================================  ================================
-barrier    dissemination
+barrier    dissemination, auto, tree,
+           nic-mcast
 bcast      binomial, nic-mcast, nicvm
 reduce     binomial, app-bypass
 allreduce  recursive-doubling, reduce-bcast
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ARITY",
     "BASELINES",
+    "DEFAULTS",
     "ENV_PREFIX",
     "OFFLOADS",
     "OPERATIONS",
@@ -116,7 +119,15 @@ BASELINES: dict[str, str] = {
     "scan": "recursive-doubling",
     "exscan": "recursive-doubling",
 }
-"""The MPICH host-based algorithm each operation uses unless told otherwise."""
+"""The MPICH host-based algorithm of each operation (a nonblocking call falls back to it when
+the chosen algorithm is blocking-only)."""
+
+DEFAULTS: dict[str, str] = {**BASELINES, "barrier": "auto"}
+"""What each operation runs unless told otherwise: the MPICH baseline, except the barrier.
+Measured at 16 nodes on 2 cores (issue 17), the emulated path is CPU-bound and a message costs
+more than a step: ``auto`` runs dissemination up to 4 ranks and the 30-message tree above
+(MPICH's dissemination sends 64). The offloads stay opt-in (``emubench mpi-compare
+--candidates`` measures them; README says why they are not the default)."""
 
 RESERVED: dict[str, frozenset[str]] = {}
 """Names kept for offloads registered by later work; asking for one before then is an error
@@ -402,9 +413,9 @@ def entry(
     """The registry entry to run ``operation`` with.
 
     ``algorithm`` names it explicitly (a per-call choice). Otherwise ``environ[EMU_<OP>]``
-    (e.g. ``EMU_BCAST``) names it if set and non-empty; otherwise the MPICH baseline
-    (`BASELINES`). Names are matched case-insensitively. An unknown or reserved name raises
-    `UnknownAlgorithmError` listing the choices.
+    (e.g. ``EMU_BCAST``) names it if set and non-empty; otherwise `DEFAULTS`. Names are
+    matched case-insensitively. An unknown or reserved name raises `UnknownAlgorithmError`
+    listing the choices.
     """
     _load_offloads()
     table = _ALGORITHMS.get(operation)
@@ -416,7 +427,7 @@ def entry(
         value = environ.get(variable, "").strip()
         if value:
             algorithm, source = value, variable
-    name = BASELINES[operation] if algorithm is None else algorithm.strip().lower()
+    name = DEFAULTS[operation] if algorithm is None else algorithm.strip().lower()
     found = table.get(name)
     if found is None:
         reserved = name in RESERVED.get(operation, frozenset())

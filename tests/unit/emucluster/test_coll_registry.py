@@ -19,17 +19,27 @@ COLL_DIR = pathlib.Path(coll.__file__).parent
 
 
 def test_every_operation_has_its_baseline_registered() -> None:
-    assert set(coll.BASELINES) == set(coll.OPERATIONS) == set(coll.ARITY)
+    assert set(coll.BASELINES) == set(coll.DEFAULTS) == set(coll.OPERATIONS) == set(coll.ARITY)
     for operation in coll.OPERATIONS:
         names = coll.choices(operation)
         assert names[0] == coll.BASELINES[operation]
-        assert coll.get(operation) is coll.get(operation, names[0])
+        assert coll.DEFAULTS[operation] in names
+        assert coll.get(operation) is coll.get(operation, coll.DEFAULTS[operation])
+
+
+def test_defaults_are_the_baselines_but_the_barrier() -> None:
+    differ = {op for op in coll.OPERATIONS if coll.DEFAULTS[op] != coll.BASELINES[op]}
+    assert differ == {"barrier"}
+    assert coll.get("barrier") is coll.get("barrier", "auto")
+    # EMU_BARRIER still picks any of them
+    chosen = coll.get("barrier", environ={"EMU_BARRIER": "dissemination"})
+    assert chosen is coll.get("barrier", "dissemination")
 
 
 def test_registered_names() -> None:
     assert coll.choices("bcast") == ("binomial", "nic-mcast", "nicvm")
     assert coll.choices("reduce") == ("binomial", "app-bypass")
-    assert coll.choices("barrier") == ("dissemination", "nic-mcast", "tree")
+    assert coll.choices("barrier") == ("dissemination", "auto", "nic-mcast", "tree")
     assert coll.choices("allreduce") == ("recursive-doubling", "reduce-bcast")
     assert coll.choices("allgather") == ("recursive-doubling", "ring")
     assert coll.choices("alltoall") == ("pairwise", "scattered")
