@@ -1,0 +1,17 @@
+"""Every 8-byte Bcast, Reduce and Barrier algorithm through emurun on 1, 2, 3, 5 and 16 nodes
+(mpi_programs/small_coll.py): the algorithms issue 17 compares, with correct results."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.mpirun import PROGRAMS, mpirun
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("nodes", [1, 2, 3, 5, 16])
+def test_every_small_message_algorithm(nodes: int) -> None:
+    result = mpirun(nodes, PROGRAMS / "small_coll.py", timeout=600)
+    assert result.code == 0, result.err
+    assert result.lines("small ok") == sorted(f"small ok {r}" for r in range(nodes))
