@@ -49,5 +49,29 @@ for name in coll.choices("reduce"):
             if rank == root:
                 assert out[0] == size * (size - 1) / 2 + size * round_, (name, root, out)
 
+# The default bcast: NIC multicast on COMM_WORLD from 3 ranks, never on a communicator whose
+# context id may be reused (a Dup), where it is the host binomial tree.
+from emucluster.offload.nic_mcast import shell  # noqa: E402
+
+dup = comm.Dup()
+
+
+def sent_and_received() -> tuple[int, int]:
+    active = shell.active()
+    return (
+        (0, 0) if active is None else (active.counters["multicasts"], active.counters["received"])
+    )
+
+
+for c, nic in ((comm, size >= 3), (dup, False)):
+    before = sent_and_received()
+    comm.Barrier()  # nobody multicasts before everyone has read its counters
+    value = np.array([42.0]) if c.rank == 0 else np.zeros(1)
+    c.Bcast([value, MPI.DOUBLE], root=0)
+    assert value[0] == 42.0
+    after = sent_and_received()
+    moved = after[0 if c.rank == 0 else 1] - before[0 if c.rank == 0 else 1]
+    assert moved == (1 if nic else 0), (c is comm, before, after)
+dup.Free()
 comm.Barrier()
 print(f"small ok {rank}", flush=True)
