@@ -1,16 +1,21 @@
 """The floor of the emulated path for 8-byte collectives: a plain-Python relay tree.
 
 What an emulated collective could cost if each message cost only its three hops. Per node, a
-"host" process and a "NIC" relay process (``N`` nodes = ``2 N`` processes, as emurun starts);
-a message goes host -> relay (Unix SEQPACKET), relay -> relay (UDP on loopback), relay -> host
+"host" process and a "NIC" relay process (``N`` nodes = ``2 N`` processes, as emurun starts); a
+message goes host -> relay (Unix SEQPACKET), relay -> relay (UDP on loopback), relay -> host
 (SEQPACKET): the three hops of `emubench.nicd_port`'s relay, with blocking sockets, no
-reliability, no matching beyond (source, tag). The hosts run the algorithms emucluster runs by
-default, on the same tree shapes (`emucluster.coll.trees`): binomial Bcast and Reduce (of one
-double, summed) rooted at rank 0, and the binomial fan-in/fan-out barrier; each iteration
-starts after a barrier, a rank's figure is its mean over iterations, the figure is the mean
-over ranks (as `emubench.mpi_micro` measures). Placement as emurun's ``--bind-to core``: node
-i's host and relay share the i-th CPU; relays at SCHED_FIFO when ``nic_priority`` is ``rt``
-(as emurun's nicd), else unchanged.
+reliability, no matching beyond (source, tag). The hosts run emucluster's host algorithms on
+the same tree shapes (`emucluster.coll.trees`): binomial Bcast and Reduce (of one double,
+summed) rooted at rank 0, and the default barrier (``auto``: dissemination up to
+`DISSEMINATION_MAX_RANKS` ranks, the binomial fan-in/fan-out tree above); ``bcast_nic`` is the
+floor of the NIC-forwarded bcast (emucluster's default from 3 ranks): the root's relay and
+every relay that receives it forward it down a binomial tree (emucluster's is postal-optimal
+from measured costs) and hand it to their host,
+so an edge is one UDP hop and each host one SEQPACKET hop. Each iteration starts after a
+barrier, a rank's figure is its mean over iterations, the figure is the mean over ranks (as
+`emubench.mpi_micro` measures). Placement as emurun's ``--bind-to core``: node i's host and
+relay share the i-th CPU; relays at SCHED_FIFO when ``nic_priority`` is ``rt`` (as emurun's
+nicd), else unchanged.
 
 ``measure(nodes, iters, nic_priority)`` returns ``{"collectives": {op: {"mean_us", "max_us",
 "ranks"}}, "nic_priority": ...}``.
@@ -30,23 +35,27 @@ import time
 from collections import deque
 from typing import Any
 
-from emucluster.coll.trees import binomial_children, binomial_parent
+from emucluster.coll.barrier import DISSEMINATION_MAX_RANKS
+from emucluster.coll.trees import binomial_children, binomial_parent, dissemination_peers
 
 __all__ = ["OPS", "measure"]
 
-OPS = ("bcast", "reduce", "barrier")
+OPS = ("bcast", "bcast_nic", "reduce", "barrier")
 NICD_RT_PRIORITY = 10  # SCHED_FIFO priority, as emurun gives nicd
 WARMUP = 10  # iterations per operation before timing
 _HEAD = struct.Struct(">HB")  # node (destination host->relay, source relay->host), tag
 _DOUBLE = struct.Struct(">d")
-_TAGS = {"bcast": 1, "reduce": 2, "barrier_up": 3, "barrier_down": 4}
+_TAGS = {"bcast": 1, "reduce": 2, "barrier_up": 3, "barrier_down": 4, "bcast_nic": 5}
 _STOP = b""  # host -> relay: shut down
 
 
 def _relay(node: int, path: str, udp: socket.socket, peers: list[tuple[str, int]],
            ready: Any) -> None:  # fmt: skip
     """Node ``node``'s NIC stand-in: host datagrams out over UDP, UDP datagrams in to the
-    host, rewriting the node field (destination out, source in)."""
+    host, rewriting the node field (destination out, source in); a ``bcast_nic`` datagram is
+    also forwarded to this node's children of the binomial tree rooted at node 0."""
+    nic_tag = _TAGS["bcast_nic"]
+    children = [peers[c] for c in binomial_children(node, 0, len(peers))]
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(path)
     listener.listen(1)
@@ -59,9 +68,18 @@ def _relay(node: int, path: str, udp: socket.socket, peers: list[tuple[str, int]
             if not msg:
                 return
             dest, tag = _HEAD.unpack_from(msg)
-            udp.sendto(_HEAD.pack(node, tag) + msg[_HEAD.size :], peers[dest])
+            if tag == nic_tag:  # the root hands it to its NIC once
+                datagram = _HEAD.pack(node, tag) + msg[_HEAD.size :]
+                for child in children:
+                    udp.sendto(datagram, child)
+            else:
+                udp.sendto(_HEAD.pack(node, tag) + msg[_HEAD.size :], peers[dest])
         if udp in readable:
-            conn.send(udp.recv(65536))
+            datagram = udp.recv(65536)
+            if datagram[2] == nic_tag:  # forward first, as the NIC does, then deliver
+                for child in children:
+                    udp.sendto(datagram, child)
+            conn.send(datagram)
 
 
 class _Host:
@@ -89,6 +107,11 @@ class _Host:
             self.stash.setdefault((src, got), deque()).append(msg[_HEAD.size :])
 
     def barrier(self) -> None:
+        if self.size <= DISSEMINATION_MAX_RANKS:
+            for send_to, recv_from in dissemination_peers(self.rank, self.size):
+                self.send(send_to, _TAGS["barrier_up"])
+                self.recv(recv_from, _TAGS["barrier_up"])
+            return
         children = binomial_children(self.rank, 0, self.size)
         for child in children:
             self.recv(child, _TAGS["barrier_up"])
@@ -107,6 +130,12 @@ class _Host:
             self.send(child, _TAGS["bcast"], value)
         return value
 
+    def bcast_nic(self, value: bytes) -> bytes:
+        if self.rank == 0:
+            self.send(0, _TAGS["bcast_nic"], value)
+            return value
+        return self.recv(0, _TAGS["bcast_nic"])  # the source field names the root's node
+
     def reduce(self, value: float) -> float:
         for child in binomial_children(self.rank, 0, self.size)[::-1]:
             value += _DOUBLE.unpack(self.recv(child, _TAGS["reduce"]))[0]
@@ -121,6 +150,7 @@ def _host(rank: int, size: int, path: str, iters: int, out: Any) -> None:
     host = _Host(rank, size, path)
     ops = {
         "bcast": lambda: host.bcast(_DOUBLE.pack(1.0)),
+        "bcast_nic": lambda: host.bcast_nic(_DOUBLE.pack(1.0)),
         "reduce": lambda: host.reduce(float(rank)),
         "barrier": host.barrier,
     }
@@ -141,7 +171,8 @@ def _host(rank: int, size: int, path: str, iters: int, out: Any) -> None:
     host.barrier()
     host.sock.close()
     expected_sum = float(size * (size - 1) // 2)
-    ok = checks["bcast"] == _DOUBLE.pack(1.0) and (rank != 0 or checks["reduce"] == expected_sum)
+    ok = checks["bcast"] == checks["bcast_nic"] == _DOUBLE.pack(1.0)
+    ok = ok and (rank != 0 or checks["reduce"] == expected_sum)
     out.put((rank, means, ok))
 
 
