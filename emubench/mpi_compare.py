@@ -188,12 +188,12 @@ def print_tables(record: dict[str, Any]) -> None:
     for name, row in record["summary"].items():
         if row.get("target") is not None:
             verdict = "reached" if row["reached"] else "NOT reached"
-            floor = ""
+            beside = ""
             if "relay_floor_us" in row:
-                floor = (f"; relay floor {row['relay_floor_us']:.0f} us = "
+                beside = (f"; relay floor {row['relay_floor_us']:.0f} us = "
                          f"{row['floor_vs_mpich']:.1f}x MPICH, emucluster "
                          f"{row['floor_ratio']:.1f}x the floor")  # fmt: skip
-            print(f"{name}: ratio {row['ratio']:.2f} (target <= {row['target']}) {verdict}{floor}")
+            print(f"{name}: ratio {row['ratio']:.2f} (target <= {row['target']}) {verdict}{beside}")
 
 
 def plot(record: dict[str, Any], path: str) -> None:
