@@ -130,8 +130,8 @@ DEFAULTS: dict[str, str] = {**BASELINES, "barrier": "auto", "bcast": "auto"}
 step: the barrier's ``auto`` runs dissemination up to 4 ranks and the 30-message tree above
 (MPICH's dissemination sends 64); the bcast's ``auto`` (``emucluster.offload.nic_mcast.auto``)
 hands it to the NICs as MPICH-GM with NIC multicast would, where that is safe (COMM_WORLD and
-COMM_SELF, 3 ranks or more, blocking calls). Application-bypass reduce stays opt-in (``emubench mpi-compare
---candidates`` measures every choice)."""
+COMM_SELF, 3 ranks or more, blocking calls). Application-bypass reduce stays opt-in
+(``emubench mpi-compare --candidates`` measures every choice)."""
 
 RESERVED: dict[str, frozenset[str]] = {}
 """Names kept for offloads registered by later work; asking for one before then is an error
