@@ -169,6 +169,65 @@ def _collectives(mpi: Any, comm: Any, iters: int) -> dict[str, Any]:
     return out
 
 
+CANDIDATES = {  # emucluster only: every algorithm worth comparing for a small message
+    "bcast": ("binomial", "nic-mcast", "nicvm"),
+    "reduce": ("binomial", "app-bypass"),
+    "barrier": ("dissemination", "tree", "nic-mcast"),
+}
+
+
+def _candidates(mpi: Any, comm: Any, iters: int, rounds: int) -> dict[str, Any]:
+    """Every algorithm of `CANDIDATES`, chosen per call, in ``rounds`` interleaved blocks of
+    ``iters // rounds`` iterations (so all see the same machine state): per rank the mean wall
+    time, process CPU time and run delay (time runnable but waiting for a core) per call."""
+    from emucluster import hosttime
+
+    value = np.array([float(comm.rank)])
+    result = np.zeros(1)
+
+    def call(op: str, name: str) -> Callable[[], object]:
+        if op == "bcast":
+            return lambda: comm.Bcast([value, mpi.DOUBLE], root=0, algorithm=name)
+        if op == "reduce":
+            return lambda: comm.Reduce(
+                [value, mpi.DOUBLE], [result, mpi.DOUBLE], op=mpi.SUM, algorithm=name
+            )
+        return lambda: comm.Barrier(algorithm=name)
+
+    sums: dict[tuple[str, str], list[float]] = {}
+    per_block = max(1, iters // rounds)
+    for block in range(rounds + 1):  # block 0 warms every algorithm up (groups, calibration)
+        for op, names in CANDIDATES.items():
+            for name in names:
+                fn = call(op, name)
+                totals = sums.setdefault((op, name), [0.0, 0.0, 0.0, 0.0])
+                for _ in range(per_block if block else 3):
+                    comm.Barrier()
+                    region = hosttime.Region().start()
+                    start = time.perf_counter()
+                    fn()
+                    wall = time.perf_counter() - start
+                    usage = region.stop()
+                    if block:
+                        totals[0] += wall
+                        totals[1] += usage.process_cpu_s
+                        totals[2] += usage.run_delay_s
+                        totals[3] += 1
+    out: dict[str, Any] = {}
+    for (op, name), (wall, cpu, delay, count) in sums.items():
+        mine = (wall / count * 1e6, cpu / count * 1e6, delay / count * 1e6)
+        every = comm.gather(mine, root=0)
+        if comm.rank == 0:
+            out.setdefault(op, {})[name] = {
+                "mean_us": statistics.fmean(w for w, _, _ in every),
+                "max_us": max(w for w, _, _ in every),
+                "cpu_us": statistics.fmean(c for _, c, _ in every),
+                "run_delay_us": statistics.fmean(d for _, _, d in every),
+                "ranks": every,
+            }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m emubench.mpi_micro", description=__doc__)
     p.add_argument("--impl", choices=("emucluster", "mpi4py"), default="emucluster")
@@ -178,6 +237,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--coll-iters", type=int, default=300, help="iterations per collective")
     p.add_argument("--sizes", type=int, nargs="+", default=list(PINGPONG_SIZES))
     p.add_argument("--no-pingpong", action="store_true", help="collectives only")
+    p.add_argument(
+        "--candidates",
+        action="store_true",
+        help="emucluster: also every algorithm of CANDIDATES, interleaved",
+    )
+    p.add_argument("--rounds", type=int, default=5, help="interleaved blocks of --candidates")
     args = p.parse_args(argv)
     mpi = _mpi(args.impl)
     comm = mpi.COMM_WORLD
@@ -186,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         results["pingpong"] = _pingpong(mpi, comm, args)
     comm.Barrier()
     results["collectives"] = _collectives(mpi, comm, args.coll_iters)
+    if args.candidates and args.impl == "emucluster":
+        results["candidates"] = _candidates(mpi, comm, args.coll_iters, args.rounds)
     if comm.rank == 0:
         results["environment"] = {
             key: os.environ[key]

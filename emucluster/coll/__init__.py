@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING
 from emucluster.coll.allgather import allgather_recursive_doubling, allgather_ring
 from emucluster.coll.allreduce import allreduce_recursive_doubling, allreduce_reduce_bcast
 from emucluster.coll.alltoall import alltoall_pairwise, alltoall_scattered
-from emucluster.coll.barrier import barrier_dissemination
+from emucluster.coll.barrier import barrier_auto, barrier_dissemination, barrier_tree
 from emucluster.coll.binomial import bcast_binomial, reduce_binomial
 from emucluster.coll.gather import gather_binomial, scatter_binomial
 from emucluster.coll.registry import (
     ARITY,
     BASELINES,
+    DEFAULTS,
     ENV_PREFIX,
     OFFLOADS,
     OPERATIONS,
@@ -58,6 +59,7 @@ from emucluster.coll.scan import (
 __all__ = [
     "ARITY",
     "BASELINES",
+    "DEFAULTS",
     "ENV_PREFIX",
     "OFFLOADS",
     "OPERATIONS",
@@ -87,6 +89,8 @@ __all__ = [
 if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
     _TYPED: tuple[
         BarrierAlgorithm,
+        BarrierAlgorithm,
+        BarrierAlgorithm,
         BcastAlgorithm,
         ReduceAlgorithm,
         AllreduceAlgorithm,
@@ -103,6 +107,8 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
         ExscanAlgorithm,
     ] = (
         barrier_dissemination,
+        barrier_tree,
+        barrier_auto,
         bcast_binomial,
         reduce_binomial,
         allreduce_recursive_doubling,
@@ -120,6 +126,8 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
     )
 
 register("barrier", "dissemination", barrier_dissemination)
+register("barrier", "tree", barrier_tree)
+register("barrier", "auto", barrier_auto)
 register("bcast", "binomial", bcast_binomial)
 register("reduce", "binomial", reduce_binomial)
 register("allreduce", "recursive-doubling", allreduce_recursive_doubling)

@@ -8,7 +8,9 @@ each offload adds itself with one line in ``emucluster.offload``::
     register("bcast", "nic-mcast", bcast_nic_mcast)
 
 and is then chosen per call (``get("bcast", "nic-mcast")``), by environment (``EMU_BCAST=
-nic-mcast``, which ``emurun --bcast nic-mcast`` sets), or not at all (the baseline). The
+nic-mcast``, which ``emurun --bcast nic-mcast`` sets), or not at all (`DEFAULTS`: the MPICH
+baseline, except the barrier, whose ``auto`` takes the tree above 4 ranks, and the bcast,
+whose ``auto`` takes NIC multicast on COMM_WORLD from 3 ranks). The
 offloads sit above this package (they import it), so the registry loads them by name
 (`OFFLOADS`) on its first lookup, never by an import statement.
 
@@ -19,8 +21,10 @@ baseline.
 =========  =================================  ================================
 operation  algorithms (baseline first)        reserved for later offloads
 =========  =================================  ================================
-barrier    dissemination
-bcast      binomial, nic-mcast, nicvm
+barrier    dissemination, auto, tree,
+           nic-mcast
+bcast      binomial, auto, nic-mcast,
+           nicvm
 reduce     binomial, app-bypass
 allreduce  recursive-doubling, reduce-bcast
 gather     binomial
@@ -51,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ARITY",
     "BASELINES",
+    "DEFAULTS",
     "ENV_PREFIX",
     "OFFLOADS",
     "OPERATIONS",
@@ -116,7 +121,17 @@ BASELINES: dict[str, str] = {
     "scan": "recursive-doubling",
     "exscan": "recursive-doubling",
 }
-"""The MPICH host-based algorithm each operation uses unless told otherwise."""
+"""The MPICH host-based algorithm of each operation (a nonblocking call falls back to it when
+the chosen algorithm is blocking-only)."""
+
+DEFAULTS: dict[str, str] = {**BASELINES, "barrier": "auto", "bcast": "auto"}
+"""What each operation runs unless told otherwise: the MPICH baseline, except two. Measured at
+16 nodes on 2 cores (issue 17), the emulated path is CPU-bound and a message costs more than a
+step: the barrier's ``auto`` runs dissemination up to 4 ranks and the 30-message tree above
+(MPICH's dissemination sends 64); the bcast's ``auto`` (``emucluster.offload.nic_mcast.auto``)
+hands it to the NICs as MPICH-GM with NIC multicast would, where that is safe (COMM_WORLD and
+COMM_SELF, 3 ranks or more, blocking calls). Application-bypass reduce stays opt-in
+(``emubench mpi-compare --candidates`` measures every choice)."""
 
 RESERVED: dict[str, frozenset[str]] = {}
 """Names kept for offloads registered by later work; asking for one before then is an error
@@ -402,9 +417,9 @@ def entry(
     """The registry entry to run ``operation`` with.
 
     ``algorithm`` names it explicitly (a per-call choice). Otherwise ``environ[EMU_<OP>]``
-    (e.g. ``EMU_BCAST``) names it if set and non-empty; otherwise the MPICH baseline
-    (`BASELINES`). Names are matched case-insensitively. An unknown or reserved name raises
-    `UnknownAlgorithmError` listing the choices.
+    (e.g. ``EMU_BCAST``) names it if set and non-empty; otherwise `DEFAULTS`. Names are
+    matched case-insensitively. An unknown or reserved name raises `UnknownAlgorithmError`
+    listing the choices.
     """
     _load_offloads()
     table = _ALGORITHMS.get(operation)
@@ -416,7 +431,7 @@ def entry(
         value = environ.get(variable, "").strip()
         if value:
             algorithm, source = value, variable
-    name = BASELINES[operation] if algorithm is None else algorithm.strip().lower()
+    name = DEFAULTS[operation] if algorithm is None else algorithm.strip().lower()
     found = table.get(name)
     if found is None:
         reserved = name in RESERVED.get(operation, frozenset())

@@ -56,12 +56,13 @@ PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
 SUM = predefined_ops["SUM"]
 _BASELINE_ALLREDUCE = "recursive-doubling"
 _BASELINE_ALLGATHER = "recursive-doubling"
+_LASTING_CONTEXTS = 4  # COMM_WORLD's (0) and COMM_SELF's (2): never freed, never reused
 
 
 class CallContext:
     """One collective call's channel (the `CollContext` the algorithms see)."""
 
-    __slots__ = ("_base", "_context", "nodes", "rank", "services", "size")
+    __slots__ = ("_base", "_context", "lasting", "nodes", "rank", "services", "size")
 
     def __init__(self, st: CommState) -> None:
         self.rank = st.rank
@@ -70,6 +71,9 @@ class CallContext:
         """Node id of each rank (for offloads that talk to NICs)."""
         self.services = HostServices(runtime.engine(), runtime.config())
         """This rank's offload shells (``emucluster.offload.services``)."""
+        self.lasting = st.context < _LASTING_CONTEXTS
+        """The communicator's context id is never freed (COMM_WORLD, COMM_SELF), so state an
+        offload keeps per context at the NICs cannot be met by another communicator."""
         self._context = st.context + 1
         self._base = (st.coll_seq % COLL_SEQ_MOD) * TAG_LIMIT
         st.coll_seq += 1

@@ -18,13 +18,19 @@ from typing import TYPE_CHECKING
 
 from emucluster.coll import register
 from emucluster.offload.app_bypass.core import reduce_app_bypass
+from emucluster.offload.nic_mcast.auto import bcast_auto
+from emucluster.offload.nic_mcast.barrier import barrier_nic_mcast
 from emucluster.offload.nic_mcast.bcast import bcast_nic_mcast
 from emucluster.offload.nicvm.bcast import bcast_nicvm
 
 if TYPE_CHECKING:  # mypy checks each offload against its operation's Protocol
-    from emucluster.coll import BcastAlgorithm, ReduceAlgorithm
+    from emucluster.coll import BarrierAlgorithm, BcastAlgorithm, ReduceAlgorithm
 
-    _TYPED: tuple[BcastAlgorithm, BcastAlgorithm, ReduceAlgorithm] = (
+    _TYPED: tuple[
+        BarrierAlgorithm, BcastAlgorithm, BcastAlgorithm, BcastAlgorithm, ReduceAlgorithm
+    ] = (
+        barrier_nic_mcast,
+        bcast_auto,
         bcast_nic_mcast,
         bcast_nicvm,
         reduce_app_bypass,
@@ -32,6 +38,10 @@ if TYPE_CHECKING:  # mypy checks each offload against its operation's Protocol
 
 __all__: list[str] = []
 
+register("barrier", "nic-mcast", barrier_nic_mcast)  # host fan-in, NIC-multicast release
+# the default: nic-mcast on COMM_WORLD from 3 ranks; Ibcast takes binomial (issue 17: a
+# nic-mcast Ibcast hangs in mpi4py's test_cco_nb_buf testBcast at 3 nodes)
+register("bcast", "auto", bcast_auto, blocking_only=True)
 register("bcast", "nic-mcast", bcast_nic_mcast)  # seed 001; needs the MPI layer's NIC
 register("bcast", "nicvm", bcast_nicvm)  # thesis ch. 4; needs the MPI layer's NIC
 # thesis ch. 3; its synchronous part runs inside the call, so never in a nonblocking one

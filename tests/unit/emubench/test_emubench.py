@@ -118,3 +118,16 @@ def test_median_and_environment() -> None:
     load = env["load_average"]
     assert isinstance(load, dict)
     assert load["before"] == [0.5, 0.4, 0.3]
+
+
+def test_relay_tree_floor_runs_every_collective_correctly() -> None:
+    """The relay floor of mpi-compare on 1, 3 and 5 nodes (dissemination and tree barriers):
+    every rank's bcast, NIC-forwarded bcast and reduce results are checked inside."""
+    from emubench import relay_tree
+
+    for nodes in (1, 3, 5):
+        record = relay_tree.measure(nodes, 3, nic_priority="none", timeout=120)
+        assert set(record["collectives"]) == set(relay_tree.OPS)
+        for row in record["collectives"].values():
+            assert len(row["ranks"]) == nodes
+            assert row["max_us"] >= row["mean_us"] >= 0

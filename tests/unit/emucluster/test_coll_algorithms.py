@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from emucluster import coll
+from emucluster.coll.barrier import DISSEMINATION_MAX_RANKS
 from emucluster.coll.trees import ceil_log2, pof2_floor
 from tests.unit.collsim import Sim, SimFailure, run_collective
 
@@ -105,6 +106,11 @@ def test_barrier_holds_everyone_until_all_entered(name: str, size: int) -> None:
             assert last_entry < first_exit, f"seed {seed}: a rank left before all entered"
         if name == "dissemination":
             assert sim.messages == size * ceil_log2(size)
+        if name == "tree":
+            assert sim.messages == 2 * (size - 1)
+        if name == "auto":  # dissemination up to 4 ranks, the tree above
+            tree = size > DISSEMINATION_MAX_RANKS
+            assert sim.messages == (2 * (size - 1) if tree else size * ceil_log2(size))
 
 
 # -- bcast / scatter / gather ----------------------------------------------------------------

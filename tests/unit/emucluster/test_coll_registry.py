@@ -19,23 +19,34 @@ COLL_DIR = pathlib.Path(coll.__file__).parent
 
 
 def test_every_operation_has_its_baseline_registered() -> None:
-    assert set(coll.BASELINES) == set(coll.OPERATIONS) == set(coll.ARITY)
+    assert set(coll.BASELINES) == set(coll.DEFAULTS) == set(coll.OPERATIONS) == set(coll.ARITY)
     for operation in coll.OPERATIONS:
         names = coll.choices(operation)
         assert names[0] == coll.BASELINES[operation]
-        assert coll.get(operation) is coll.get(operation, names[0])
+        assert coll.DEFAULTS[operation] in names
+        assert coll.get(operation) is coll.get(operation, coll.DEFAULTS[operation])
+
+
+def test_defaults_are_the_baselines_but_barrier_and_bcast() -> None:
+    differ = {op for op in coll.OPERATIONS if coll.DEFAULTS[op] != coll.BASELINES[op]}
+    assert differ == {"barrier", "bcast"}
+    assert coll.get("bcast") is coll.get("bcast", "auto")
+    assert coll.get("barrier") is coll.get("barrier", "auto")
+    # EMU_BARRIER still picks any of them
+    chosen = coll.get("barrier", environ={"EMU_BARRIER": "dissemination"})
+    assert chosen is coll.get("barrier", "dissemination")
 
 
 def test_registered_names() -> None:
-    assert coll.choices("bcast") == ("binomial", "nic-mcast", "nicvm")
+    assert coll.choices("bcast") == ("binomial", "auto", "nic-mcast", "nicvm")
     assert coll.choices("reduce") == ("binomial", "app-bypass")
-    assert coll.choices("barrier") == ("dissemination",)
+    assert coll.choices("barrier") == ("dissemination", "auto", "nic-mcast", "tree")
     assert coll.choices("allreduce") == ("recursive-doubling", "reduce-bcast")
     assert coll.choices("allgather") == ("recursive-doubling", "ring")
     assert coll.choices("alltoall") == ("pairwise", "scattered")
     assert coll.choices("scan") == ("recursive-doubling", "linear")
     assert coll.choices("exscan") == ("recursive-doubling", "linear")
-    assert coll.get("bcast") is bcast_binomial
+    assert coll.get("bcast", "binomial") is bcast_binomial
 
 
 def test_environment_picks_the_default_and_explicit_choice_wins() -> None:
@@ -45,7 +56,7 @@ def test_environment_picks_the_default_and_explicit_choice_wins() -> None:
     assert coll.get("allreduce", "recursive-doubling", environ=environ) is coll.get(
         "allreduce", "recursive-doubling"
     )
-    assert coll.get("bcast", environ=environ) is bcast_binomial  # empty means unset
+    assert coll.get("bcast", environ=environ) is coll.get("bcast")  # empty means unset
 
 
 def test_unknown_names_list_the_choices() -> None:
@@ -86,7 +97,7 @@ def test_registering_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
         return request.result
 
     coll.register("bcast", "nic-mcast", bcast_flat)  # a reserved name, now provided
-    assert coll.choices("bcast") == ("binomial", "nic-mcast", "nicvm")
+    assert coll.choices("bcast") == ("binomial", "auto", "nic-mcast", "nicvm")
     algorithm = coll.get("bcast", environ={"EMU_BCAST": "nic-mcast"})
     results = simulate(algorithm, 5, lambda r: (b"hi" if r == 2 else None, 2))
     assert results == [b"hi"] * 5

@@ -95,9 +95,10 @@ def test_offloads_register_themselves_on_the_first_lookup() -> None:
     )
     out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                          check=True, timeout=60).stdout.splitlines()  # fmt: skip
-    assert out[0] == "('binomial', 'nic-mcast', 'nicvm') ('binomial', 'app-bypass')"
+    assert out[0] == "('binomial', 'auto', 'nic-mcast', 'nicvm') ('binomial', 'app-bypass')"
     assert out[1] == (
-        "unknown bcast algorithm 'nic-mcst' (from EMU_BCAST); choices: binomial, nic-mcast, nicvm"
+        "unknown bcast algorithm 'nic-mcst' (from EMU_BCAST); "
+        "choices: binomial, auto, nic-mcast, nicvm"
     )
 
 
@@ -107,14 +108,14 @@ def test_offload_entries() -> None:
     assert coll.get("reduce", "app-bypass") is reduce_app_bypass
 
 
-def test_only_application_bypass_is_blocking_only() -> None:
+def test_only_application_bypass_and_the_auto_bcast_are_blocking_only() -> None:
     flagged = {
         (operation, name)
         for operation in coll.OPERATIONS
         for name in coll.choices(operation)
         if coll.entry(operation, name).blocking_only
     }
-    assert flagged == {("reduce", "app-bypass")}
+    assert flagged == {("reduce", "app-bypass"), ("bcast", "auto")}
     assert coll.entry("reduce", environ={"EMU_REDUCE": "app-bypass"}).blocking_only
 
 
