@@ -8,17 +8,17 @@ from the same run: ``ab`` (application bypass), ``nab`` (the host-based binomial
         --latency-elements 1 128 --out run.json
 
 CPU utilisation (Figs 3.6-3.8), per iteration after a barrier: start; busy-loop a random skew
-in [0, max] (`emucluster.hosttime.spin`: this host's own-processor time); the reduce; the
-catch-up (max skew + ``--bound-us``, prolonged while an application-bypass reduction of this
-rank is still outstanding, see `_settle`); stop. The paper's utilisation is elapsed - nominal
-skew - nominal catch-up (``wall_us``, on the own-processor clock). ``cpu_us``, on which
-comparisons are based, is the public `emucluster.hosttime.Region` measure from the reduce's
-start through the catch-up (process CPU time, signal handlers included, plus the library's
-waits for the NIC charged as polling). The catch-up *sleeps* (``ireduce``: busy-loops between
-``Ireduce`` and ``Wait``, outside the region): on a real cluster a rank's catch-up loop costs
-no other rank anything, but here a busy one takes the shared cores from the ranks still in
-their skew loops, and the waits of the ranks waiting for those (charged as polling) grow with
-it.
+in [0, max] (`emucluster.hosttime.spin`: this host's own-processor time, prolonged by signal
+handlers that interrupt it, as a loop of fixed iterations is); the reduce; the catch-up (max
+skew + ``--bound-us``, prolonged while an application-bypass reduction of this rank is still
+outstanding, see `_settle`); stop. The paper's utilisation is elapsed - nominal skew - nominal
+catch-up (``wall_us``, on the own-processor clock). ``cpu_us``, on which comparisons are
+based, is the public `emucluster.hosttime.Region` measure of the same interval (process CPU
+time, signal handlers included, plus the library's waits for the NIC charged as polling) minus
+the busy loops. The catch-up *sleeps* (``ireduce``: busy-loops between ``Ireduce`` and
+``Wait``): on a real cluster a rank's catch-up loop costs no other rank anything, but here a
+busy one takes the shared cores from the ranks still in their skew loops, and the waits of the
+ranks waiting for those (charged as polling) grow with it.
 
 Latency (Figs 3.9-3.10), the thesis's method: the one-way latency between the root and the
 *last node* (deepest in the tree) is measured by ping-pong; per iteration after a barrier the
@@ -137,32 +137,23 @@ class Rank:
         self.rng = np.random.default_rng(args.seed * 1000 + self.rank)
 
     def reduce(self, variant: str, data: np.ndarray, out: np.ndarray,
-               catch_up: float = 0.0) -> tuple[float, float]:  # fmt: skip
-        """One reduce of ``variant`` and its catch-up: this rank's CPU seconds (the public
-        `emucluster.hosttime.Region` measure) and the seconds slept to settle. ``ab`` and
-        ``nab`` sleep the catch-up inside the region (the signal handlers of application
-        bypass run meanwhile, and are counted), then settle (`_settle`); ``ireduce`` busy-loops
-        it between ``Ireduce`` and ``Wait`` (the overlap it offers), outside the region. No
-        catch-up (the latency benchmark): the operation alone, (0, 0)."""
+               catch_up: float = 0.0) -> float:  # fmt: skip
+        """One reduce of ``variant`` and its catch-up, if any; the seconds slept to settle.
+        ``ab`` and ``nab`` sleep the catch-up (the signal handlers of application bypass run
+        meanwhile), then settle (`_settle`); ``ireduce`` busy-loops it between ``Ireduce``
+        and ``Wait`` (the overlap it offers)."""
         comm, MPI = self.comm, self.MPI
-        if catch_up <= 0:  # the latency benchmark: the operation alone
-            if variant == "ireduce":
-                comm.Ireduce(data, out, MPI.SUM, 0).Wait()
-            else:
-                comm.Reduce(data, out, MPI.SUM, 0, algorithm=ALGORITHM[variant])
-            return 0.0, 0.0
         if variant == "ireduce":
-            with hosttime.Region() as start:
-                request = comm.Ireduce(data, out, MPI.SUM, 0)
-            hosttime.spin(catch_up)
-            with hosttime.Region() as finish:
-                request.Wait()
-            return start.cpu_s + finish.cpu_s, 0.0
-        with hosttime.Region() as used:
-            comm.Reduce(data, out, MPI.SUM, 0, algorithm=ALGORITHM[variant])
-            time.sleep(catch_up)
-            settled = _settle()
-        return used.cpu_s, settled
+            request = comm.Ireduce(data, out, MPI.SUM, 0)
+            if catch_up > 0:
+                hosttime.spin(catch_up)
+            request.Wait()
+            return 0.0
+        comm.Reduce(data, out, MPI.SUM, 0, algorithm=ALGORITHM[variant])
+        if catch_up <= 0:
+            return 0.0
+        time.sleep(catch_up)
+        return _settle()
 
     def utilisation(self, skew_us: float, elements: int) -> dict[str, dict[str, list[float]]]:
         """Figs 3.6-3.8: per variant, this rank's paper utilisation and its CPU time."""
@@ -180,14 +171,15 @@ class Rank:
                 variant = variants[(i + k) % len(variants)]  # rotate: no variant always first
                 comm.Barrier()
                 skew = float(self.rng.uniform(0, skew_max))
-                t0 = hosttime.now()
-                hosttime.spin(skew)
-                cpu, settled = self.reduce(variant, data, out, catch_up)
-                t1 = hosttime.now()
+                with hosttime.Region() as used:
+                    hosttime.spin(skew)
+                    settled = self.reduce(variant, data, out, catch_up)
                 if i >= args.warmup:
+                    busy = skew + (catch_up if variant == "ireduce" else 0.0)
+                    wall = used.own_wall_s - skew - catch_up - settled
                     cell = samples[variant]
-                    cell["wall_us"].append(round((t1 - t0 - skew - catch_up - settled) * 1e6, 1))
-                    cell["cpu_us"].append(round(cpu * 1e6, 1))
+                    cell["wall_us"].append(round(wall * 1e6, 1))
+                    cell["cpu_us"].append(round((used.cpu_s - busy) * 1e6, 1))
                     cell["settle_us"].append(round(settled * 1e6, 1))
                 if self.rank == 0 and not np.allclose(out, self.size * (self.size + 1) / 2):
                     raise AssertionError(f"{variant}: wrong result {out}")
