@@ -8,15 +8,17 @@ from the same run: ``ab`` (application bypass), ``nab`` (the host-based binomial
         --latency-elements 1 128 --out run.json
 
 CPU utilisation (Figs 3.6-3.8), per iteration after a barrier: start; busy-loop a random skew
-in [0, max]; the reduce; busy-loop the catch-up (max skew + ``--bound-us``, prolonged while an
-application-bypass reduction of this rank is still outstanding, see `_settle`); stop. The paper's
-utilisation is elapsed - nominal skew - nominal catch-up (wall clock). Because many emulated
-nodes share few cores, each rank also reports the CPU time outside its busy loops
-(`emubench.common.host_cpu`: ``time.process_time`` plus the library's waits for the NIC
-charged as polling, the public `emucluster.hosttime` measure; the CPU of signal-driven
-progress that ran inside a busy loop is moved back out of it), which time slicing does not
-inflate: comparisons are based on it. Busy loops count process CPU time, not wall time, for
-the same reason.
+in [0, max] (`emucluster.hosttime.spin`: this host's own-processor time, prolonged by signal
+handlers that interrupt it, as a loop of fixed iterations is); the reduce; the catch-up (max
+skew + ``--bound-us``, prolonged while an application-bypass reduction of this rank is still
+outstanding, see `_settle`); stop. The paper's utilisation is elapsed - nominal skew - nominal
+catch-up (``wall_us``, on the own-processor clock). ``cpu_us``, on which comparisons are
+based, is the public `emucluster.hosttime.Region` measure of the same interval (process CPU
+time, signal handlers included, plus the library's waits for the NIC charged as polling) minus
+the busy loops. The catch-up *sleeps* (``ireduce``: busy-loops between ``Ireduce`` and
+``Wait``): on a real cluster a rank's catch-up loop costs no other rank anything, but here a
+busy one takes the shared cores from the ranks still in their skew loops, and the waits of the
+ranks waiting for those (charged as polling) grow with it.
 
 Latency (Figs 3.9-3.10), the thesis's method: the one-way latency between the root and the
 *last node* (deepest in the tree) is measured by ping-pong; per iteration after a barrier the
@@ -51,10 +53,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from emubench.common import (
-    busy_cpu,
     command_line,
     environment,
-    host_cpu,
     load_average,
     pyplot,
     read_json,
@@ -62,6 +62,7 @@ from emubench.common import (
     save_figure,
     write_json,
 )
+from emucluster import hosttime
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
 __all__ = ["PAPER", "last_node", "main"]
 
 VARIANTS = ("nab", "ab", "ireduce")
+ALGORITHM = {"ab": "app-bypass", "nab": "binomial"}
 PAPER: dict[str, dict[str, object]] = {
     # The factor of improvement (nab / ab CPU utilisation) the thesis (32 nodes, Figs 3.6-3.8)
     # and the slides (seed 003, 16 nodes) report; latency: the text of 3.5.2.
@@ -85,34 +87,25 @@ PAPER: dict[str, dict[str, object]] = {
 }  # fmt: skip
 
 
-def _async_cpu() -> float:
-    from emucluster.offload.app_bypass import shell as appbypass
-
-    bypass = appbypass.active()
-    return bypass.async_cpu_s if bypass is not None else 0.0
-
-
 SETTLE_LIMIT_S = 1.0
+SETTLE_STEP_S = 50e-6
 
 
-def _settle() -> tuple[float, float, float]:
-    """Prolong the catch-up busy loop until no application-bypass reduction of this rank is
+def _settle() -> float:
+    """Prolong the sleeping catch-up until no application-bypass reduction of this rank is
     outstanding (thesis 3.5: the catch-up must be long enough to capture all asynchronous
     processing; with many nodes time-sliced on few cores a nominal bound is not, and a late
-    child's packet would otherwise be combined, unmeasured, inside the next barrier). Returns
-    the CPU and wall seconds of the extra busy loop and the signal-driven CPU within it."""
+    child's packet would otherwise be combined, unmeasured, inside the next barrier); the
+    signal handlers do the work meanwhile. Returns the seconds slept."""
     from emucluster.offload.app_bypass import shell as appbypass
 
     bypass = appbypass.active()
     if bypass is None or not bypass.core.outstanding:
-        return 0.0, 0.0, 0.0
-    c0, t0, a0 = host_cpu(), time.perf_counter(), bypass.async_cpu_s
-    while bypass.core.outstanding and time.perf_counter() - t0 < SETTLE_LIMIT_S:
-        busy_cpu(SETTLE_STEP_S)
-    return host_cpu() - c0, time.perf_counter() - t0, bypass.async_cpu_s - a0
-
-
-SETTLE_STEP_S = 50e-6
+        return 0.0
+    t0 = time.monotonic()
+    while bypass.core.outstanding and time.monotonic() - t0 < SETTLE_LIMIT_S:
+        time.sleep(SETTLE_STEP_S)
+    return time.monotonic() - t0
 
 
 def last_node(size: int, root: int = 0) -> int:
@@ -144,27 +137,26 @@ class Rank:
         self.rng = np.random.default_rng(args.seed * 1000 + self.rank)
 
     def reduce(self, variant: str, data: np.ndarray, out: np.ndarray,
-               between: float = 0.0) -> tuple[float, float]:  # fmt: skip
-        """One reduce of ``variant`` with a busy loop of ``between`` CPU seconds after it (for
-        ``ireduce``: between Ireduce and Wait); the process CPU times around that loop."""
+               catch_up: float = 0.0) -> float:  # fmt: skip
+        """One reduce of ``variant`` and its catch-up, if any; the seconds slept to settle.
+        ``ab`` and ``nab`` sleep the catch-up (the signal handlers of application bypass run
+        meanwhile), then settle (`_settle`); ``ireduce`` busy-loops it between ``Ireduce``
+        and ``Wait`` (the overlap it offers)."""
         comm, MPI = self.comm, self.MPI
         if variant == "ireduce":
             request = comm.Ireduce(data, out, MPI.SUM, 0)
-            c2 = host_cpu()
-            busy_cpu(between)
-            c3 = host_cpu()
+            if catch_up > 0:
+                hosttime.spin(catch_up)
             request.Wait()
-        else:
-            comm.Reduce(
-                data, out, MPI.SUM, 0, algorithm="app-bypass" if variant == "ab" else "binomial"
-            )
-            c2 = host_cpu()
-            busy_cpu(between)
-            c3 = host_cpu()
-        return c2, c3
+            return 0.0
+        comm.Reduce(data, out, MPI.SUM, 0, algorithm=ALGORITHM[variant])
+        if catch_up <= 0:
+            return 0.0
+        time.sleep(catch_up)
+        return _settle()
 
     def utilisation(self, skew_us: float, elements: int) -> dict[str, dict[str, list[float]]]:
-        """Figs 3.6-3.8: per variant, this rank's paper utilisation and CPU outside busy loops."""
+        """Figs 3.6-3.8: per variant, this rank's paper utilisation and its CPU time."""
         args, comm = self.args, self.comm
         data = np.full(elements, self.rank + 1.0)
         out = np.zeros(elements)
@@ -179,20 +171,16 @@ class Rank:
                 variant = variants[(i + k) % len(variants)]  # rotate: no variant always first
                 comm.Barrier()
                 skew = float(self.rng.uniform(0, skew_max))
-                t0, c0, a0 = time.perf_counter(), host_cpu(), _async_cpu()
-                busy_cpu(skew)
-                c1 = host_cpu()
-                c2, c3 = self.reduce(variant, data, out, catch_up)
-                settle_cpu, settle_wall, settle_async = _settle()
-                t1, c4 = time.perf_counter(), host_cpu()
+                with hosttime.Region() as used:
+                    hosttime.spin(skew)
+                    settled = self.reduce(variant, data, out, catch_up)
                 if i >= args.warmup:
-                    busy = (c1 - c0) + (c3 - c2) + settle_cpu
-                    outside = (c4 - c0) - busy + (_async_cpu() - a0)
-                    wall = t1 - t0 - skew - catch_up - settle_wall + settle_async
+                    busy = skew + (catch_up if variant == "ireduce" else 0.0)
+                    wall = used.own_wall_s - skew - catch_up - settled
                     cell = samples[variant]
                     cell["wall_us"].append(round(wall * 1e6, 1))
-                    cell["cpu_us"].append(round(outside * 1e6, 1))
-                    cell["settle_us"].append(round(settle_cpu * 1e6, 1))
+                    cell["cpu_us"].append(round((used.cpu_s - busy) * 1e6, 1))
+                    cell["settle_us"].append(round(settled * 1e6, 1))
                 if self.rank == 0 and not np.allclose(out, self.size * (self.size + 1) / 2):
                     raise AssertionError(f"{variant}: wrong result {out}")
         return samples

@@ -9,6 +9,9 @@ polling its NIC (as GM programs do) would have spent on the CPU. This module cor
 * `now` is the host's own-processor clock: monotonic time minus the run delay so far. `spin`
   busy-loops on it, so a skew of 1 ms is 1 ms of this host's own processor however many
   processes share the core (a loop on ``time.perf_counter`` gets only its share of the core).
+  Like the papers' loops of a fixed number of iterations, it is prolonged by the time the
+  library's signal handlers took from it (`charge_handler`): a handler's work is never hidden
+  inside a skew or compute loop, it adds to the CPU time of a region around it.
 * `Region` (``with hosttime.Region() as r: ...``) measures a piece of a program: ``r.cpu_s``
   is the process CPU time spent in it, which includes asynchronous library work (signal
   handlers of application-bypass collectives, progress run inside other calls) plus
@@ -17,8 +20,9 @@ polling its NIC (as GM programs do) would have spent on the CPU. This module cor
   the wake-up. A program's own sleeps (``time.sleep``) are not charged. ``r.wall_s`` and
   ``r.run_delay_s`` are there too.
 
-The library calls `charge_wait` around each blocking wait (`emucluster.wait`); nothing else
-touches this module's state. Where schedstat is missing (not Linux, no CONFIG_SCHEDSTATS) the
+The library calls `charge_wait` around each blocking wait (`emucluster.wait`) and
+`charge_handler` after each signal handler (`emucluster.signals`); nothing else touches this
+module's state. Where schedstat is missing (not Linux, no CONFIG_SCHEDSTATS) the
 run delay reads as 0 and `available` says so.
 """
 
@@ -36,7 +40,9 @@ __all__ = [
     "Region",
     "Usage",
     "available",
+    "charge_handler",
     "charge_wait",
+    "handled",
     "now",
     "run_delay",
     "spin",
@@ -72,6 +78,7 @@ class _Schedstat:
 
 _SCHEDSTAT = _Schedstat()
 _waited_ns = 0  # library waits charged as polling, this process
+_handled_ns = 0  # own-processor time in the library's signal handlers, this process
 
 
 def run_delay() -> float:
@@ -92,10 +99,25 @@ def now() -> float:
 
 def spin(seconds: float) -> None:
     """Busy-loop for ``seconds`` of this host's own processor (the papers' skew and compute
-    loops): longer in wall time when other processes take turns on the core."""
-    end = now() + seconds
-    while now() < end:
+    loops): longer in wall time when other processes take turns on the core, and longer by
+    the time signal handlers of the library took from it (as a loop of a fixed number of
+    iterations is), so their work is not hidden in the loop."""
+    end_ns = time.monotonic_ns() - _SCHEDSTAT.run_delay_ns() + int(seconds * 1e9) - _handled_ns
+    while time.monotonic_ns() - _SCHEDSTAT.run_delay_ns() - _handled_ns < end_ns:
         pass
+
+
+def charge_handler(seconds: float) -> None:
+    """The library's signal handler took ``seconds`` of this host's own processor (measured
+    on `now`): a `spin` it interrupted goes on that much longer."""
+    global _handled_ns
+    if seconds > 0:
+        _handled_ns += int(seconds * 1e9)
+
+
+def handled() -> float:
+    """Seconds of this host's own processor spent in the library's signal handlers so far."""
+    return _handled_ns / 1e9
 
 
 def charge_wait(started: float, delay_at_start_ns: int) -> None:

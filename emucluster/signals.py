@@ -21,6 +21,7 @@ import signal
 import threading
 from typing import TYPE_CHECKING, Protocol
 
+from emucluster import hosttime
 from emutrace import recorder
 from emutrace.kinds import K_SIGNAL_HANDLED
 
@@ -31,6 +32,7 @@ __all__ = ["RETRY_S", "Client", "in_library", "inside", "register", "unregister"
 
 RETRY_S = 0.001  # a deferred signal is retried after this long
 _LIBRARY = ("emucluster.", "nicd.")
+_PROGRAM = ("emucluster.hosttime",)  # the program's own clock and compute loop: outside
 
 
 class Client(Protocol):
@@ -83,10 +85,11 @@ def unregister(client: Client) -> None:
 
 def in_library(frame: FrameType | None) -> bool:
     """Whether the interrupted stack is inside the host library (any emucluster or nicd
-    frame)."""
+    frame but `emucluster.hosttime`'s: its `spin` is the program's compute loop, where a real
+    node serves the NIC's signal at once, and it holds no state a handler could disturb)."""
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
-        if isinstance(name, str) and name.startswith(_LIBRARY):
+        if isinstance(name, str) and name.startswith(_LIBRARY) and not name.startswith(_PROGRAM):
             return True
         frame = frame.f_back
     return False
@@ -105,11 +108,15 @@ def inside(frame: FrameType | None, objects: tuple[object, ...]) -> bool:
 
 
 def _dispatch(frame: FrameType | None, retry: bool) -> None:
+    started = hosttime.now()
     owed = False
-    for client in list(_clients):
-        owed = client.on_signal(frame, retry) or owed
-    if owed:
-        _arm_retry()
+    try:
+        for client in list(_clients):
+            owed = client.on_signal(frame, retry) or owed
+        if owed:
+            _arm_retry()
+    finally:  # a `hosttime.spin` this interrupted goes on as long (a real loop would)
+        hosttime.charge_handler(hosttime.now() - started)
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:

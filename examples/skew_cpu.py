@@ -13,9 +13,11 @@ is binomial / app-bypass.
 
 ``--clock host`` (default) uses `emucluster.hosttime`: the skew loop runs on the host's
 own-processor clock and the CPU is a `hosttime.Region` (process CPU time plus the library's
-waits for the NIC charged as polling). ``--clock wall`` is the naive version: the skew loop
-reads ``time.perf_counter`` and the CPU is ``time.process_time``; on a machine where many
-emulated hosts share each core, its skew is not what it says (a 1 ms wall loop gets only a
+waits for the NIC charged as polling) from the start of the skew loop, minus the skew: as the
+thesis times from before its delay loop, so that signal handlers which interrupt the loop
+(prolonging it, see `hosttime.spin`) are counted. ``--clock wall`` is the naive version: the
+skew loop reads ``time.perf_counter`` and the CPU is ``time.process_time``; on a machine where
+many emulated hosts share each core, its skew is not what it says (a 1 ms wall loop gets only a
 share of a core) and its waits are only partly counted.
 
 Rank 0 prints one JSON line: the mean CPU microseconds per variant and the factor.
@@ -58,11 +60,11 @@ def one_reduce(comm: MPI.Intracomm, variant: str, data: np.ndarray, out: np.ndar
     """One iteration; this rank's CPU seconds from the reduce through the catch-up."""
     comm.Barrier()
     if clock == "host":
-        hosttime.spin(skew)
-        with hosttime.Region() as used:
+        with hosttime.Region() as used:  # thesis: start timing, then the skew loop
+            hosttime.spin(skew)
             comm.Reduce(data, out, MPI.SUM, 0, algorithm=variant)
             time.sleep(catch_up)
-        return used.cpu_s
+        return used.cpu_s - skew
     wall_spin(skew)
     start = time.process_time()
     comm.Reduce(data, out, MPI.SUM, 0, algorithm=variant)
