@@ -448,8 +448,28 @@ async def _serve(config: NicConfig, ready: bool) -> NicCore:
     return core
 
 
+ENV_PROFILE = "EMU_NICD_PROFILE"
+"""A directory: nicd runs under cProfile and writes ``nicd-<node>-<pid>.pstats`` there at exit
+(a developer's tool for the fast path; off when unset or empty)."""
+
+
 def run(config: NicConfig, *, ready_line: bool = True) -> int:
     """Run one nicd until SIGTERM/SIGINT; write the stats file; return the exit status."""
+    profile_dir = os.environ.get(ENV_PROFILE)
+    if not profile_dir:
+        return _run(config, ready_line)
+    import cProfile
+
+    profiler = cProfile.Profile()
+    try:
+        return profiler.runcall(_run, config, ready_line)
+    finally:
+        path = os.path.join(profile_dir, f"nicd-{config.node_id}-{os.getpid()}.pstats")
+        with contextlib.suppress(OSError):
+            profiler.dump_stats(path)
+
+
+def _run(config: NicConfig, ready_line: bool) -> int:
     try:
         import uvloop  # the fast path (DESIGN §10)
     except ImportError:  # pragma: no cover - a dependency, but keep nicd usable without it
