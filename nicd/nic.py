@@ -57,7 +57,15 @@ from nicd.hostlink.grim import NIC_PORT
 from nicd.link.channels import Transport
 from nicd.link.faults import FaultPlan
 from nicd.link.reliable import Admission
-from nicd.link.wire import ControlPacket, FragFlags, MsgType, decode_untrusted, encode
+from nicd.link.wire import (
+    ControlPacket,
+    DataPacket,
+    FragFlags,
+    MsgType,
+    decode_untrusted,
+    encode_control,
+    encode_data,
+)
 from nicd.mcast.config import McastConfig
 from nicd.mcast.service import McastNic
 from nicd.nicvm.engine import NicvmEngine, NicvmOff
@@ -71,7 +79,6 @@ if TYPE_CHECKING:
     from nicd.actions import CoreAction, TransportAction
     from nicd.config import NicConfig
     from nicd.link.reliable import Verdict
-    from nicd.link.wire import DataPacket
     from nicd.service import NicService
 
 __all__ = ["Addr", "NicCore"]
@@ -365,8 +372,14 @@ class NicCore:
         if addr is None:
             self.link.drop("no_route_out")
             return []
-        datagram = encode(action.packet)
-        control = isinstance(action.packet, ControlPacket)
+        packet = action.packet
+        control = isinstance(packet, ControlPacket)
+        if isinstance(packet, ControlPacket):
+            datagram = encode_control(packet)
+        elif packet.msg_type in self._by_packet:  # a service's packet (multicast): no ACK
+            datagram = encode_data(packet)
+        else:  # a transport stream's: the ACK owed to its destination rides along
+            datagram = encode_data(packet, self.transport.piggyback_ack(packet))
         if self._fault_free:
             return self._transmit_all([(addr, datagram)], control)
         return self._transmit_all(self.faults.on_send(addr, datagram, now=now), control)

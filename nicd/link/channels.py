@@ -250,8 +250,18 @@ class Transport:
     # -- packets ----------------------------------------------------------------------------
 
     def on_data(self, packet: DataPacket, *, now: float) -> list[TransportAction]:
-        """A data packet addressed to this node arrived."""
+        """A data packet addressed to this node arrived (with a piggy-backed ACK of our
+        stream back to its source, maybe: taken first, as an ACK control would be)."""
         out: list[TransportAction] = self.heard(packet.src_node, now=now)
+        if packet.ack is not None:
+            back = StreamKey(packet.dst_port, packet.src_node, packet.src_port)
+            sender = self._senders.get(back)
+            if sender is None:
+                self._stats.drops["unknown_stream"] += 1
+            else:
+                self._stats.acks_received += 1
+                out += sender.on_ack(packet.ack, now=now)
+                self._track_sender(back, sender, now)
         key = RecvKey(packet.src_node, packet.src_port, packet.dst_port)
         receiver = self._receivers.get(key)
         if receiver is None:
@@ -276,6 +286,22 @@ class Transport:
             if refused is not None:
                 refused.pop(key, None)
         return out
+
+    def piggyback_ack(self, packet: DataPacket) -> int | None:
+        """``packet`` goes on the link now: the ACK pending on the reverse stream (from its
+        destination back to its source port), if one is, rides on it (its 32-bit cumulative
+        sequence number, or None). Call only for transport streams' packets."""
+        pending = self._pending_acks
+        if not pending:
+            return None
+        key = RecvKey(packet.dst_node, packet.dst_port, packet.src_port)
+        receiver = pending.get(key)
+        if receiver is None:
+            return None
+        ack = receiver.piggyback()
+        if not receiver.ack_pending:
+            del pending[key]
+        return ack
 
     def on_control(self, packet: ControlPacket, *, now: float) -> list[TransportAction]:
         """An ACK, NACK, PING or PONG arrived; anything else is a counted drop."""
@@ -393,6 +419,7 @@ class Transport:
             "retransmissions": s.retransmissions,
             "acks_sent": s.acks_sent,
             "acks_received": s.acks_received,
+            "acks_piggybacked": s.acks_piggybacked,
             "nacks_sent": dict(s.nacks_sent),
             "nacks_received": dict(s.nacks_received),
             "drops": dict(s.drops),

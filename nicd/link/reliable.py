@@ -744,6 +744,19 @@ class GbnReceiver:
                 return []
         return raised + self._take(p, now) if raised else self._take(p, now)
 
+    def piggyback(self) -> int | None:
+        """The pending ACK rides on a data packet going to our source now: its 32-bit
+        cumulative sequence number, the ACK counted as sent; None when none is pending or it
+        must be a SACK (held packets need the bitmap, which only the control form carries)."""
+        if not self.ack_pending or self._held:
+            return None
+        self.unacked = 0
+        self.ack_pending = False
+        self.ack_due = None
+        self.stats.acks_sent += 1
+        self.stats.acks_piggybacked += 1
+        return self.expected & SEQ_MASK
+
     def take_ack(self, now: float) -> SendPacket | None:
         """The pending ACK, if it is due."""
         if not self.ack_pending or (self.ack_due is not None and self.ack_due > now):
