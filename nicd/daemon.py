@@ -178,11 +178,19 @@ class _Shell(asyncio.DatagramProtocol):
     # -- timer ------------------------------------------------------------------------------
 
     def _rearm(self) -> None:
-        # Re-arm only for an earlier deadline: a timer that fires early costs one no-op
-        # on_timer, re-arming on every packet (the RTO moves with each ACK) costs more.
+        # Re-arm for an earlier deadline. For a later one only when the armed timer would
+        # fire in less than half the time to it: a timer that fires early costs a wake-up
+        # and a no-op on_timer, which pays when the deadline creeps (the RTO moves a little
+        # with each ACK of a stream), not when it jumped (a ping-pong's delayed ACK rode on
+        # the reply, and the next deadline is the RTO, several times further).
         deadline = self.core.next_deadline()
-        if deadline is None or (self._timer_at is not None and self._timer_at <= deadline):
+        if deadline is None:
             return
+        armed = self._timer_at
+        if armed is not None and armed <= deadline:
+            now = time.monotonic()
+            if armed - now >= (deadline - now) / 2:
+                return
         if self._timer is not None:
             self._timer.cancel()
         self._timer_at = deadline
