@@ -11,6 +11,7 @@ that come back are carried out at once. A burst of datagrams is followed by one 
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
 import json
@@ -103,6 +104,16 @@ def peer_pid(sock: socket.socket) -> int | None:
 
 
 _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+_FD_SPACE = socket.CMSG_LEN(struct.calcsize("i"))  # one descriptor a record chunk, as recv_fds(1)
+
+
+def _fds_of(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    """The descriptors in ``recvmsg``'s ancillary data (SCM_RIGHTS), as ``socket.recv_fds``."""
+    fds = array.array("i")
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
+    return list(fds)
 
 
 class _HostConn:
@@ -232,15 +243,16 @@ class _Shell(asyncio.DatagramProtocol):
                 break
             budget -= 1
             try:
-                record, fds, _, _ = socket.recv_fds(conn.sock, hl.MAX_RECORD_BYTES, 1)
+                record, ancillary, _, _ = conn.sock.recvmsg(hl.MAX_RECORD_BYTES, _FD_SPACE)
             except (BlockingIOError, InterruptedError):
                 break
             except OSError:
-                record = b""
+                record, ancillary = b"", []
+            if ancillary:  # socket.recv_fds's parsing, only when something came with it
+                conn.take_fds(_fds_of(ancillary))
             if not record:
                 self._disconnect(conn)
                 break
-            conn.take_fds(fds)
             try:
                 whole = conn.assembler.feed(record)
             except ProtocolViolation as exc:
@@ -272,7 +284,8 @@ class _Shell(asyncio.DatagramProtocol):
             elif isinstance(whole, hl.DeregisterReq):
                 self.core.on_deregister(conn.conn_id, whole.region)
                 continue
-            conn.close_fds()  # a descriptor that came with any other record is not wanted
+            if conn.fds:
+                conn.close_fds()  # a descriptor that came with any other record is not wanted
             self._execute(self.core.on_host(conn.conn_id, whole, now=now))
         self._rearm()
 

@@ -58,9 +58,9 @@ from nicd.link.channels import Transport
 from nicd.link.faults import FaultPlan
 from nicd.link.reliable import Admission
 from nicd.link.wire import (
+    HAS_LAST,
     ControlPacket,
     DataPacket,
-    FragFlags,
     MsgType,
     decode_untrusted,
     encode_control,
@@ -142,6 +142,13 @@ class NicCore:
         for service in services:
             for record_type in service.record_types:
                 self._records[record_type] = partial(self._service_record, service)
+        self._deadlines: tuple[Callable[[], float | None], ...] = (
+            self.gm.next_deadline,
+            self.partials.next_deadline,
+            *(service.next_deadline for service in services),
+            *(() if self._fault_free else (self.faults.next_deadline,)),
+        )
+        """Every timer's query but the transport's (asked first), built once."""
         self._steps: dict[type, Callable[[Any, float], Sequence[CoreAction]]] = {
             SendPacket: self._step_packet,
             Deliver: self._step_deliver,
@@ -321,13 +328,12 @@ class NicCore:
 
     def next_deadline(self) -> float | None:
         """The earliest moment ``on_timer`` wants to run."""
-        deadlines = [self.transport.next_deadline(), self.gm.next_deadline()]
-        deadlines.append(self.partials.next_deadline())
-        deadlines += [service.next_deadline() for service in self._services]
-        if not self._fault_free:
-            deadlines.append(self.faults.next_deadline())
-        present = [d for d in deadlines if d is not None]
-        return min(present) if present else None
+        best = self.transport.next_deadline()
+        for query in self._deadlines:
+            d = query()
+            if d is not None and (best is None or d < best):
+                best = d
+        return best
 
     def stats(self) -> dict[str, object]:
         """Every counter, JSON-able."""
@@ -469,7 +475,7 @@ class NicCore:
         verdict = self.grim.admit(first)
         if verdict is None:
             verdict = (self.ports.admit(first), [])
-        if verdict[0] is Admission.OK and FragFlags.LAST not in first.flags:
+        if verdict[0] is Admission.OK and first.flags not in HAS_LAST:
             took = state is not None and state.receive_tokens < tokens
             self.partials.started(key, now=self._now, token=took)
         return verdict
@@ -555,5 +561,9 @@ class NicCore:
     ) -> list[NicAction]:
         link = self.link
         link.datagrams_out += len(datagrams)
+        if len(datagrams) == 1:  # the usual case
+            addr, datagram = datagrams[0]
+            link.bytes_out += len(datagram)
+            return [Transmit(addr, datagram, control)]
         link.bytes_out += sum(len(d) for _, d in datagrams)
         return [Transmit(addr, datagram, control) for addr, datagram in datagrams]

@@ -396,12 +396,20 @@ class Transport:
 
     def next_deadline(self) -> float | None:
         """The earliest timer of any stream (retransmission or delayed ACK), or None."""
-        deadlines = [d for s in self._busy.values() if (d := s.next_deadline()) is not None]
-        deadlines += [p.probe_at for p in self._watched.values() if p.probe_at is not None]
-        deadlines += [r.ack_due for r in self._pending_acks.values() if r.ack_due is not None]
-        if self._sweep_at is not None:
-            deadlines.append(self._sweep_at)
-        return min(deadlines) if deadlines else None
+        best = self._sweep_at
+        for sender in self._busy.values():
+            d = sender.next_deadline()
+            if d is not None and (best is None or d < best):
+                best = d
+        for peer in self._watched.values():
+            d = peer.probe_at
+            if d is not None and (best is None or d < best):
+                best = d
+        for receiver in self._pending_acks.values():
+            d = receiver.ack_due
+            if d is not None and (best is None or d < best):
+                best = d
+        return best
 
     # -- queries ----------------------------------------------------------------------------
 
@@ -619,7 +627,7 @@ class Transport:
             raise UsageError(f"message of {len(payload)} bytes exceeds max_message")
         if not (0 <= am_handler <= _U16 and 0 <= mcast_group <= _U16):
             raise UsageError("am_handler and mcast_group must fit in 16 bits")
-        if len(args) != 4 or not all(0 <= a <= _U32 for a in args):
+        if len(args) != 4 or min(args) < 0 or max(args) > _U32:
             raise UsageError("args must be four 32-bit unsigned words")
 
     def ack_now(self, src_node: int, src_port: int, dst_port: int, *, now: float

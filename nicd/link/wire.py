@@ -33,7 +33,10 @@ __all__ = [
     "CONTROL_TYPES",
     "CRC",
     "DATA_HEADER",
+    "FRAG_FLAGS",
     "GRIM_PACKET_TYPE",
+    "HAS_FIRST",
+    "HAS_LAST",
     "MAX_NODE",
     "MAX_PORT",
     "MCAST_EPOCH_MASK",
@@ -151,8 +154,11 @@ class FragFlags(IntFlag):
 
 _FRAG_MASK = int(FragFlags.ONLY)
 _DATA_FLAGS_MASK = _FRAG_MASK | ACKED
-_FRAG_FLAGS = (FragFlags.NONE, FragFlags.FIRST, FragFlags.LAST, FragFlags.ONLY)
-"""FragFlags by value (building an IntFlag costs ~0.3 us a call on the fast path)."""
+FRAG_FLAGS = (FragFlags.NONE, FragFlags.FIRST, FragFlags.LAST, FragFlags.ONLY)
+"""FragFlags by value: ``FRAG_FLAGS[first | last << 1]``. The fast path tests flags against
+these tables: building an IntFlag, ``|``, ``&`` and ``in`` on one are Python-level calls."""
+HAS_FIRST = frozenset({FragFlags.FIRST, FragFlags.ONLY})
+HAS_LAST = frozenset({FragFlags.LAST, FragFlags.ONLY})
 
 
 def fragment_flags(index: int, count: int) -> FragFlags:
@@ -384,7 +390,7 @@ def _decode_data(
         raise BadPacket("offset", "LAST fragment does not end the message")
     return DataPacket(
         msg_type,
-        _FRAG_FLAGS[flags & _FRAG_MASK],
+        FRAG_FLAGS[flags & _FRAG_MASK],
         token,
         seq,
         src_node,
