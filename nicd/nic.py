@@ -70,6 +70,7 @@ from nicd.mcast.config import McastConfig
 from nicd.mcast.service import McastNic
 from nicd.nicvm.engine import NicvmEngine, NicvmOff
 from nicd.reassembly import PartialKey, Partials
+from nicd.service import NicService
 from nicd.stats import LinkStats
 
 if TYPE_CHECKING:
@@ -79,7 +80,6 @@ if TYPE_CHECKING:
     from nicd.actions import CoreAction, TransportAction
     from nicd.config import NicConfig
     from nicd.link.reliable import Verdict
-    from nicd.service import NicService
 
 __all__ = ["Addr", "NicCore"]
 
@@ -145,10 +145,13 @@ class NicCore:
         self._deadlines: tuple[Callable[[], float | None], ...] = (
             self.gm.next_deadline,
             self.partials.next_deadline,
-            *(service.next_deadline for service in services),
+            *(s.next_deadline for s in services if _overrides(s, "next_deadline")),
             *(() if self._fault_free else (self.faults.next_deadline,)),
         )
-        """Every timer's query but the transport's (asked first), built once."""
+        """Every timer's query but the transport's (asked first), built once; a service
+        without timers (its ``next_deadline`` the base class's) is not asked."""
+        self._done_hooks = tuple(s.on_done for s in services if _overrides(s, "on_done"))
+        """The services that may own a send's completion (the others return None)."""
         self._steps: dict[type, Callable[[Any, float], Sequence[CoreAction]]] = {
             SendPacket: self._step_packet,
             Deliver: self._step_deliver,
@@ -404,8 +407,8 @@ class NicCore:
     def _step_done(self, done: SendComplete | SendFailed, now: float) -> Sequence[CoreAction]:
         if done.port == NIC_PORT and self.nic_sends.release(done.handle):
             return []
-        for service in self._services:
-            taken = service.on_done(done, now=now)
+        for on_done in self._done_hooks:
+            taken = on_done(done, now=now)
             if taken is not None:
                 return taken
         return self.gm.on_done(done, now=now) or []
@@ -567,3 +570,8 @@ class NicCore:
             return [Transmit(addr, datagram, control)]
         link.bytes_out += sum(len(d) for _, d in datagrams)
         return [Transmit(addr, datagram, control) for addr, datagram in datagrams]
+
+
+def _overrides(service: NicService, name: str) -> bool:
+    """Whether ``service``'s class replaces :class:`NicService`'s method ``name``."""
+    return getattr(type(service), name) is not getattr(NicService, name)
