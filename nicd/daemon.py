@@ -11,6 +11,7 @@ that come back are carried out at once. A burst of datagrams is followed by one 
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
 import json
@@ -103,6 +104,16 @@ def peer_pid(sock: socket.socket) -> int | None:
 
 
 _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+_FD_SPACE = socket.CMSG_LEN(struct.calcsize("i"))  # one descriptor a record chunk, as recv_fds(1)
+
+
+def _fds_of(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    """The descriptors in ``recvmsg``'s ancillary data (SCM_RIGHTS), as ``socket.recv_fds``."""
+    fds = array.array("i")
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
+    return list(fds)
 
 
 class _HostConn:
@@ -178,11 +189,19 @@ class _Shell(asyncio.DatagramProtocol):
     # -- timer ------------------------------------------------------------------------------
 
     def _rearm(self) -> None:
-        # Re-arm only for an earlier deadline: a timer that fires early costs one no-op
-        # on_timer, re-arming on every packet (the RTO moves with each ACK) costs more.
+        # Re-arm for an earlier deadline. For a later one only when the armed timer would
+        # fire in less than half the time to it: a timer that fires early costs a wake-up
+        # and a no-op on_timer, which pays when the deadline creeps (the RTO moves a little
+        # with each ACK of a stream), not when it jumped (a ping-pong's delayed ACK rode on
+        # the reply, and the next deadline is the RTO, several times further).
         deadline = self.core.next_deadline()
-        if deadline is None or (self._timer_at is not None and self._timer_at <= deadline):
+        if deadline is None:
             return
+        armed = self._timer_at
+        if armed is not None and armed <= deadline:
+            now = time.monotonic()
+            if armed - now >= (deadline - now) / 2:
+                return
         if self._timer is not None:
             self._timer.cancel()
         self._timer_at = deadline
@@ -224,15 +243,16 @@ class _Shell(asyncio.DatagramProtocol):
                 break
             budget -= 1
             try:
-                record, fds, _, _ = socket.recv_fds(conn.sock, hl.MAX_RECORD_BYTES, 1)
+                record, ancillary, _, _ = conn.sock.recvmsg(hl.MAX_RECORD_BYTES, _FD_SPACE)
             except (BlockingIOError, InterruptedError):
                 break
             except OSError:
-                record = b""
+                record, ancillary = b"", []
+            if ancillary:  # socket.recv_fds's parsing, only when something came with it
+                conn.take_fds(_fds_of(ancillary))
             if not record:
                 self._disconnect(conn)
                 break
-            conn.take_fds(fds)
             try:
                 whole = conn.assembler.feed(record)
             except ProtocolViolation as exc:
@@ -264,7 +284,8 @@ class _Shell(asyncio.DatagramProtocol):
             elif isinstance(whole, hl.DeregisterReq):
                 self.core.on_deregister(conn.conn_id, whole.region)
                 continue
-            conn.close_fds()  # a descriptor that came with any other record is not wanted
+            if conn.fds:
+                conn.close_fds()  # a descriptor that came with any other record is not wanted
             self._execute(self.core.on_host(conn.conn_id, whole, now=now))
         self._rearm()
 
@@ -448,8 +469,28 @@ async def _serve(config: NicConfig, ready: bool) -> NicCore:
     return core
 
 
+ENV_PROFILE = "EMU_NICD_PROFILE"
+"""A directory: nicd runs under cProfile and writes ``nicd-<node>-<pid>.pstats`` there at exit
+(a developer's tool for the fast path; off when unset or empty)."""
+
+
 def run(config: NicConfig, *, ready_line: bool = True) -> int:
     """Run one nicd until SIGTERM/SIGINT; write the stats file; return the exit status."""
+    profile_dir = os.environ.get(ENV_PROFILE)
+    if not profile_dir:
+        return _run(config, ready_line)
+    import cProfile
+
+    profiler = cProfile.Profile()
+    try:
+        return profiler.runcall(_run, config, ready_line)
+    finally:
+        path = os.path.join(profile_dir, f"nicd-{config.node_id}-{os.getpid()}.pstats")
+        with contextlib.suppress(OSError):
+            profiler.dump_stats(path)
+
+
+def _run(config: NicConfig, ready_line: bool) -> int:
     try:
         import uvloop  # the fast path (DESIGN §10)
     except ImportError:  # pragma: no cover - a dependency, but keep nicd usable without it

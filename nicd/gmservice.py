@@ -106,7 +106,7 @@ class GmService(NicService):
         except UsageError as exc:
             return self.refuse(conn, str(exc))
         failure = None
-        if any(d not in self.nodes for d in dests):
+        if not self.nodes.issuperset(dests):
             failure = "no_route"
         elif size > self.config.max_message:
             failure = "too_large"

@@ -57,11 +57,20 @@ from nicd.hostlink.grim import NIC_PORT
 from nicd.link.channels import Transport
 from nicd.link.faults import FaultPlan
 from nicd.link.reliable import Admission
-from nicd.link.wire import ControlPacket, FragFlags, MsgType, decode_untrusted, encode
+from nicd.link.wire import (
+    HAS_LAST,
+    ControlPacket,
+    DataPacket,
+    MsgType,
+    decode_untrusted,
+    encode_control,
+    encode_data,
+)
 from nicd.mcast.config import McastConfig
 from nicd.mcast.service import McastNic
 from nicd.nicvm.engine import NicvmEngine, NicvmOff
 from nicd.reassembly import PartialKey, Partials
+from nicd.service import NicService
 from nicd.stats import LinkStats
 
 if TYPE_CHECKING:
@@ -71,8 +80,6 @@ if TYPE_CHECKING:
     from nicd.actions import CoreAction, TransportAction
     from nicd.config import NicConfig
     from nicd.link.reliable import Verdict
-    from nicd.link.wire import DataPacket
-    from nicd.service import NicService
 
 __all__ = ["Addr", "NicCore"]
 
@@ -135,6 +142,16 @@ class NicCore:
         for service in services:
             for record_type in service.record_types:
                 self._records[record_type] = partial(self._service_record, service)
+        self._deadlines: tuple[Callable[[], float | None], ...] = (
+            self.gm.next_deadline,
+            self.partials.next_deadline,
+            *(s.next_deadline for s in services if _overrides(s, "next_deadline")),
+            *(() if self._fault_free else (self.faults.next_deadline,)),
+        )
+        """Every timer's query but the transport's (asked first), built once; a service
+        without timers (its ``next_deadline`` the base class's) is not asked."""
+        self._done_hooks = tuple(s.on_done for s in services if _overrides(s, "on_done"))
+        """The services that may own a send's completion (the others return None)."""
         self._steps: dict[type, Callable[[Any, float], Sequence[CoreAction]]] = {
             SendPacket: self._step_packet,
             Deliver: self._step_deliver,
@@ -314,13 +331,12 @@ class NicCore:
 
     def next_deadline(self) -> float | None:
         """The earliest moment ``on_timer`` wants to run."""
-        deadlines = [self.transport.next_deadline(), self.gm.next_deadline()]
-        deadlines.append(self.partials.next_deadline())
-        deadlines += [service.next_deadline() for service in self._services]
-        if not self._fault_free:
-            deadlines.append(self.faults.next_deadline())
-        present = [d for d in deadlines if d is not None]
-        return min(present) if present else None
+        best = self.transport.next_deadline()
+        for query in self._deadlines:
+            d = query()
+            if d is not None and (best is None or d < best):
+                best = d
+        return best
 
     def stats(self) -> dict[str, object]:
         """Every counter, JSON-able."""
@@ -365,8 +381,14 @@ class NicCore:
         if addr is None:
             self.link.drop("no_route_out")
             return []
-        datagram = encode(action.packet)
-        control = isinstance(action.packet, ControlPacket)
+        packet = action.packet
+        control = isinstance(packet, ControlPacket)
+        if isinstance(packet, ControlPacket):
+            datagram = encode_control(packet)
+        elif packet.msg_type in self._by_packet:  # a service's packet (multicast): no ACK
+            datagram = encode_data(packet)
+        else:  # a transport stream's: the ACK owed to its destination rides along
+            datagram = encode_data(packet, self.transport.piggyback_ack(packet))
         if self._fault_free:
             return self._transmit_all([(addr, datagram)], control)
         return self._transmit_all(self.faults.on_send(addr, datagram, now=now), control)
@@ -385,8 +407,8 @@ class NicCore:
     def _step_done(self, done: SendComplete | SendFailed, now: float) -> Sequence[CoreAction]:
         if done.port == NIC_PORT and self.nic_sends.release(done.handle):
             return []
-        for service in self._services:
-            taken = service.on_done(done, now=now)
+        for on_done in self._done_hooks:
+            taken = on_done(done, now=now)
             if taken is not None:
                 return taken
         return self.gm.on_done(done, now=now) or []
@@ -456,7 +478,7 @@ class NicCore:
         verdict = self.grim.admit(first)
         if verdict is None:
             verdict = (self.ports.admit(first), [])
-        if verdict[0] is Admission.OK and FragFlags.LAST not in first.flags:
+        if verdict[0] is Admission.OK and first.flags not in HAS_LAST:
             took = state is not None and state.receive_tokens < tokens
             self.partials.started(key, now=self._now, token=took)
         return verdict
@@ -542,5 +564,14 @@ class NicCore:
     ) -> list[NicAction]:
         link = self.link
         link.datagrams_out += len(datagrams)
+        if len(datagrams) == 1:  # the usual case
+            addr, datagram = datagrams[0]
+            link.bytes_out += len(datagram)
+            return [Transmit(addr, datagram, control)]
         link.bytes_out += sum(len(d) for _, d in datagrams)
         return [Transmit(addr, datagram, control) for addr, datagram in datagrams]
+
+
+def _overrides(service: NicService, name: str) -> bool:
+    """Whether ``service``'s class replaces :class:`NicService`'s method ``name``."""
+    return getattr(type(service), name) is not getattr(NicService, name)

@@ -55,6 +55,9 @@ class TransportStats:
     """Data packets put on the link again (go-back-N, retries, timeouts)."""
     acks_sent: int = 0
     acks_received: int = 0
+    acks_piggybacked: int = 0
+    """ACKs that rode on a data packet of the reverse stream (counted in ``acks_sent`` and,
+    at the other end, ``acks_received`` too)."""
     nacks_sent: Counter[str] = field(default_factory=Counter)
     nacks_received: Counter[str] = field(default_factory=Counter)
     drops: Counter[str] = field(default_factory=Counter)

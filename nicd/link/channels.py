@@ -250,8 +250,18 @@ class Transport:
     # -- packets ----------------------------------------------------------------------------
 
     def on_data(self, packet: DataPacket, *, now: float) -> list[TransportAction]:
-        """A data packet addressed to this node arrived."""
+        """A data packet addressed to this node arrived (with a piggy-backed ACK of our
+        stream back to its source, maybe: taken first, as an ACK control would be)."""
         out: list[TransportAction] = self.heard(packet.src_node, now=now)
+        if packet.ack is not None:
+            back = StreamKey(packet.dst_port, packet.src_node, packet.src_port)
+            sender = self._senders.get(back)
+            if sender is None:
+                self._stats.drops["unknown_stream"] += 1
+            else:
+                self._stats.acks_received += 1
+                out += sender.on_ack(packet.ack, now=now)
+                self._track_sender(back, sender, now)
         key = RecvKey(packet.src_node, packet.src_port, packet.dst_port)
         receiver = self._receivers.get(key)
         if receiver is None:
@@ -276,6 +286,22 @@ class Transport:
             if refused is not None:
                 refused.pop(key, None)
         return out
+
+    def piggyback_ack(self, packet: DataPacket) -> int | None:
+        """``packet`` goes on the link now: the ACK pending on the reverse stream (from its
+        destination back to its source port), if one is, rides on it (its 32-bit cumulative
+        sequence number, or None). Call only for transport streams' packets."""
+        pending = self._pending_acks
+        if not pending:
+            return None
+        key = RecvKey(packet.dst_node, packet.dst_port, packet.src_port)
+        receiver = pending.get(key)
+        if receiver is None:
+            return None
+        ack = receiver.piggyback()
+        if not receiver.ack_pending:
+            del pending[key]
+        return ack
 
     def on_control(self, packet: ControlPacket, *, now: float) -> list[TransportAction]:
         """An ACK, NACK, PING or PONG arrived; anything else is a counted drop."""
@@ -370,12 +396,20 @@ class Transport:
 
     def next_deadline(self) -> float | None:
         """The earliest timer of any stream (retransmission or delayed ACK), or None."""
-        deadlines = [d for s in self._busy.values() if (d := s.next_deadline()) is not None]
-        deadlines += [p.probe_at for p in self._watched.values() if p.probe_at is not None]
-        deadlines += [r.ack_due for r in self._pending_acks.values() if r.ack_due is not None]
-        if self._sweep_at is not None:
-            deadlines.append(self._sweep_at)
-        return min(deadlines) if deadlines else None
+        best = self._sweep_at
+        for sender in self._busy.values():
+            d = sender.next_deadline()
+            if d is not None and (best is None or d < best):
+                best = d
+        for peer in self._watched.values():
+            d = peer.probe_at
+            if d is not None and (best is None or d < best):
+                best = d
+        for receiver in self._pending_acks.values():
+            d = receiver.ack_due
+            if d is not None and (best is None or d < best):
+                best = d
+        return best
 
     # -- queries ----------------------------------------------------------------------------
 
@@ -393,6 +427,7 @@ class Transport:
             "retransmissions": s.retransmissions,
             "acks_sent": s.acks_sent,
             "acks_received": s.acks_received,
+            "acks_piggybacked": s.acks_piggybacked,
             "nacks_sent": dict(s.nacks_sent),
             "nacks_received": dict(s.nacks_received),
             "drops": dict(s.drops),
@@ -592,7 +627,7 @@ class Transport:
             raise UsageError(f"message of {len(payload)} bytes exceeds max_message")
         if not (0 <= am_handler <= _U16 and 0 <= mcast_group <= _U16):
             raise UsageError("am_handler and mcast_group must fit in 16 bits")
-        if len(args) != 4 or not all(0 <= a <= _U32 for a in args):
+        if len(args) != 4 or min(args) < 0 or max(args) > _U32:
             raise UsageError("args must be four 32-bit unsigned words")
 
     def ack_now(self, src_node: int, src_port: int, dst_port: int, *, now: float

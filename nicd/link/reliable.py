@@ -49,7 +49,15 @@ from typing import TYPE_CHECKING
 from nicd.actions import Deliver, SendComplete, SendFailed, SendPacket
 from nicd.link.rto import GRANULARITY_S
 from nicd.link.selective import HoldBuffer, sacked
-from nicd.link.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
+from nicd.link.wire import (
+    FRAG_FLAGS,
+    HAS_FIRST,
+    HAS_LAST,
+    ControlPacket,
+    DataPacket,
+    MsgType,
+    NackReason,
+)
 
 if TYPE_CHECKING:
     from nicd.actions import TransportAction
@@ -238,12 +246,9 @@ class GbnSender:
         first = self.next_seq
         message = _Message(handle, self.src_port, first, first + count - 1)
         view = memoryview(payload)
+        last = count - 1
         for i in range(count):
-            flags = FragFlags.NONE
-            if i == 0:
-                flags |= FragFlags.FIRST
-            if i == count - 1:
-                flags |= FragFlags.LAST
+            flags = FRAG_FLAGS[(i == 0) | (i == last) << 1]
             seq = first + i
             packet = DataPacket(
                 msg_type, flags, seq & TOKEN_MASK, seq & SEQ_MASK,
@@ -728,7 +733,7 @@ class GbnReceiver:
         """A packet at ``expected``: admission for a FIRST fragment, then reassembly."""
         stats = self.stats
         raised: list[TransportAction] = []
-        if FragFlags.FIRST in p.flags:
+        if p.flags in HAS_FIRST:
             refused, raised = self._start(p, now, admit)
             if refused is not None:
                 return refused + raised
@@ -743,6 +748,19 @@ class GbnReceiver:
                 stats.drops["inconsistent"] += 1
                 return []
         return raised + self._take(p, now) if raised else self._take(p, now)
+
+    def piggyback(self) -> int | None:
+        """The pending ACK rides on a data packet going to our source now: its 32-bit
+        cumulative sequence number, the ACK counted as sent; None when none is pending or it
+        must be a SACK (held packets need the bitmap, which only the control form carries)."""
+        if not self.ack_pending or self._held:
+            return None
+        self.unacked = 0
+        self.ack_pending = False
+        self.ack_due = None
+        self.stats.acks_sent += 1
+        self.stats.acks_piggybacked += 1
+        return self.expected & SEQ_MASK
 
     def take_ack(self, now: float) -> SendPacket | None:
         """The pending ACK, if it is due."""
@@ -807,7 +825,7 @@ class GbnReceiver:
         r.received += len(p.payload)
         self.expected += 1
         out: list[TransportAction] = []
-        if FragFlags.LAST in p.flags:
+        if p.flags in HAS_LAST:
             self._reassembly = None
             if r.discard:
                 self.stats.drops["discarded_message"] += 1

@@ -5,7 +5,8 @@ Frame layout (one UDP datagram = one Myrinet packet), all integers big-endian::
     route length (8) | route bytes (route length) | body | CRC32 (32, over all before it)
 
 Every body starts with the same word: packet type 0x0636 (16, GRIM's Myricom id) | message
-type (8) | flags (8). Data bodies then carry the rest of the data header and the payload;
+type (8) | flags (8). Data bodies then carry the rest of the data header, the piggy-backed
+ACK word when the flags say so (:data:`ACKED`), and the payload;
 control (ACK/NACK) bodies carry three more words and nothing else (GRIM 4.1.1: "control
 messages are only 8 bytes long"; ours are 16 because UDP lacks Myrinet's in-order, lossless
 links and the stream key must travel along). The one exception is SACK (selective recovery,
@@ -26,11 +27,16 @@ from enum import IntEnum, IntFlag
 from nicd.errors import BadPacket
 
 __all__ = [
+    "ACKED",
+    "ACK_WORD",
     "CONTROL_HEADER",
     "CONTROL_TYPES",
     "CRC",
     "DATA_HEADER",
+    "FRAG_FLAGS",
     "GRIM_PACKET_TYPE",
+    "HAS_FIRST",
+    "HAS_LAST",
     "MAX_NODE",
     "MAX_PORT",
     "MCAST_EPOCH_MASK",
@@ -59,7 +65,7 @@ MAX_PORT = 0xFFFF  # ports (GRIM endpoints / logical channels) are 16-bit
 MAX_ROUTE_BYTES = 255
 
 # Data header, 12 words (48 bytes), after GRIM Fig 4.2:
-#   w0  packet type 0x0636 (16) | message type (8) | fragment flags (8)
+#   w0  packet type 0x0636 (16) | message type (8) | flags (8): FIRST 1, LAST 2, ACKED 4
 #   w1  NI token (16) | multicast group (16)
 #   w2  sequence number (32), per (source LC, destination node, destination LC) stream
 #   w3  source node (16) | source endpoint = source LC (16)
@@ -68,7 +74,14 @@ MAX_ROUTE_BYTES = 255
 #   w6  message length in bytes (32)
 #   w7  offset of this fragment in the message (32)
 #   w8..w11  user arguments 0-3 (32 each)
+#   w12 (only with the ACKED flag) piggy-backed cumulative ACK (32): the next sequence number
+#       the sender of this packet expects on the reverse stream, i.e. from (destination node,
+#       destination LC) to (source node, source LC); exactly what an ACK control with those
+#       fields would say, so a stream with data both ways needs no ACK datagram of its own
 DATA_HEADER = struct.Struct(">HBBHHIHHHHHHII4I")
+ACK_WORD = struct.Struct(">I")
+ACKED = 0x04
+"""Data flags bit (beside the fragment flags): an ACK word follows the header."""
 
 # Control header (ACK, NACK), 4 words (16 bytes):
 #   w0  packet type 0x0636 (16) | message type (8) | NACK reason (8)
@@ -140,6 +153,12 @@ class FragFlags(IntFlag):
 
 
 _FRAG_MASK = int(FragFlags.ONLY)
+_DATA_FLAGS_MASK = _FRAG_MASK | ACKED
+FRAG_FLAGS = (FragFlags.NONE, FragFlags.FIRST, FragFlags.LAST, FragFlags.ONLY)
+"""FragFlags by value: ``FRAG_FLAGS[first | last << 1]``. The fast path tests flags against
+these tables: building an IntFlag, ``|``, ``&`` and ``in`` on one are Python-level calls."""
+HAS_FIRST = frozenset({FragFlags.FIRST, FragFlags.ONLY})
+HAS_LAST = frozenset({FragFlags.LAST, FragFlags.ONLY})
 
 
 def fragment_flags(index: int, count: int) -> FragFlags:
@@ -188,6 +207,10 @@ class DataPacket:
     am_handler: int = 0
     args: tuple[int, int, int, int] = (0, 0, 0, 0)
     route: bytes = b""
+    ack: int | None = None
+    """The piggy-backed cumulative ACK of the reverse stream (see ``w12``), as decoded. The
+    transport's own packets leave it None and pass the ACK to :func:`encode_data` instead:
+    they are kept for retransmission, while an ACK is of the moment."""
 
 
 @dataclass(slots=True)
@@ -220,12 +243,18 @@ def _frame(route: bytes, body: bytes) -> bytes:
     return framed + CRC.pack(zlib.crc32(framed))
 
 
-def encode_data(p: DataPacket) -> bytes:
-    """Encode a data packet, route and CRC included."""
+def encode_data(p: DataPacket, ack: int | None = None) -> bytes:
+    """Encode a data packet, route and CRC included; ``ack`` (32-bit; else ``p.ack``) is
+    piggy-backed."""
+    if ack is None:
+        ack = p.ack
+    flags = int(p.flags)
+    if ack is not None:
+        flags |= ACKED
     header = DATA_HEADER.pack(
         GRIM_PACKET_TYPE,
         int(p.msg_type),
-        int(p.flags),
+        flags,
         p.token,
         p.mcast_group,
         p.seq,
@@ -239,6 +268,11 @@ def encode_data(p: DataPacket) -> bytes:
         p.offset,
         *p.args,
     )
+    if ack is not None:
+        header += ACK_WORD.pack(ack)
+    if not p.route:  # the usual case, one concatenation less
+        framed = b"\x00" + header + p.payload
+        return framed + CRC.pack(zlib.crc32(framed))
     return _frame(p.route, header + p.payload)
 
 
@@ -317,7 +351,7 @@ def _decode_data(
 ) -> DataPacket:
     if end - start < DATA_HEADER.size:
         raise BadPacket("truncated")
-    if flags & ~_FRAG_MASK:
+    if flags & ~_DATA_FLAGS_MASK:
         raise BadPacket("flags", str(flags))
     (
         _,
@@ -340,18 +374,23 @@ def _decode_data(
         a3,
     ) = DATA_HEADER.unpack_from(view, start)
     payload_start = start + DATA_HEADER.size
+    ack: int | None = None
+    if flags & ACKED:
+        if end - payload_start < ACK_WORD.size:
+            raise BadPacket("truncated")
+        (ack,) = ACK_WORD.unpack_from(view, payload_start)
+        payload_start += ACK_WORD.size
     if end - payload_start != frag_len:
         raise BadPacket("length", f"header says {frag_len}, datagram has {end - payload_start}")
     if offset + frag_len > msg_len:
         raise BadPacket("length", "fragment past the end of its message")
-    ff = FragFlags(flags)
-    if FragFlags.FIRST in ff and offset != 0:
+    if flags & 1 and offset != 0:  # FIRST
         raise BadPacket("offset", "FIRST fragment at a non-zero offset")
-    if FragFlags.LAST in ff and offset + frag_len != msg_len:
+    if flags & 2 and offset + frag_len != msg_len:  # LAST
         raise BadPacket("offset", "LAST fragment does not end the message")
     return DataPacket(
         msg_type,
-        ff,
+        FRAG_FLAGS[flags & _FRAG_MASK],
         token,
         seq,
         src_node,
@@ -365,6 +404,7 @@ def _decode_data(
         handler,
         (a0, a1, a2, a3),
         route,
+        ack,
     )
 
 

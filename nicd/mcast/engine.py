@@ -267,6 +267,8 @@ class McastEngine:
 
     def next_deadline(self) -> float | None:
         """The earliest timer of any group (delayed ACK, retransmission, BUSY hold)."""
+        if not self._groups:
+            return None
         return earliest(
             deadline
             for g in self._groups.values()

@@ -8,8 +8,9 @@ NicNet (tests/unit/nicd/test_nic_signals.py, test_grim_nic.py, ...)."""
 from __future__ import annotations
 
 from nicd import hostlink as hl
-from nicd.actions import ToHost, Transmit
+from nicd.actions import NicAction, ToHost, Transmit
 from nicd.config import NicConfig
+from nicd.link.wire import DataPacket, decode_untrusted
 from nicd.nic import NicCore
 
 A = ("127.0.0.1", 1001)
@@ -42,6 +43,44 @@ def test_send_reaches_the_other_host_and_sent_comes_back_lazily() -> None:
     sent_at = a.next_deadline()
     assert sent_at is not None
     assert a.on_timer(now=sent_at) == [ToHost(1, hl.SentEvent(7))]
+
+
+def test_a_reply_carries_the_ack_of_the_request_so_no_ack_datagram_goes() -> None:
+    # Ping-pong: each side's delayed ACK rides on its next data packet back (wire flag ACKED).
+    a, b = pair()
+    t = 0.0
+    sent: dict[NicCore, list[hl.HostRecord]] = {a: [], b: []}
+
+    def take(core: NicCore, out: list[NicAction]) -> list[hl.HostRecord]:
+        """The deliveries in ``out``; SENT events are kept in ``sent``."""
+        records = [act.record for act in out if isinstance(act, ToHost)]
+        sent[core] += [r for r in records if isinstance(r, hl.SentEvent)]
+        return [r for r in records if not isinstance(r, hl.SentEvent)]
+
+    for i in range(3):
+        [ping] = a.on_host(1, hl.SendReq(10 + i, 1, 0, b"ping"), now=t)
+        packet = decode_untrusted(ping.datagram)
+        assert isinstance(packet, DataPacket)
+        assert packet.ack == (None if i == 0 else i)  # the pongs a took so far
+        assert take(b, b.on_datagram(ping.datagram, A, now=t)) == [hl.RecvEvent(0, 0, b"ping")]
+        assert b.flush(now=t) == []  # the ACK is delayed ...
+        [pong] = b.on_host(1, hl.SendReq(20 + i, 0, 0, b"pong"), now=t)
+        packet = decode_untrusted(pong.datagram)
+        assert isinstance(packet, DataPacket)
+        assert packet.ack == i + 1  # ... and rides on the reply
+        assert take(a, a.on_datagram(pong.datagram, B, now=t)) == [hl.RecvEvent(1, 0, b"pong")]
+        assert a.flush(now=t) == []
+        t += 0.0001
+    # Every ping completed (SENT with the reply or at a's coalescing deadline) though b never
+    # sent an ACK datagram; each pong but the last was acknowledged by the next ping.
+    deadline = a.next_deadline()
+    assert deadline is not None
+    assert take(a, a.on_timer(now=deadline)) == []
+    assert sent[a] == [hl.SentEvent(10 + i) for i in range(3)]
+    assert b.link.datagrams_out == 3
+    assert b.stats()["transport"]["acks_piggybacked"] == 3  # type: ignore[index]
+    assert a.stats()["transport"]["acks_received"] == 3  # type: ignore[index]
+    assert a.stats()["transport"]["acks_piggybacked"] == 2  # type: ignore[index]
 
 
 def test_unknown_sources_and_garbage_are_counted_drops() -> None:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from nicd.errors import BadPacket
 from nicd.link.wire import (
+    ACK_WORD,
     CONTROL_HEADER,
     CONTROL_TYPES,
     CRC,
@@ -54,6 +55,20 @@ EXPECTED: dict[str, DataPacket | ControlPacket] = {
         am_handler=0,
         args=(0, 0, 0, 0),
         route=b"",
+    ),
+    "data_acked": DataPacket(
+        msg_type=MsgType.MPI_EAGER,
+        flags=FragFlags.FIRST | FragFlags.LAST,
+        token=5,
+        seq=5,
+        src_node=3,
+        src_port=4,
+        dst_node=1,
+        dst_port=2,
+        msg_len=8,
+        offset=0,
+        payload=b"pingpong",
+        ack=0xFFFF_FFFF,
     ),
     "data_middle": DataPacket(
         msg_type=MsgType.MPI_EAGER,
@@ -225,7 +240,11 @@ def test_vector_encodes_to_the_exact_bytes(name: str) -> None:
     assert encode(expected) == raw
     if isinstance(expected, DataPacket):
         assert encode_data(expected) == raw
-        assert len(raw) == 1 + len(expected.route) + DATA_HEADER.size + len(expected.payload) + 4
+        word = 0 if expected.ack is None else ACK_WORD.size
+        assert (
+            len(raw)
+            == 1 + len(expected.route) + DATA_HEADER.size + word + len(expected.payload) + 4
+        )
     else:
         assert encode_control(expected) == raw
         trailer = SACK_TRAILER.size if expected.msg_type is MsgType.SACK else 0
@@ -297,7 +316,7 @@ def resealed(packet: DataPacket | ControlPacket, offset: int, value: int) -> byt
         (1, 0x07, "packet_type"),  # 0x0736
         (3, 0, "msg_type"),
         (3, 63, "msg_type"),
-        (4, 0x04, "flags"),  # a data flag bit that does not exist
+        (4, 0x08, "flags"),  # a data flag bit that does not exist (0x04 is ACKED)
     ],
 )
 def test_bad_header_fields_under_a_valid_crc(offset: int, value: int, reason: str) -> None:
@@ -377,6 +396,7 @@ def data_packets(draw: st.DrawFn) -> DataPacket:
         am_handler=draw(u16),
         args=draw(st.tuples(u32, u32, u32, u32)),
         route=draw(routes),
+        ack=draw(st.none() | u32),
     )
 
 
