@@ -150,6 +150,10 @@ class PortState:
             return self._doneq.popleft()
         return None
 
+    def has_events(self) -> bool:
+        """Whether events are queued (read by a drain, not yet taken)."""
+        return bool(self._recvq or self._rmq or self._doneq)
+
     def take_events(self) -> list[Event]:
         """Every queued event, in `next_event` order."""
         events: list[Event] = [*self._recvq, *self._rmq, *self._doneq]

@@ -233,7 +233,10 @@ class Progress:
             # empty: right after the poll above, and again after the pump that woke it.
             port, state = self.port, self.port.state
             while True:
-                pumped = port.pump(deadline)  # read what is there, else wait by the policy
+                # read what is there, else wait by the policy; but never sleep on the socket
+                # while a wait nested in a step (`_advance`: e.g. nic-mcast posting its groups
+                # waits for the NIC's reply) has read events into the port's queue
+                pumped = True if state.has_events() else port.pump(deadline)
                 self._take(state.take_events())  # pump read it all: nothing left to read
                 if self.advancing:
                     self._advance()

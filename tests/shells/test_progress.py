@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from typing import TYPE_CHECKING
+
 import pytest
 
 from emucluster.p2p import P2P
@@ -11,6 +15,9 @@ from nicd import hostlink as hl
 from nicd.hostlink import RecvEvent, RmWriteEvent, SentEvent
 from nicd.link.wire import MsgType
 from tests.shells.nic import ScriptedNic, open_pair
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 ROUNDS = 50  # exchanges before a test gives up (fails)
 
@@ -183,3 +190,54 @@ def test_a_blocking_wait_reads_the_empty_socket_only_before_it_sleeps() -> None:
         assert sum(drains) == 1
     finally:
         pair.close()
+
+
+class _NestedDrain:
+    """A nonblocking collective's step that waits on its NIC inside the progress engine (as
+    nic-mcast's group posting does): once ``trigger`` completed, the NIC answers with the
+    message ``late`` as well, and the nested wait reads it into the port's queue."""
+
+    def __init__(
+        self, engine: Progress, nic: ScriptedNic, trigger: object, late: RecvEvent
+    ) -> None:
+        self.engine, self.nic, self.trigger, self.late = engine, nic, trigger, late
+        self.fired = False
+
+    def advance(self) -> bool:
+        if self.fired or not self.trigger.done:  # type: ignore[attr-defined]
+            return self.fired
+        self.fired = True
+        self.nic.tell(self.late)
+        assert self.engine.port.pump(time.monotonic() + 5.0)  # queued, not handled
+        return True
+
+
+def test_a_message_read_by_a_nested_wait_is_not_left_queued_while_the_engine_sleeps() -> None:
+    """The nic-mcast Ibcast hang: a step run by the engine waited on the NIC, which read the
+    broadcast into the port's queue; the engine then slept on the empty socket for ever."""
+    port, nic = open_pair(send_tokens=8, node_id=1, num_nodes=2)
+    engine = Progress(port, P2P(1, 2, eager_limit=64), use_rm=False)
+    try:
+        first = engine.recv(7, 0, 1, 0, None)
+        second = engine.recv(7, 0, 2, 0, None)
+        late = RecvEvent(0, MPI_PORT, b"late", MsgType.MPI_EAGER, 0, (7, 0, 2, 1))
+        engine.add(_NestedDrain(engine, nic, first, late))
+        slept_with_events_queued = []
+        sleep = port.waiter.wait
+
+        def watched_sleep(fileno: int, take: Callable[[], int], deadline: float | None) -> bool:
+            slept_with_events_queued.append(port.state.has_events())
+            return sleep(fileno, take, deadline)
+
+        port.waiter.wait = watched_sleep  # type: ignore[method-assign]
+        early = RecvEvent(0, MPI_PORT, b"first", MsgType.MPI_EAGER, 0, (7, 0, 1, 0))
+        timer = threading.Timer(0.2, nic.tell, (early,))  # arrives while the engine sleeps
+        timer.start()
+        try:
+            assert engine.wait_for(lambda: second.done, timeout=10.0)
+        finally:
+            timer.join()
+        assert (first.data, second.data) == (b"first", b"late")
+        assert not any(slept_with_events_queued)  # the bug: slept until the deadline
+    finally:
+        engine.close()
