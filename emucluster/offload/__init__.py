@@ -41,7 +41,7 @@ __all__: list[str] = []
 register("barrier", "nic-mcast", barrier_nic_mcast)  # host fan-in, NIC-multicast release
 # the default: nic-mcast on COMM_WORLD from 3 ranks; Ibcast takes binomial (issue 17: a
 # nic-mcast Ibcast hangs in mpi4py's test_cco_nb_buf testBcast at 3 nodes)
-register("bcast", "auto", bcast_auto, blocking_only=True)
+register("bcast", "auto", bcast_auto)
 register("bcast", "nic-mcast", bcast_nic_mcast)  # seed 001; needs the MPI layer's NIC
 register("bcast", "nicvm", bcast_nicvm)  # thesis ch. 4; needs the MPI layer's NIC
 # thesis ch. 3; its synchronous part runs inside the call, so never in a nonblocking one

@@ -13,10 +13,8 @@ As MPICH-GM with NIC multicast would, a bcast goes to the NIC (`bcast_nic_mcast`
   COMM_SELF never free their context (``emucluster.mpi.runtime.release_context``); the MPI
   layer says so with ``ctx.lasting``.
 
-Only blocking calls: ``Ibcast`` takes the binomial baseline (the registry entry is
-``blocking_only``), because a nic-mcast Ibcast hangs in mpi4py's
-``test_cco_nb_buf.TestCCOBufWorld.testBcast`` at 3 nodes (on main too, with ``EMU_BCAST=
-nic-mcast``), while the blocking test_cco_buf passes.
+Blocking and nonblocking calls alike (``Ibcast`` too: its steps run inside the progress
+engine, which no longer sleeps while a nested wait of group posting holds read events).
 
 Every member decides alike (size and context are the same everywhere; the message size is not
 known off-root, and `bcast_nic_mcast` itself sends messages above the eager limit by the host

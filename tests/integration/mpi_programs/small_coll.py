@@ -63,11 +63,14 @@ def sent_and_received() -> tuple[int, int]:
     )
 
 
-for c, nic in ((comm, size >= 3), (dup, False)):
+for c, nic, blocking in ((comm, size >= 3, True), (comm, size >= 3, False), (dup, False, True)):
     before = sent_and_received()
     comm.Barrier()  # nobody multicasts before everyone has read its counters
     value = np.array([42.0]) if c.rank == 0 else np.zeros(1)
-    c.Bcast([value, MPI.DOUBLE], root=0)
+    if blocking:
+        c.Bcast([value, MPI.DOUBLE], root=0)
+    else:
+        c.Ibcast([value, MPI.DOUBLE], root=0).Wait()
     assert value[0] == 42.0
     after = sent_and_received()
     moved = after[0 if c.rank == 0 else 1] - before[0 if c.rank == 0 else 1]

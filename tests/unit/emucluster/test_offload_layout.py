@@ -108,14 +108,14 @@ def test_offload_entries() -> None:
     assert coll.get("reduce", "app-bypass") is reduce_app_bypass
 
 
-def test_only_application_bypass_and_the_auto_bcast_are_blocking_only() -> None:
+def test_only_application_bypass_is_blocking_only() -> None:
     flagged = {
         (operation, name)
         for operation in coll.OPERATIONS
         for name in coll.choices(operation)
         if coll.entry(operation, name).blocking_only
     }
-    assert flagged == {("reduce", "app-bypass"), ("bcast", "auto")}
+    assert flagged == {("reduce", "app-bypass")}
     assert coll.entry("reduce", environ={"EMU_REDUCE": "app-bypass"}).blocking_only
 
 
