@@ -118,3 +118,9 @@ def test_median_and_environment() -> None:
     load = env["load_average"]
     assert isinstance(load, dict)
     assert load["before"] == [0.5, 0.4, 0.3]
+
+
+def test_every_job_has_its_own_name_in_the_runs_file() -> None:
+    idents = [job.ident for job in JOBS]
+    assert len(set(idents)) == len(idents)
+    assert {"mcast", "mcast-dilated", "nicvm-dilated", "reduce-skew-dilated"} <= set(idents)
