@@ -28,6 +28,7 @@ from emubench.common import (
     pyplot,
     read_json,
     run_emurun,
+    run_emurun_json,
     save_figure,
     write_json,
 )
@@ -38,6 +39,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FIGURES", "Figure", "add_arguments", "draw", "run", "summarise"]
 
+JOB_TIMEOUT_S = 3600
+"""emurun's ``--timeout`` for one dilated skew job: its busy loops grow with D (the benchmarks'
+900 s default ended a 16-node Fig 7 job at D = 795 on a loaded VM)."""
 Samples = dict[tuple[str, float, str], list[list[list[float]]]]
 """(series, paper skew, variant) -> per repeat, per rank, per-iteration CPU (us)."""
 
@@ -388,7 +392,7 @@ def reduce_jobs(
                 ],
                 {"EMU_WAIT": args.wait},
                 emurun_args=["--nicd-args", "--dead-peer-s 30"],
-                timeout_s=3600,
+                timeout_s=JOB_TIMEOUT_S,
             )
             result = read_json(path)
         finally:
@@ -407,7 +411,6 @@ def mcast_jobs(
     args: argparse.Namespace, nodes: int, sizes: Sequence[int]
 ) -> Callable[[list[float], int], dict[float, dict[str, dict[str, list[list[float]]]]]]:
     """`emubench.mcast`'s ``skew`` rank program (average skews), one job per repeat."""
-    from emubench import mcast
 
     def job(skews: list[float], repeat: int) -> dict[float, dict[str, dict[str, Any]]]:
         extra = [
@@ -422,7 +425,8 @@ def mcast_jobs(
             "--seed",
             str(args.seed + repeat),
         ]
-        result, _ = mcast._job(nodes, "skew", "spin", extra)
+        result, _ = run_emurun_json(nodes, "emubench.mcast", ["skew", *extra],
+                                    {"EMU_WAIT": "spin"}, timeout_s=JOB_TIMEOUT_S)  # fmt: skip
         ranks = result["cpu_us_per_rank"]  # non-root ranks, as the paper averages
         out: dict[float, dict[str, dict[str, Any]]] = {}
         for skew in skews:
@@ -439,7 +443,6 @@ def nicvm_jobs(
     args: argparse.Namespace, nodes: int, sizes: Sequence[int]
 ) -> Callable[[list[float], int], dict[float, dict[str, dict[str, list[list[float]]]]]]:
     """`emubench.nicvm`'s ``skew`` rank program (maximum skew), one job per skew and repeat."""
-    from emubench import nicvm
 
     def job(skews: list[float], repeat: int) -> dict[float, dict[str, dict[str, Any]]]:
         out: dict[float, dict[str, dict[str, Any]]] = {}
@@ -456,7 +459,9 @@ def nicvm_jobs(
                 "--sizes",
                 *map(str, sizes),
             ]
-            ranks = nicvm._job(nodes, "skew", extra, args.wait)["ranks"]
+            result, _ = run_emurun_json(nodes, "emubench.nicvm", ["skew", *extra],
+                                        {"EMU_WAIT": args.wait}, timeout_s=JOB_TIMEOUT_S)  # fmt: skip
+            ranks = result["ranks"]
             out[skew] = {
                 f"{size} B": {
                     a: [r[str(size)][a]["cpu_us"] for r in ranks] for a in ("binomial", "nicvm")
