@@ -199,8 +199,9 @@ def run(
     if args.dilation is not None:
         d = dil.given(figure.op, nodes, args.dilation)
     else:
-        d = dil.measure(figure.op, nodes, wait=args.dilate_wait, iters=args.dilate_iters,
-                        size=calib_size)  # fmt: skip
+        d = dil.measure(
+            figure.op, nodes, wait=args.dilate_wait, iters=args.dilate_iters, size=calib_size
+        )
     print(d.caption(), flush=True)
     paper_skews = list(args.paper_skews or figure.paper_skews)
     ours = dil.dilate_skews(paper_skews, d.factor)
@@ -425,8 +426,9 @@ def mcast_jobs(
             "--seed",
             str(args.seed + repeat),
         ]
-        result, _ = run_emurun_json(nodes, "emubench.mcast", ["skew", *extra],
-                                    {"EMU_WAIT": "spin"}, timeout_s=JOB_TIMEOUT_S)  # fmt: skip
+        result, _ = run_emurun_json(
+            nodes, "emubench.mcast", ["skew", *extra], {"EMU_WAIT": "spin"}, timeout_s=JOB_TIMEOUT_S
+        )
         ranks = result["cpu_us_per_rank"]  # non-root ranks, as the paper averages
         out: dict[float, dict[str, dict[str, Any]]] = {}
         for skew in skews:
@@ -459,8 +461,13 @@ def nicvm_jobs(
                 "--sizes",
                 *map(str, sizes),
             ]
-            result, _ = run_emurun_json(nodes, "emubench.nicvm", ["skew", *extra],
-                                        {"EMU_WAIT": args.wait}, timeout_s=JOB_TIMEOUT_S)  # fmt: skip
+            result, _ = run_emurun_json(
+                nodes,
+                "emubench.nicvm",
+                ["skew", *extra],
+                {"EMU_WAIT": args.wait},
+                timeout_s=JOB_TIMEOUT_S,
+            )
             ranks = result["ranks"]
             out[skew] = {
                 f"{size} B": {
