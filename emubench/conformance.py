@@ -191,9 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", type=int, nargs="+", default=[2, 3])
     p.add_argument("--files", nargs="+", default=list(FILES), help="test files (default: the 24)")
     p.add_argument("--time-limit", type=float, default=240.0, help="seconds per file and size")
-    p.add_argument(
-        "--budget", type=float, default=3000.0, help="seconds for the whole job (a cap)"
-    )
+    p.add_argument("--budget", type=float, default=3000.0, help="seconds for the whole job (a cap)")
     p.add_argument("--jobs", type=int, default=3, help="runs at once")
     p.add_argument("--launcher", choices=("emurun", "mpich"), default="emurun")
     p.add_argument("--out-dir", type=Path, help="rank logs (default: a temporary directory)")

@@ -222,12 +222,12 @@ def _dilated(d: dict[str, Any]) -> str:
         for f in d["factors"]
         if f["paper_skew_us"] == top
     ]
-    worst = d.get("max_spread_over_effect")
-    spread = "n/a" if worst is None else f"{worst:.2f}"
+    from emubench.skew_dilated import spread_text
+
     return (
         f"{', '.join(parts)}; paper skew {top:g} us x D {d['dilation']['factor']:.0f} = "
         f"{ours:,.0f} us ours, {d['nodes']} nodes, {d['repeats']} repeats; "
-        f"worst sd/effect {spread}"
+        f"sd(HB-NB)/(HB-NB) over repeats {spread_text(d)}"
     )
 
 

@@ -153,7 +153,11 @@ def test_a_dilated_run_scales_the_skews_and_writes_d_the_spread_and_a_figure(
     assert factor[400.0]["factor"] == pytest.approx(220.5 / 50)
     assert factor[0.0]["factor_min"] == 2.0
     assert factor[0.0]["factor_max"] == pytest.approx(101 / 50)
-    assert written["max_spread_over_effect"] is not None
+    spread = written["spread_over_effect_at_max_skew"]["4 B"]
+    assert spread == pytest.approx(statistics.stdev([170, 171]) / 170.5)  # HB - NB per repeat
+    assert skew_dilated.spread_text(written) == f"{spread:.2f} (4 B)"
+    skew_dilated.from_json("mcast", str(out))  # summarised again from the raw samples
+    assert read_json(out)["factors"] == written["factors"]
     assert report["figure"].startswith("seed 001 Fig 7")
     assert (tmp_path / "mcast_fig7_dilated.png").stat().st_size > 10_000
 
