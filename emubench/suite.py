@@ -118,7 +118,7 @@ JOBS: tuple[Job, ...] = (
     Job("mcast",
         ("sweep", "--dilate", "--out-dir", "{d}", "--nodes", "16", "--dilate-sizes", "4",
          "--skew-iters", "5", "--dilate-warmup", "1", "--paper-skews", "0", "400",
-         "--dilate-repeats", "3"),
+         "--dilate-repeats", "3", "--dilate-iters", "20"),
         ("sweep", "--dilate", "--out-dir", "{d}", "--nodes", "2", "--dilate-sizes", "4",
          "--skew-iters", "2", "--dilate-repeats", "2", "--dilate-iters", "5",
          "--paper-skews", "0", "10"),
