@@ -206,17 +206,6 @@ def run(
     paper_skews = list(args.paper_skews or figure.paper_skews)
     ours = dil.dilate_skews(paper_skews, d.factor)
     to_paper = dict(zip(ours, paper_skews, strict=True))
-    samples: Samples = {}
-    raw: list[Any] = []
-    for repeat in range(args.dilate_repeats):
-        got = jobs(ours, repeat)
-        raw.append({f"{s:g}": v for s, v in got.items()})
-        for skew, by_series in got.items():
-            for name, by_variant in by_series.items():
-                for variant, ranks in by_variant.items():
-                    key = (name, to_paper[skew], variant)
-                    samples.setdefault(key, []).append(ranks)
-        print(f"{figure.name} dilated: repeat {repeat} done", flush=True)
     report: dict[str, Any] = {
         "figure": figure.title,
         "command": command_line(
@@ -229,15 +218,25 @@ def run(
         "paper_skews_us": paper_skews,
         "skews_us": ours,
         "series": [f"{s} {figure.series_unit}" for s in series],
-        "repeats": args.dilate_repeats,
+        "repeats_asked": args.dilate_repeats,
         "paper": [{"what": w, "paper_skew_us": s, "factor": f} for w, s, f in figure.paper],
-        "raw_cpu_us": raw,
     }
-    report |= summarise(figure, samples)
-    report["environment"] = environment(load_before, wait_policy=f"skew jobs {wait}")
-    write_json(out, report)
-    draw(figure, report, out.removesuffix(".json") + ".png")
-    print(f"wrote {out}", flush=True)
+    samples: Samples = {}
+    raw: list[Any] = []
+    for repeat in range(args.dilate_repeats):
+        got = jobs(ours, repeat)
+        raw.append({f"{s:g}": v for s, v in got.items()})
+        for skew, by_series in got.items():
+            for name, by_variant in by_series.items():
+                for variant, ranks in by_variant.items():
+                    key = (name, to_paper[skew], variant)
+                    samples.setdefault(key, []).append(ranks)
+        # written after every repeat: a run stopped early leaves the repeats it finished
+        report |= {"repeats": repeat + 1, "raw_cpu_us": raw} | summarise(figure, samples)
+        report["environment"] = environment(load_before, wait_policy=f"skew jobs {wait}")
+        write_json(out, report)
+        draw(figure, report, out.removesuffix(".json") + ".png")
+        print(f"{figure.name} dilated: repeat {repeat} done, wrote {out}", flush=True)
     return report
 
 

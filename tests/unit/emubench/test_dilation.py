@@ -136,15 +136,16 @@ def test_a_dilated_run_scales_the_skews_and_writes_d_the_spread_and_a_figure(
 
     out = tmp_path / "mcast_fig7_dilated.json"
     args = _args(dilation=3.0, dilate_repeats=2, paper_skews=[0.0, 400.0])
-    report = skew_dilated.run("mcast", args, nodes=16, wait="spin", calib_size=4, series=[4],
-                              jobs=jobs, out=str(out))  # fmt: skip
+    report = skew_dilated.run(
+        "mcast", args, nodes=16, wait="spin", calib_size=4, series=[4], jobs=jobs, out=str(out)
+    )
     assert asked == [([0.0, 1200.0], 0), ([0.0, 1200.0], 1)]
     written = read_json(out)
     assert written["skews_us"] == [0.0, 1200.0]
     assert written["paper_skews_us"] == [0.0, 400.0]
     assert written["dilation"]["factor"] == pytest.approx(3.0)
     assert "not measured" in written["dilation"]["source"]
-    assert written["repeats"] == 2
+    assert (written["repeats"], written["repeats_asked"]) == (2, 2)
     at = {(p["paper_skew_us"], p["variant"]): p for p in written["points"]}
     assert at[(400.0, "binomial")]["repeat_means_us"] == [220.0, 221.0]
     assert at[(400.0, "binomial")]["sd_repeats_us"] == pytest.approx(statistics.stdev([220, 221]))
@@ -169,3 +170,28 @@ def test_latency_of_adds_the_notification_back_when_subtracting_it_left_nothing(
     assert "includes one notification" in note
     with pytest.raises(ValueError, match="no positive latency"):
         dil.latency_of([-9.0, -8.0], 5.0)
+
+
+def test_a_run_stopped_after_one_repeat_leaves_that_repeats_figure(tmp_path: Path) -> None:
+    def jobs(skews: list[float], repeat: int) -> dict[float, dict[str, dict[str, Any]]]:
+        if repeat == 1:
+            raise KeyboardInterrupt  # the run is stopped during its second repeat
+        return {s: {"4 doubles": {"nab": [[9.0, 11.0]], "ab": [[5.0]]}} for s in skews}
+
+    out = tmp_path / "reduce_skew_dilated.json"
+    with pytest.raises(KeyboardInterrupt):
+        skew_dilated.run(
+            "reduce",
+            _args(dilation=10.0, dilate_repeats=3),
+            nodes=16,
+            wait="spin",
+            calib_size=1,
+            series=[4],
+            jobs=jobs,
+            out=str(out),
+        )
+    written = read_json(out)
+    assert (written["repeats"], written["repeats_asked"]) == (1, 3)
+    assert written["skews_us"] == [0.0, 2500.0, 5000.0, 10000.0]  # Fig 3.6's skews x 10
+    assert {f["factor"] for f in written["factors"]} == {2.0}
+    assert (tmp_path / "reduce_skew_dilated.png").exists()
