@@ -274,8 +274,9 @@ ROWS: tuple[Row, ...] = (
     Row("thesis Fig 3.10 (reduce latency vs size)",
         "ab penalty about constant (target ab/nab <= 1.5)", "reduce-skew", "reduce_skew.json",
         _rs_latency("fig3_10")),
-    # thesis Fig 3.6 dilated (job reduce-skew-dilated, reduce_skew_dilated.json) gets its row
-    # once that JSON is committed: its 16-node run did not finish on the shared VM
+    Row("thesis Fig 3.6 at the paper's operating point (skews x D)",
+        "3.3 (16 nodes, slides), 1000 us", "reduce-skew-dilated", "reduce_skew_dilated.json",
+        _dilated),
     Row("seed 001 Fig 4 (NIC multisend)", "2.05 (4 dests, <=128 B)", "mcast",
         "mcast_fig4.json", _mcast_fig4),
     Row("seed 001 Fig 5 (GM multicast latency)", "1.48 (<=512 B), 1.86 (16 KiB), 16 nodes",
