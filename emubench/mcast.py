@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from emubench import skew_dilated
 from emubench.common import (
     busy_cpu,
     command_line,
@@ -312,7 +313,14 @@ def _job(
 
 
 def sweep(args: argparse.Namespace) -> None:
-    """Run every figure's jobs, write JSON and PNG per figure under ``--out-dir``."""
+    """Run every figure's jobs, write JSON and PNG per figure under ``--out-dir``
+    (``--dilate``: only Fig 7 at the paper's operating point, `emubench.skew_dilated`)."""
+    if skew_dilated.wanted(args):
+        nodes, sizes = max(args.nodes), args.dilate_sizes or args.skew_sizes or [4, 4096]
+        skew_dilated.run("mcast", args, nodes=nodes, wait="spin", calib_size=4, series=sizes,
+                         jobs=skew_dilated.mcast_jobs(args, nodes, sizes),
+                         out=os.path.join(args.out_dir, "mcast_fig7_dilated.json"))  # fmt: skip
+        return
     args.load_before = load_average()
     out = args.out_dir
     common = ["--iters", str(args.iters), "--warmup", str(args.warmup)]
@@ -414,6 +422,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--figs", nargs="+", default=["4", "5", "6", "7"])
     p.add_argument("--wait", default="hybrid", choices=("spin", "block", "hybrid"),
                    help="wait policy of the latency figures 4-6 (7-8 always spin)")  # fmt: skip
+    skew_dilated.add_arguments(p)
     args = p.parse_args(argv)
     if args.what == "sweep":
         args.argv = argv

@@ -30,6 +30,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from emubench import skew_dilated
 from emubench.common import (
     command_line,
     environment,
@@ -513,8 +514,15 @@ def main(argv: list[str] | None = None) -> None:
         choices=("spin", "block", "hybrid"),
         help="wait policy of the latency jobs (spinning hosts outnumber cores)",
     )
+    skew_dilated.add_arguments(parser)
     args = parser.parse_args(argv)
-    if args.mode == "sweep":
+    if args.mode == "sweep" and skew_dilated.wanted(args):  # Figs 4.16-4.18 only, dilated
+        args.argv = argv
+        nodes, sizes = args.nodes[-1], args.dilate_sizes or [32, 4096]
+        jobs = skew_dilated.nicvm_jobs(args, nodes, sizes)
+        skew_dilated.run("nicvm", args, nodes=nodes, wait=args.wait, calib_size=32, series=sizes,
+                         jobs=jobs, out=args.out)  # fmt: skip
+    elif args.mode == "sweep":
         args.argv = argv
         sweep(args)
     elif args.mode in ("core", "pipelined"):  # redo one part of an existing sweep, redraw

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from emubench import skew_dilated
 from emubench.common import (
     command_line,
     environment,
@@ -579,14 +580,24 @@ def main(argv: list[str] | None = None) -> None:
         help="sweep: keep each job's result here and reuse what is there (resume an "
         "interrupted sweep); default: a fresh directory, so a new sweep measures everything",
     )
+    skew_dilated.add_arguments(parser)
     if argv and argv[0] == "sweep":
         args = parser.parse_args(argv[1:])
         args.argv = argv
+        if skew_dilated.wanted(args):  # Fig 3.6 only, at the paper's operating point
+            nodes, sizes = max(args.nodes), args.dilate_sizes or args.elements
+            jobs = skew_dilated.reduce_jobs(args, nodes, sizes)
+            skew_dilated.run("reduce", args, nodes=nodes, wait=args.wait, calib_size=1,
+                             series=sizes, jobs=jobs, out=args.out)  # fmt: skip
+            return
         if args.work is None:
             args.work = tempfile.mkdtemp(prefix="reduce_skew_jobs-")
         sweep(args)
         return
     if argv and argv[0] == "plot":  # redraw the figures of a sweep's JSON
+        if "dilation" in read_json(argv[1]):
+            skew_dilated.from_json("reduce", argv[1])
+            return
         plot(read_json(argv[1])["summary"], argv[1].removesuffix(".json"))
         return
     args = parser.parse_args(argv)

@@ -209,6 +209,28 @@ def _nicvm_fig4_16_18(d: dict[str, Any]) -> str:
     return f"{', '.join(parts)} ({top['nodes']} nodes, 1000 us)"
 
 
+# -- the skew figures at the papers' operating point (emubench.skew_dilated) -------------------
+
+
+def _dilated(d: dict[str, Any]) -> str:
+    """The factor at the largest paper skew per series, its range over repeats, D, and the
+    spread of HB - NB over repeats against HB - NB."""
+    top = max(d["paper_skews_us"])
+    ours = d["skews_us"][d["paper_skews_us"].index(top)]
+    parts = [
+        f"{f['factor']:.2f} ({f['factor_min']:.2f}-{f['factor_max']:.2f}) at {f['series']}"
+        for f in d["factors"]
+        if f["paper_skew_us"] == top
+    ]
+    from emubench.skew_dilated import spread_text
+
+    return (
+        f"{', '.join(parts)}; paper skew {top:g} us x D {d['dilation']['factor']:.0f} = "
+        f"{ours:,.0f} us ours, {d['nodes']} nodes, {d['repeats']} repeats; "
+        f"sd(HB-NB)/(HB-NB) over repeats {spread_text(d)}"
+    )
+
+
 # -- seed 004 and our own targets ---------------------------------------------------------------
 
 
@@ -252,6 +274,9 @@ ROWS: tuple[Row, ...] = (
     Row("thesis Fig 3.10 (reduce latency vs size)",
         "ab penalty about constant (target ab/nab <= 1.5)", "reduce-skew", "reduce_skew.json",
         _rs_latency("fig3_10")),
+    Row("thesis Fig 3.6 at the paper's operating point (skews x D)",
+        "3.3 (16 nodes, slides), 1000 us", "reduce-skew-dilated", "reduce_skew_dilated.json",
+        _dilated),
     Row("seed 001 Fig 4 (NIC multisend)", "2.05 (4 dests, <=128 B)", "mcast",
         "mcast_fig4.json", _mcast_fig4),
     Row("seed 001 Fig 5 (GM multicast latency)", "1.48 (<=512 B), 1.86 (16 KiB), 16 nodes",
@@ -263,6 +288,8 @@ ROWS: tuple[Row, ...] = (
         "mcast_fig7.json", _mcast_fig7),
     Row("seed 001 Fig 8 (CPU factor vs nodes)", "grows with nodes", "mcast", "mcast_fig7.json",
         _mcast_fig8),
+    Row("seed 001 Fig 7 at the paper's operating point (skews x D)",
+        "5.82 (2-8 B), 16 nodes, 400 us", "mcast-dilated", "mcast_fig7_dilated.json", _dilated),
     Row("seed 002 Fig 4.6 (AM injection overhead)",
         "rises past the credit limit; unbounded flat to ~5,000 messages", "grim", "grim.json",
         _grim_fig4_6),
@@ -277,6 +304,8 @@ ROWS: tuple[Row, ...] = (
         "nicvm", "nicvm.json", _nicvm_fig4_13_15),
     Row("thesis Figs 4.16-4.18 (NICVM bcast CPU under skew)", "2.2 (16 nodes, 1000 us)",
         "nicvm", "nicvm.json", _nicvm_fig4_16_18),
+    Row("thesis Fig 4.16 at the paper's operating point (skews x D)", "2.2 (16 nodes, 1000 us)",
+        "nicvm-dilated", "nicvm_dilated.json", _dilated),
     Row("seed 004 Fig 4 (unexpected-queue search)",
         "14.3x (DIMMnet-2, LHS vs none); target list/LHS >= 5x", "unexpected-queue",
         "unexpected_queue.json", _uq),
@@ -317,7 +346,7 @@ def render(directory: Path) -> str:
     """The report of the JSON in ``directory`` as Markdown."""
     runs_path = directory / RUNS_FILE
     runs: dict[str, Any] = read_json(runs_path) if runs_path.exists() else {"jobs": {}}
-    jobs = {job.name: job for job in JOBS}
+    jobs = {job.ident: job for job in JOBS}
     lines = [
         "# Reproduction report",
         "",

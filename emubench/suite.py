@@ -44,6 +44,14 @@ class Job:
     """Files the job writes into the directory; a job that leaves one out did not produce it."""
     needs: str | None = None
     """An external program without which the job is skipped (reported, not failed)."""
+    key: str = ""
+    """The job's name in the runs file, in ``--only`` and in the report when one subcommand
+    has two jobs (default: ``name``)."""
+
+    @property
+    def ident(self) -> str:
+        """``key`` or, if none, ``name``."""
+        return self.key or self.name
 
     def args(self, out_dir: Path, quick: bool) -> list[str]:
         """The arguments for ``out_dir``."""
@@ -98,6 +106,31 @@ JOBS: tuple[Job, ...] = (
         ("sweep", "--nodes", "2", "4", "--iters", "10", "--reps", "1", "--skew-iters", "5",
          "--out", "{d}/nicvm.json"),
         ("nicvm.json", "nicvm_echo.png", "nicvm_bcast.png", "nicvm_skew.png")),
+    # the skew figures at the papers' operating point (time dilation, emubench.skew_dilated)
+    Job("reduce-skew",
+        ("sweep", "--dilate", "--nodes", "16", "--elements", "4", "--iters", "4",
+         "--paper-skews", "0", "500", "1000", "--dilate-repeats", "3",
+         "--out", "{d}/reduce_skew_dilated.json"),
+        ("sweep", "--dilate", "--nodes", "2", "--elements", "4", "--iters", "2",
+         "--dilate-repeats", "2", "--dilate-iters", "5", "--paper-skews", "0", "10",
+         "--out", "{d}/reduce_skew_dilated.json"),
+        ("reduce_skew_dilated.json", "reduce_skew_dilated.png"), key="reduce-skew-dilated"),
+    Job("mcast",
+        ("sweep", "--dilate", "--out-dir", "{d}", "--nodes", "16", "--dilate-sizes", "4",
+         "--skew-iters", "5", "--dilate-warmup", "1", "--paper-skews", "0", "400",
+         "--dilate-repeats", "3", "--dilate-iters", "20"),
+        ("sweep", "--dilate", "--out-dir", "{d}", "--nodes", "2", "--dilate-sizes", "4",
+         "--skew-iters", "2", "--dilate-repeats", "2", "--dilate-iters", "5",
+         "--paper-skews", "0", "10"),
+        ("mcast_fig7_dilated.json", "mcast_fig7_dilated.png"), key="mcast-dilated"),
+    Job("nicvm",
+        ("sweep", "--dilate", "--nodes", "16", "--dilate-sizes", "32", "--skew-iters", "3",
+         "--dilate-warmup", "1", "--paper-skews", "0", "1000", "--dilate-repeats", "3",
+         "--out", "{d}/nicvm_dilated.json"),
+        ("sweep", "--dilate", "--nodes", "2", "--dilate-sizes", "32", "--skew-iters", "2",
+         "--dilate-repeats", "2", "--dilate-iters", "5", "--paper-skews", "0", "10",
+         "--out", "{d}/nicvm_dilated.json"),
+        ("nicvm_dilated.json", "nicvm_dilated.png"), key="nicvm-dilated"),
 )  # fmt: skip
 
 
@@ -121,13 +154,13 @@ def run_all(out_dir: Path, *, quick: bool, only: Sequence[str] = ()) -> dict[str
     record: dict[str, Any] = read_json(path) if path.exists() else {"jobs": {}}
     record["cpus"] = cpu_count()
     for job in JOBS:
-        if only and job.name not in only:
+        if only and job.ident not in only:
             continue
         entry: dict[str, Any] = {"command": job.command(out_dir, quick), "quick": quick}
         missing = _missing_program(job)
         if missing is not None:
             entry |= {"status": f"skipped: {missing} not found", "returncode": None}
-            print(f"emubench all: {job.name} skipped ({missing} not found)", flush=True)
+            print(f"emubench all: {job.ident} skipped ({missing} not found)", flush=True)
         else:
             print(f"emubench all: {entry['command']}", flush=True)
             entry["load_before"] = load_average()
@@ -142,7 +175,9 @@ def run_all(out_dir: Path, *, quick: bool, only: Sequence[str] = ()) -> dict[str
             absent = [name for name in job.outputs if not _written(out_dir / name, wall_start)]
             entry["missing_outputs"] = absent
             entry["status"] = "ok" if done.returncode == 0 and not absent else "failed"
-            print(f"emubench all: {job.name} {entry['status']} in {entry['seconds']} s", flush=True)
-        record["jobs"][job.name] = entry
+            print(
+                f"emubench all: {job.ident} {entry['status']} in {entry['seconds']} s", flush=True
+            )
+        record["jobs"][job.ident] = entry
         write_json(path, record, indent=1)
     return record

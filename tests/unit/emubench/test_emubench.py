@@ -131,3 +131,9 @@ def test_relay_tree_floor_runs_every_collective_correctly() -> None:
         for row in record["collectives"].values():
             assert len(row["ranks"]) == nodes
             assert row["max_us"] >= row["mean_us"] >= 0
+
+
+def test_every_job_has_its_own_name_in_the_runs_file() -> None:
+    idents = [job.ident for job in JOBS]
+    assert len(set(idents)) == len(idents)
+    assert {"mcast", "mcast-dilated", "nicvm-dilated", "reduce-skew-dilated"} <= set(idents)
