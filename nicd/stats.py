@@ -80,4 +80,7 @@ class TransportStats:
     peers_revived: int = 0
     """DEAD peers heard from again (usable again for new sends)."""
     recovery: Counter[str] = field(default_factory=Counter)
-    """Selective recovery: packets held out of order, SACKs, holes resent, tail probes..."""
+    """Selective recovery (``--recovery selective``): ``held`` (packets held out of order),
+    ``held_taken`` / ``held_discarded``, ``sacks_sent`` / ``sacks_received``, ``sacked``
+    (packets a SACK covered), ``holes_resent``, ``resends_lost`` (a resent hole found lost
+    again by RACK's time rule), ``tail_probes``."""
