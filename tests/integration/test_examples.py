@@ -72,6 +72,7 @@ def test_skew_cpu_measures_both_reduces_with_the_host_clock() -> None:
     assert set(figures["cpu_us"]) == {"binomial", "app-bypass"}
     assert all(us > 0 for us in figures["cpu_us"].values())
     assert figures["factor"] > 0
+    assert figures["bound_us"] > 0  # the catch-up's bound, measured by the program
 
 
 @pytest.mark.parametrize(("method", "offload"), [("mcast", "nic-mcast"), ("nicvm", "nicvm")])
