@@ -60,6 +60,7 @@ PACKET_US = 1.0  # drawn width of a packet slice
 _TIDS = {"host": HOST_TID, "nic": NIC_TID}
 _ACK, _NACK, _MCAST_DATA, _MCAST_ACK, _SACK = 10, 11, 12, 13, 22  # wire.MsgType
 _CONTROL = frozenset({_ACK, _NACK, _MCAST_ACK, _SACK})
+_PROBES = frozenset({20, 21})  # wire.MsgType PING, PONG: liveness probes, never data resent
 _ACKED = 0x04  # wire.ACKED: a data packet's flag for the piggy-backed ACK word it carries
 _MCAST_ACK_KINDS = {0: "ACK", 1: "GAP", 2: "BUSY"}  # wire.McastAckKind
 
@@ -106,7 +107,7 @@ class _Resends:
 
     def on_send(self, ts: float, fields: list[Any], fault: int = -1) -> Event | None:
         """A data packet went out (or a fault took it): the retransmit event, if it is one."""
-        if fields[0] in _CONTROL or fields[0] == _MCAST_DATA:
+        if fields[0] in _CONTROL or fields[0] in _PROBES or fields[0] == _MCAST_DATA:
             return None
         # A resend may carry a piggy-backed ACK its first copy did not, or the reverse: the
         # flags bit that says so is no part of the packet's identity.

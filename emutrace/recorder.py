@@ -43,7 +43,8 @@ FILE_SUFFIX = ".trace.msgpack"
 _FIRST = struct.Struct(">HBB")  # packet type, message type, flags / NACK reason
 _DATA_TAIL = struct.Struct(">IHHHH")  # at 8: seq, src node, src LC, dst node, dst LC
 _CONTROL_TAIL = struct.Struct(">IHHHH")  # at 4: seq, from node, LC, to node, LC
-_CONTROL_TYPES = frozenset({10, 11, 13, 22})  # ACK, NACK, MCAST_ACK, SACK (wire.MsgType)
+# wire.CONTROL_TYPES: ACK, NACK, MCAST_ACK, PING, PONG, SACK (their short control header)
+_CONTROL_TYPES = frozenset({10, 11, 13, 20, 21, 22})
 _NO_FIELDS = (0, 0, 0, 0, 0, 0, 0)
 
 Facts = list[tuple[int | str | bytes, ...]]

@@ -48,6 +48,13 @@ def test_packet_fields_reads_data_and_control_headers() -> None:
     assert recorder.packet_fields(b"\x05ab") == (0, 0, 0, 0, 0, 0, 0)  # malformed: zeros
 
 
+@pytest.mark.parametrize("mtype", sorted(wire.CONTROL_TYPES))
+def test_every_control_packet_is_read_with_the_control_header(mtype: wire.MsgType) -> None:
+    """PING and PONG too (they were read as data headers: a wrong seq and nodes)."""
+    packet = wire.encode_control(wire.ControlPacket(mtype, 42, 1, 2, 0, 3))
+    assert recorder.packet_fields(packet) == (int(mtype), 0, 42, 1, 0, 2, 3)
+
+
 def test_flush_writes_one_msgpack_file(tmp_path: str) -> None:
     rec = recorder.Recorder("host", 3)
     rec.emit(K_MPI_ENTER, 1, 2, 3, 4)
