@@ -24,13 +24,11 @@ latency mode, run unchanged).
 from __future__ import annotations
 
 import math
-import os
 import statistics
-import tempfile
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from emubench.common import median, read_json, run_emurun, run_emurun_json
+from emubench.common import median, run_emurun_json
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -281,31 +279,23 @@ def measure(
         samples = [float(x) for x in root["binomial"][str(size)]]
         one_way = float(root["one_way_us"])
     elif op == "reduce":
-        fd, path = tempfile.mkstemp(suffix=".json", dir="/tmp")
-        os.close(fd)
-        try:
-            run_emurun(
-                nodes,
-                "emubench.reduce_skew",
-                [
-                    "--variants",
-                    "nab",
-                    "--skews",
-                    "--elements",
-                    "--latency-elements",
-                    str(size),
-                    "--iters",
-                    str(iters),
-                    "--warmup",
-                    str(warmup),
-                    "--out",
-                    path,
-                ],
-                {"EMU_WAIT": wait},
-            )
-            result = read_json(path)
-        finally:
-            os.unlink(path)
+        result, _ = run_emurun_json(
+            nodes,
+            "emubench.reduce_skew",
+            [
+                "--variants",
+                "nab",
+                "--skews",
+                "--elements",
+                "--latency-elements",
+                str(size),
+                "--iters",
+                str(iters),
+                "--warmup",
+                str(warmup),
+            ],
+            {"EMU_WAIT": wait},
+        )
         row = result["latency"][0]
         samples = [float(x) for x in row["last_node_samples"]["nab"]]
         one_way = float(row["one_way_us"])

@@ -15,8 +15,6 @@ This module is plumbing: the measurements are the benchmarks' own rank programs.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +25,6 @@ from emubench.common import (
     load_average,
     pyplot,
     read_json,
-    run_emurun,
     run_emurun_json,
     save_figure,
     write_json,
@@ -379,41 +376,33 @@ def reduce_jobs(
     """`emubench.reduce_skew`'s rank program, nab and ab only, one job per repeat."""
 
     def job(skews: list[float], repeat: int) -> dict[float, dict[str, dict[str, Any]]]:
-        fd, path = tempfile.mkstemp(suffix=".json", dir="/tmp")
-        os.close(fd)
-        try:
-            run_emurun(
-                nodes,
-                "emubench.reduce_skew",
-                [
-                    "--variants",
-                    "nab",
-                    "ab",
-                    "--iters",
-                    str(args.iters),
-                    "--warmup",
-                    str(args.warmup),
-                    "--bound-us",
-                    str(args.bound_us),
-                    "--slice-us",
-                    str(args.slice_us),
-                    "--seed",
-                    str(args.seed + repeat),
-                    "--skews",
-                    *map(str, skews),
-                    "--elements",
-                    *map(str, args.elements),
-                    "--latency-elements",
-                    "--out",
-                    path,
-                ],
-                {"EMU_WAIT": args.wait},
-                emurun_args=["--nicd-args", "--dead-peer-s 30"],
-                timeout_s=JOB_TIMEOUT_S,
-            )
-            result = read_json(path)
-        finally:
-            os.unlink(path)
+        result, _ = run_emurun_json(
+            nodes,
+            "emubench.reduce_skew",
+            [
+                "--variants",
+                "nab",
+                "ab",
+                "--iters",
+                str(args.iters),
+                "--warmup",
+                str(args.warmup),
+                "--bound-us",
+                str(args.bound_us),
+                "--slice-us",
+                str(args.slice_us),
+                "--seed",
+                str(args.seed + repeat),
+                "--skews",
+                *map(str, skews),
+                "--elements",
+                *map(str, args.elements),
+                "--latency-elements",
+            ],
+            {"EMU_WAIT": args.wait},
+            emurun_args=["--nicd-args", "--dead-peer-s 30"],
+            timeout_s=JOB_TIMEOUT_S,
+        )
         out: dict[float, dict[str, dict[str, Any]]] = {}
         for u in result["utilisation"]:
             out.setdefault(float(u["skew_us"]), {})[f"{u['elements']} doubles"] = {
