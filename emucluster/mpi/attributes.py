@@ -38,9 +38,6 @@ class Keyvals:
         """Freed keyvals whose values may still be attached: their callbacks still run."""
         self._next = itertools.count(first)
 
-    def __contains__(self, keyval: object) -> bool:
-        return keyval in self._callbacks
-
     def create(self, copy_fn: Callback, delete_fn: Callback) -> int:
         """A new keyval."""
         keyval = next(self._next)
