@@ -11,6 +11,7 @@ from nicd import lifeline
 from nicd.config import (
     FAULT_ENV,
     RECOVERY_MODES,
+    CoalesceConfig,
     FaultConfig,
     NicConfig,
     NicvmConfig,
@@ -92,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="bytes queued for a host that does not read before its connection is closed "
         "(%(default)s)",
     )
+    g.add_argument(
+        "--host-coalesce-us",
+        type=float,
+        default=CoalesceConfig().hold_s * 1e6,
+        help="microseconds nicd holds off before reading a streaming host's records again, "
+        "so it reads them in batches (0: never hold off; %(default)s)",
+    )
     f = p.add_argument_group(
         f"fault injection (seeded; each also read from {', '.join(FAULT_ENV.values())})"
     )
@@ -159,6 +167,7 @@ def config_from_args(args: argparse.Namespace) -> NicConfig:
         send_tokens=args.send_tokens,
         max_message=args.max_message,
         host_out_bytes=args.host_out_bytes,
+        host_coalesce=CoalesceConfig(hold_s=max(0.0, args.host_coalesce_us) / 1e6),
         reassembly_timeout_s=args.reassembly_timeout_s,
         stats_file=args.stats,
         mcast_forward_first=args.mcast_forward_first,

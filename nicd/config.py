@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FAULT_ENV",
     "RECOVERY_MODES",
+    "CoalesceConfig",
     "FaultConfig",
     "NicConfig",
     "NicvmConfig",
@@ -203,6 +204,19 @@ class NicvmConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class CoalesceConfig:
+    """Doorbell coalescing of host records (:mod:`nicd.doorbell`; ``nicd --host-coalesce-us``,
+    0 turns it off)."""
+
+    hold_s: float = 100e-6
+    """How long the shell holds off once the host is streaming (0: never)."""
+    gap_s: float = 50e-6
+    """A record arriving this soon after nicd went back to waiting counts toward a streak."""
+    streak: int = 8
+    """Quick records in a row that make a stream (a 256-node binomial bcast's root sends 8)."""
+
+
+@dataclass(frozen=True, slots=True)
 class NicConfig:
     """Everything one nicd needs to start."""
 
@@ -242,6 +256,8 @@ class NicConfig:
     host_records_per_wake: int = 64
     """Host records read from one connection per wake-up of the event loop: a host that
     floods its NIC waits its turn, and the link is served in between."""
+    host_coalesce: CoalesceConfig = field(default_factory=CoalesceConfig)
+    """When the shell holds off reading a streaming host's records (:mod:`nicd.doorbell`)."""
     sent_delay_s: float = 0.002
     """SENT events wait up to this long to be coalesced (or ride along with the next
     delivery to the same host, or go at once when half the port's send tokens are owed):

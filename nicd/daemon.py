@@ -5,8 +5,11 @@ Signals go both ways: SIGTERM/SIGINT stop nicd, and a ``RaiseSignal`` from the c
 
 Every input goes to :class:`~nicd.nic.NicCore` with ``now`` from the monotonic clock (uvloop's
 ``loop.time()`` only has millisecond resolution, too coarse for loopback RTTs); the actions
-that come back are carried out at once. A burst of datagrams is followed by one ``flush``
-(batched ACKs), and the single timer is re-armed only when the core's deadline moved.
+that come back are carried out at once, except frames for the link while host records or a
+timer are being handled: those wait for the end of the turn and go to each peer as one
+bundle (:mod:`nicd.link.bundle`). A burst of datagrams is followed by one ``flush`` (batched
+ACKs), the single timer is re-armed only when the core's deadline moved, and after host
+records the shell holds off when the core says the host is streaming (:mod:`nicd.doorbell`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from emutrace.kinds import K_HOST_IN, K_HOST_OUT, K_PKT_RECV, K_PKT_SEND, K_SIGN
 from emutrace.recorder import Facts, Recorder, start_from_env
 from nicd import hostlink as hl
 from nicd.actions import RaiseSignal, ToHost, Transmit
-from nicd.errors import ProtocolViolation, UsageError
+from nicd.errors import BadPacket, ProtocolViolation, UsageError
+from nicd.link.bundle import encode_bundle, is_bundle, plan_bundles, split_bundle_untrusted
 from nicd.memfd import map_sealed_memfd
 from nicd.nic import Addr, NicCore
 from nicd.ready import (
@@ -160,6 +164,8 @@ class _Shell(asyncio.DatagramProtocol):
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self._flush_scheduled = False
+        self._batch: dict[Addr, list[Transmit]] | None = None
+        """Frames held to the end of this turn of the loop, by peer (see :meth:`_batched`)."""
         self.tracer: Recorder | None = None  # emurun --trace
         self.facts: Facts | None = None  # what the cores noted for the trace, while tracing
 
@@ -169,14 +175,36 @@ class _Shell(asyncio.DatagramProtocol):
         self.udp = cast("asyncio.DatagramTransport", transport)  # uvloop's is no subclass
 
     def datagram_received(self, data: bytes, addr: Addr) -> None:
-        if self.tracer is not None:
-            self.tracer.emit_packet(K_PKT_RECV, data)
-        actions = self.core.on_datagram(data, (addr[0], addr[1]), now=time.monotonic())
-        if actions or self.facts:
-            self._execute(actions)
+        if is_bundle(data):
+            self._bundle_received(data, (addr[0], addr[1]))
+        else:
+            if self.tracer is not None:
+                self.tracer.emit_packet(K_PKT_RECV, data)
+            actions = self.core.on_datagram(data, (addr[0], addr[1]), now=time.monotonic())
+            if actions or self.facts:
+                self._execute(actions)
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self.loop.call_soon(self._flush)
+
+    def _bundle_received(self, data: bytes, addr: Addr) -> None:
+        try:
+            frames = split_bundle_untrusted(data)
+        except BadPacket as exc:
+            self.core.on_link_error(exc.reason)
+            return
+        core = self.core
+        core.on_bundle_in(len(frames))
+        self._batch = {}
+        try:
+            for frame in frames:
+                if self.tracer is not None:
+                    self.tracer.emit_packet(K_PKT_RECV, frame)
+                actions = core.on_datagram(frame, addr, now=time.monotonic())
+                if actions or self.facts:
+                    self._execute(actions)
+        finally:
+            self._send_batch()
 
     def error_received(self, exc: Exception) -> None:
         self.core.on_link_error("socket_error")  # e.g. ICMP port unreachable from a dead peer
@@ -213,7 +241,11 @@ class _Shell(asyncio.DatagramProtocol):
         now = max(deadline or 0.0, time.monotonic())
         if self.tracer is not None:
             self.tracer.emit(K_TIMER)
-        self._execute(self.core.on_timer(now=now))
+        self._batch = {}
+        try:
+            self._execute(self.core.on_timer(now=now))
+        finally:
+            self._send_batch()
         self._rearm()
 
     # -- host connections -------------------------------------------------------------------
@@ -234,6 +266,21 @@ class _Shell(asyncio.DatagramProtocol):
             self.loop.add_reader(sock.fileno(), self._readable, conn)
 
     def _readable(self, conn: _HostConn) -> None:
+        started = time.monotonic()
+        self._batch = {}
+        try:
+            self._read_records(conn)
+        finally:
+            self._send_batch()
+        self._rearm()
+        hold = self.core.on_host_batch(started, time.monotonic())
+        if hold > 0.0:
+            # The host is streaming: let it fill the socket while this NIC "works", so the
+            # next turn reads a batch (nicd.doorbell). A blocking sleep, as a NIC busy with a
+            # burst serves nothing else either; the link's datagrams wait in the socket.
+            time.sleep(hold)
+
+    def _read_records(self, conn: _HostConn) -> None:
         # A budget of records per wake-up: the reader stays registered (level-triggered), so
         # the rest waits for the next turn of the loop and the link is served in between.
         budget = self.core.config.host_records_per_wake
@@ -287,7 +334,6 @@ class _Shell(asyncio.DatagramProtocol):
             if conn.fds:
                 conn.close_fds()  # a descriptor that came with any other record is not wanted
             self._execute(self.core.on_host(conn.conn_id, whole, now=now))
-        self._rearm()
 
     def _disconnect(self, conn: _HostConn) -> None:
         if self.conns.pop(conn.conn_id, None) is None:
@@ -352,21 +398,20 @@ class _Shell(asyncio.DatagramProtocol):
     def _execute(self, actions: list[NicAction]) -> None:
         if self.facts and self.tracer is not None:
             self.tracer.emit_facts(self.facts)
-        sock = self.link_sock
         core = self.core
+        batch = self._batch
         for action in actions:
             if isinstance(action, Transmit):
                 if core.queue_behind(action):  # keeps the control queue in order
                     continue
-                try:
-                    sock.sendto(action.datagram, action.addr)
-                    if self.tracer is not None:
-                        self.tracer.emit_packet(K_PKT_SEND, action.datagram)
-                except (BlockingIOError, InterruptedError):
-                    core.on_link_busy(action)
-                    self._watch_link()
-                except OSError:
-                    core.on_link_error("socket_error")  # e.g. unreachable network
+                if batch is None:
+                    self._send(action.datagram, (action,))
+                    continue
+                frames = batch.get(action.addr)
+                if frames is None:
+                    batch[action.addr] = [action]
+                else:
+                    frames.append(action)
             elif isinstance(action, ToHost):
                 conn = self.conns.get(action.conn)
                 if conn is not None:
@@ -375,6 +420,40 @@ class _Shell(asyncio.DatagramProtocol):
                     self._write_host(conn, hl.encode_record(action.record))
             elif isinstance(action, RaiseSignal):
                 self._raise_signal(action)
+
+    def _send(self, datagram: bytes, frames: tuple[Transmit, ...] | list[Transmit]) -> None:
+        """Put one datagram (``frames``' one frame, or their bundle) on the link."""
+        try:
+            self.link_sock.sendto(datagram, frames[0].addr)
+        except (BlockingIOError, InterruptedError):
+            for action in frames:
+                self.core.on_link_busy(action)
+            self._watch_link()
+            return
+        except OSError:
+            self.core.on_link_error("socket_error")  # e.g. unreachable network
+            return
+        if self.tracer is not None:
+            for action in frames:
+                self.tracer.emit_packet(K_PKT_SEND, action.datagram)
+
+    def _send_batch(self) -> None:
+        """Send the frames held this turn: to each peer in order, several as one bundle."""
+        batch = self._batch
+        self._batch = None
+        if not batch:
+            return
+        for frames in batch.values():
+            if len(frames) == 1:
+                self._send(frames[0].datagram, frames)
+                continue
+            for run in plan_bundles([len(action.datagram) for action in frames]):
+                some = frames[run.start : run.stop]
+                if len(some) == 1:
+                    self._send(some[0].datagram, some)
+                else:
+                    self.core.on_bundle_out(len(some))
+                    self._send(encode_bundle([action.datagram for action in some]), some)
 
     def _raise_signal(self, action: RaiseSignal) -> None:
         # Only the process that owns the connection may be signalled (SO_PEERCRED), so a

@@ -48,6 +48,7 @@ from nicd.actions import (
     ToPort,
     Transmit,
 )
+from nicd.doorbell import DoorbellCoalescer
 from nicd.errors import BadPacket, UsageError
 from nicd.gm import PortTable
 from nicd.gmservice import HOST_MSG_TYPES, GmService
@@ -97,6 +98,8 @@ class NicCore:
         self.transport = Transport(config.node_id, config.transport, self._admit)
         self.faults: FaultPlan[Addr] = FaultPlan(config.faults)
         self.link = LinkStats()
+        self.doorbell = DoorbellCoalescer(config.host_coalesce)
+        """When the shell holds off reading a streaming host (:mod:`nicd.doorbell`)."""
         self.partials = Partials(config.reassembly_timeout_s)
         """Messages being reassembled, so a silent sender's cannot keep a token for ever."""
         self._now = 0.0  # of the datagram being handled, for admissions
@@ -323,6 +326,21 @@ class NicCore:
         """The shell left a host connection's records for the next turn (its budget)."""
         self.link.host_read_yields += 1
 
+    def on_host_batch(self, started: float, finished: float) -> float:
+        """The shell read host records at ``started`` and handled them by ``finished``:
+        seconds it holds off before reading again (see :mod:`nicd.doorbell`)."""
+        return self.doorbell.on_batch(started, finished)
+
+    def on_bundle_out(self, frames: int) -> None:
+        """The shell sent ``frames`` frames to one peer as one bundle."""
+        self.link.bundles_out += 1
+        self.link.bundled_frames_out += frames
+
+    def on_bundle_in(self, frames: int) -> None:
+        """A bundle of ``frames`` frames came in (each then goes to :meth:`on_datagram`)."""
+        self.link.bundles_in += 1
+        self.link.bundled_frames_in += frames
+
     def on_host_written(self) -> None:
         """The shell wrote one record to a host."""
         self.link.host_records_out += 1
@@ -350,6 +368,7 @@ class NicCore:
             "nic_sends": self.nic_sends.stats(),
             "mcast": self.mcast.stats(),
             "nicvm": None if self.nicvm is None else self.nicvm.stats(),
+            "doorbell": self.doorbell.stats(),
         }
 
     # -- the action loop --------------------------------------------------------------------

@@ -21,6 +21,12 @@ class LinkStats:
     host_records_out: int = 0
     host_read_yields: int = 0
     """Times the shell stopped reading a host connection at its per-wake budget."""
+    bundles_out: int = 0
+    """Datagrams that carried several frames to one peer (:mod:`nicd.link.bundle`)."""
+    bundled_frames_out: int = 0
+    """Frames those carried (each also counted in ``datagrams_out``)."""
+    bundles_in: int = 0
+    bundled_frames_in: int = 0
     drops: Counter[str] = field(default_factory=Counter)
     """Dropped incoming datagrams and host records by reason (``crc``, ``unknown_source``...)."""
     peers_dead: list[int] = field(default_factory=list)
@@ -39,6 +45,10 @@ class LinkStats:
             "host_records_in": self.host_records_in,
             "host_records_out": self.host_records_out,
             "host_read_yields": self.host_read_yields,
+            "bundles_out": self.bundles_out,
+            "bundled_frames_out": self.bundled_frames_out,
+            "bundles_in": self.bundles_in,
+            "bundled_frames_in": self.bundled_frames_in,
             "drops": dict(self.drops),
             "drops_total": sum(self.drops.values()),
             "peers_dead": list(self.peers_dead),

@@ -42,6 +42,7 @@ CORE_PACKAGES = (
 # Core modules that sit beside shells at the top of their package.
 CORE_MODULES = (
     "nicd/actions.py",
+    "nicd/doorbell.py",
     "nicd/gm.py",
     "nicd/nic.py",
     "nicd/service.py",
