@@ -52,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--mtu", type=int, default=4096, help="payload bytes per packet (%(default)s)")
     t.add_argument("--window", type=int, default=64, help="go-back-N window W (%(default)s)")
     t.add_argument("--ack-every", type=int, default=16, help="ACK after this many packets")
+    t.add_argument(
+        "--ack-delay-ms",
+        type=float,
+        default=TransportConfig().ack_delay_s * 1000,
+        help="how long an ACK may wait for more packets to cover (0: the end of the burst; "
+        "%(default)s)",
+    )
     t.add_argument("--rto-min-ms", type=float, default=4.0, help="RTO lower bound")
     t.add_argument("--rto-max-ms", type=float, default=1000.0, help="RTO upper bound")
     defaults = TransportConfig()
@@ -148,6 +155,7 @@ def config_from_args(args: argparse.Namespace) -> NicConfig:
         mtu=args.mtu,
         window=args.window,
         ack_every=max(1, args.ack_every),
+        ack_delay_s=max(0.0, args.ack_delay_ms) / 1000,
         rto_min_s=args.rto_min_ms / 1000,
         rto_max_s=args.rto_max_ms / 1000,
         dead_peer_timeout_s=args.dead_peer_s,
