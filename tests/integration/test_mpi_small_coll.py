@@ -17,14 +17,10 @@ def test_every_small_message_algorithm(nodes: int) -> None:
     assert result.lines("small ok") == sorted(f"small ok {r}" for r in range(nodes))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17: the nic-mcast shell keeps a freed "
-    "communicator's groups and plan, keyed by a context id Split reuses",
-)
 def test_nic_mcast_bcast_after_context_reuse() -> None:
-    """Why nic-mcast is not the default bcast yet: on 4 nodes, after a Free, rank 3 gets the
-    bcast of the other pair's root and rank 2's NIC refuses its multicast."""
+    """Issue 17: on 4 nodes, after a Free, rank 3 got the bcast of the other pair's root and
+    rank 2's NIC refused its multicast (the shell kept the freed communicator's groups and
+    plan under the context id Split reused)."""
     result = mpirun(4, PROGRAMS / "mcast_reuse.py", timeout=120)
     assert result.code == 0, result.err
     assert result.lines("reuse ok") == sorted(f"reuse ok {r}" for r in range(4))

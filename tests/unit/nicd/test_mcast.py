@@ -343,6 +343,67 @@ def test_update_and_free_end_unfinished_messages() -> None:
     assert engine.next_deadline() is None
 
 
+def test_a_retired_group_finishes_its_messages_beside_the_id_s_next_group() -> None:
+    """Issue 17: the id is freed (retired) and posted again under a new epoch while a root
+    message is unfinished. The old message still ends in one McastDone without failure once
+    its ACKs (old epoch) arrive; ACKs never cross between the two; the retired group goes
+    when drained."""
+    engine = root_engine()
+    engine.multicast(GROUP, b"a", handle=1, now=0.0)
+    engine.on_ack(ack(1, 1), now=0.0)
+    assert engine.retire_group(GROUP, now=0.0) == []  # nothing fails on a free
+    assert engine.groups() == {}
+    engine.create_group(GroupSpec(GROUP, ROOT, None, (2, 3), PORT, epoch=1))
+    out = engine.multicast(GROUP, b"b", handle=2, now=0.0)
+    assert {(s.node, s.packet.token) for s in data(out)} == {(2, 1), (3, 1)}  # type: ignore[union-attr]
+    assert engine.on_ack(ack(2, 1, epoch=1), now=0.0) == []  # the new tree's: not the old one's
+    assert engine.retired()[(GROUP, 0)].acked == {1: 1, 2: 0, 3: 0}
+    assert engine.on_ack(ack(2, 1, epoch=0), now=0.0) == []
+    assert engine.on_ack(ack(3, 1, epoch=0), now=0.0) == [McastDone(PORT, GROUP, 1, ())]
+    assert engine.retired() == {}  # drained: nothing can still come for a root
+    assert engine.on_ack(ack(3, 1, epoch=1), now=0.0) == [McastDone(PORT, GROUP, 2, ())]
+    assert engine.stats.retired == 1
+
+
+def test_a_retired_receiver_reacknowledges_old_resends_and_takes_nothing_new() -> None:
+    engine = internal_engine(forward_first=False)
+    p0, p1 = root_packets(bytes(100))  # 2 packets
+    engine.on_data(p0, now=0.0)
+    for child in (4, 5):  # the forward is over: only the receiving side lingers
+        engine.on_ack(mcast_ack_packet(GROUP, 0, 1, McastAckKind.ACK, child, 1), now=0.0)
+    engine.retire_group(GROUP, now=0.0)
+    engine.create_group(GroupSpec(GROUP, ROOT, ROOT, (), PORT, epoch=1))
+    assert engine.on_data(p0, now=0.1) == []  # old resend: a duplicate of the retired side
+    (a,) = acks(engine.on_timer(now=0.1))
+    answer = decode_mcast_ack_untrusted(a.packet)  # type: ignore[arg-type]
+    assert (answer.epoch, answer.seq, answer.kind) == (0, 1, McastAckKind.ACK)
+    assert engine.on_data(p1, now=0.1) == []  # the old tree's next packet: never delivered
+    assert engine.stats.drops["retired"] == 1
+    assert engine.view(GROUP).recv_seq == 0  # the new group saw none of it
+    linger = engine.config.retired_linger_s
+    assert engine.next_deadline() == linger  # the retired side goes after its linger
+    engine.on_timer(now=linger)
+    assert engine.retired() == {}
+    assert engine.next_deadline() is None
+
+
+def test_retired_groups_are_bounded_and_a_reused_epoch_replaces_one() -> None:
+    engine = root_engine(max_retired=1)
+    engine.multicast(GROUP, b"a", handle=1, now=0.0)
+    engine.retire_group(GROUP, now=0.0)
+    engine.create_group(GroupSpec(GROUP, ROOT, None, KIDS, PORT, epoch=1))
+    engine.multicast(GROUP, b"b", handle=2, now=0.0)
+    out = engine.retire_group(GROUP, now=0.0)  # two retired: the oldest must go
+    assert out == [McastDone(PORT, GROUP, 1, KIDS, "freed")]
+    assert list(engine.retired()) == [(GROUP, 1)]
+    out = engine.create_group(GroupSpec(GROUP, ROOT, None, KIDS, PORT, epoch=1))
+    assert out == [McastDone(PORT, GROUP, 2, KIDS, "freed")]  # same (id, epoch): cannot coexist
+    assert engine.retired() == {}
+    assert engine.stats.retired_evicted == 2
+    with pytest.raises(UsageError, match="does not exist"):
+        engine.retire_group(99, now=0.0)
+
+
 def test_group_misuse_raises() -> None:
     engine = root_engine()
     with pytest.raises(UsageError, match="exists"):
