@@ -47,8 +47,8 @@ class McastConfig:
     max_message: int = 1 << 24
     """Largest multicast message in bytes."""
     retired_linger_s: float = 6.0
-    """How long a freed (retired) group's receiving side keeps re-acknowledging its old
-    parent's retransmissions (longer than a parent keeps resending to a silent child)."""
+    """How long a freed (retired) group's receiving side outlives the last packet from its
+    old parent (longer than a parent keeps resending to a silent child)."""
     max_retired: int = 256
     """Most retired groups kept; past it the oldest is dropped (``retired_evicted``)."""
 
@@ -85,6 +85,9 @@ class McastStats:
     children_dead: int = 0
     retired: int = 0
     """Groups freed while their sends or old parent's resends could still be under way."""
+    retired_packets: int = 0
+    """Packets that arrived for a retired group (resends whose ACK was lost, or a message
+    a freed communicator's pending call waits for)."""
     retired_evicted: int = 0
     """Retired groups dropped because ``max_retired`` were kept (their messages end now)."""
     acks_sent: Counter[str] = field(default_factory=Counter)

@@ -4,10 +4,12 @@ The host builds the tree (:mod:`emucluster.offload.nic_mcast.trees`) and posts t
 of it as a :class:`GroupSpec` (id, epoch, root, parent, children, local port); groups are created,
 updated (a new epoch: a new tree), freed at once or retired by the host (DESIGN §7). A retired
 group (:meth:`McastEngine.retire_group`, what a host's free request does) gives its id up at
-once but lives on under its (id, epoch) until its sends are over: its root messages and
-forwards are still resent to children that have not acknowledged them (and end as usual), and
-its receiving side re-acknowledges the old parent's retransmissions for ``retired_linger_s``;
-packets and ACKs of that epoch go to it, never to a newer group with the same id.
+once but lives on under its (id, epoch) until its business is over: its root messages and
+forwards are still resent to children that have not acknowledged them (and end as usual),
+and its receiving side still answers the old parent (re-acknowledging resends whose ACK was
+lost, taking a message a freed communicator's pending call still waits for) until it has been
+quiet for ``retired_linger_s``. Packets and ACKs of that epoch go to it, never to a newer
+group with the same id.
 
 At the root the host hands a message over once (:meth:`McastEngine.multicast`); the NIC
 fragments it and sends every packet to each child by rewriting the destination (multisend,
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = ["GroupSpec", "GroupView", "McastAdmit", "McastEngine"]
 
 _U32 = 0xFFFF_FFFF
+_NEVER = float("inf")  # the linger of a group that is not retired
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +115,7 @@ class _Group:
     spec: GroupSpec
     sender: McastSender | None
     receiver: McastReceiver | None
-    linger_until: float = float("inf")
+    linger_until: float = _NEVER
     """Retired: when its receiving side may go (its sending side goes once drained)."""
 
 
@@ -199,21 +202,16 @@ class McastEngine:
     def retire_group(self, group: int, *, now: float) -> list[McastAction]:
         """Give a group's id up now and finish its business in the background: unfinished
         root messages still end in McastDone when every live child acknowledged them, the
-        forwarding side still serves its children, and the receiving side re-acknowledges
-        duplicates from its old parent for ``retired_linger_s``. Returns what ends now: the
-        messages of a retired group dropped to respect ``max_retired``."""
+        forwarding side still serves its children, and the receiving side still answers its
+        old parent until quiet for ``retired_linger_s``. Returns what ends now: the messages
+        of a retired group dropped to respect ``max_retired``."""
         g = self._groups.pop(group, None)
         if g is None:
             raise UsageError(f"multicast group {group} does not exist")
         self._purge(now)
         out: list[McastAction] = []
-        if g.receiver is not None:
-            g.receiver.retired = True
-        if g.sender is None or not g.sender.records:
-            if g.receiver is None:
-                return out  # a drained root: nothing can still come for it
-            if g.sender is not None:
-                g.sender = None
+        if g.receiver is None and (g.sender is None or not g.sender.records):
+            return out  # a drained root: nothing can still come for it
         g.linger_until = now + self.config.retired_linger_s
         key = _key(g.spec)
         stale = self._retired.pop(key, None)
@@ -279,7 +277,11 @@ class McastEngine:
             return []
         g = self._groups.get(p.mcast_group)
         if (g is None or g.spec.epoch & MCAST_EPOCH_MASK != p.token) and self._retired:
-            g = self._retired.get((p.mcast_group, p.token), g)
+            old = self._retired.get((p.mcast_group, p.token))
+            if old is not None:
+                old.linger_until = now + self.config.retired_linger_s  # its parent is busy
+                self.stats.retired_packets += 1
+                g = old
         if g is None:
             # Not posted here (yet): groups are posted on demand by each member's host (§6),
             # so answer BUSY (alive, not ready; like a missing receive token, §5.4) and the
@@ -328,7 +330,7 @@ class McastEngine:
             self.stats.drops["ack_other_epoch"] += 1
             return []
         out = g.sender.on_ack(ack.from_node, ack.seq, ack.kind, now=now)
-        if g.linger_until != float("inf") and not g.sender.records:
+        if g.linger_until < _NEVER and not g.sender.records:
             self._purge(now)  # a retired group's sends just ended
         return out
 
@@ -355,7 +357,7 @@ class McastEngine:
             for deadline in (
                 g.receiver.ack_due if g.receiver is not None else None,
                 g.sender.next_deadline() if g.sender is not None else None,
-                g.linger_until if g.receiver is not None and g.receiver.retired else None,
+                g.linger_until if g.receiver is not None and g.linger_until < _NEVER else None,
             )
         )
 
@@ -400,12 +402,11 @@ class McastEngine:
         return groups + list(self._retired.values()) if self._retired else groups
 
     def _purge(self, now: float) -> None:
-        """Forget retired groups whose sends are over and whose linger has passed (a
-        drained sending side is dropped at once: it has nothing left to resend)."""
+        """Forget retired groups whose sends are over and whose receiving side (if any) has
+        been quiet for ``retired_linger_s``."""
         for key, g in list(self._retired.items()):
-            if g.sender is not None and not g.sender.records:
-                g.sender = None
-            if g.sender is None and (g.receiver is None or g.linger_until <= now):
+            drained = g.sender is None or not g.sender.records
+            if drained and (g.receiver is None or g.linger_until <= now):
                 del self._retired[key]
 
     def _build(self, spec: GroupSpec) -> _Group:

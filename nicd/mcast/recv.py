@@ -82,9 +82,6 @@ class McastReceiver:
         """When the pending ACK must go; None with no ACK pending."""
         self._gap_acked: int | None = None
         self._reassembly: _Reassembly | None = None
-        self.retired = False
-        """Its host freed the group: duplicates are still re-acknowledged (the old parent
-        may not have our last ACK), anything new is dropped and counted."""
 
     def on_data(
         self, p: DataPacket, *, now: float, admit: Callable[[DataPacket], Admission]
@@ -103,9 +100,6 @@ class McastReceiver:
         if seq < self.expected:
             stats.drops["duplicate"] += 1
             self.ack_due = now  # re-ACK at once: our last ACK may have been lost
-            return Verdict.DROPPED, None, []
-        if self.retired:
-            stats.drops["retired"] += 1  # its host freed it: only old duplicates are answered
             return Verdict.DROPPED, None, []
         if seq > self.expected:
             stats.drops["out_of_order"] += 1

@@ -216,6 +216,7 @@ class McastNic(NicService):
             "children_dead": s.children_dead,
             "retired": s.retired,
             "retired_kept": len(self.engine.retired()),
+            "retired_packets": s.retired_packets,
             "retired_evicted": s.retired_evicted,
             "acks_sent": dict(s.acks_sent),
             "drops": dict(s.drops),

@@ -35,11 +35,13 @@ def test_unmodified_program_uses_nicvm_bcast() -> None:
     assert len(result.lines("coll ok")) == 3
 
 
-def test_nicvm_bcast_after_context_reuse() -> None:
+@pytest.mark.parametrize("faults", [False, True])
+def test_nicvm_bcast_after_context_reuse(faults: bool) -> None:
     """Issue 17's check for NICVM: communicators reusing a freed context id with other
     memberships each get their own root's value (a rank whose last map for the id matched
     the new communicator skipped the first call's barrier and the job hung)."""
-    result = mpirun(4, PROGRAMS / "nicvm_reuse.py", timeout=120)
+    args = FAULTS if faults else ()
+    result = mpirun(4, PROGRAMS / "nicvm_reuse.py", emurun_args=args, timeout=120)
     assert result.code == 0, result.err
     assert result.lines("nicvm reuse ok") == sorted(f"nicvm reuse ok {r}" for r in range(4))
 

@@ -365,24 +365,36 @@ def test_a_retired_group_finishes_its_messages_beside_the_id_s_next_group() -> N
     assert engine.stats.retired == 1
 
 
-def test_a_retired_receiver_reacknowledges_old_resends_and_takes_nothing_new() -> None:
+def test_a_retired_receiver_answers_its_old_parent_beside_the_id_s_next_group() -> None:
+    """Node 1 forwards a 2-packet message of epoch 0 to (4, 5); its host frees the group
+    after the first packet (a freed communicator's Ibcast may still wait for it) and the id
+    is posted again under epoch 1. The old parent's resend of packet 0 is re-acknowledged
+    under epoch 0, packet 1 completes the old message (delivered and forwarded by the old
+    group), the new group sees none of it, and the retired group goes once drained and
+    quiet for ``retired_linger_s``."""
     engine = internal_engine(forward_first=False)
     p0, p1 = root_packets(bytes(100))  # 2 packets
     engine.on_data(p0, now=0.0)
-    for child in (4, 5):  # the forward is over: only the receiving side lingers
-        engine.on_ack(mcast_ack_packet(GROUP, 0, 1, McastAckKind.ACK, child, 1), now=0.0)
     engine.retire_group(GROUP, now=0.0)
     engine.create_group(GroupSpec(GROUP, ROOT, ROOT, (), PORT, epoch=1))
     assert engine.on_data(p0, now=0.1) == []  # old resend: a duplicate of the retired side
     (a,) = acks(engine.on_timer(now=0.1))
     answer = decode_mcast_ack_untrusted(a.packet)  # type: ignore[arg-type]
     assert (answer.epoch, answer.seq, answer.kind) == (0, 1, McastAckKind.ACK)
-    assert engine.on_data(p1, now=0.1) == []  # the old tree's next packet: never delivered
-    assert engine.stats.drops["retired"] == 1
+    out = engine.on_data(p1, now=0.2)
+    (delivery,) = [x for x in out if isinstance(x, Deliver)]
+    assert delivery.payload == bytes(100)
+    assert sorted(s.node for s in data(out)) == [4, 5]
     assert engine.view(GROUP).recv_seq == 0  # the new group saw none of it
+    assert engine.stats.retired_packets == 2
+    for child in (4, 5):
+        engine.on_ack(mcast_ack_packet(GROUP, 0, 2, McastAckKind.ACK, child, 1), now=0.2)
+    assert engine.retired()[(GROUP, 0)].records == 0
     linger = engine.config.retired_linger_s
-    assert engine.next_deadline() == linger  # the retired side goes after its linger
-    engine.on_timer(now=linger)
+    engine.on_timer(now=0.2 + linger / 2)
+    assert list(engine.retired()) == [(GROUP, 0)]  # still within its linger
+    assert engine.next_deadline() == pytest.approx(0.2 + linger)
+    engine.on_timer(now=0.2 + linger)
     assert engine.retired() == {}
     assert engine.next_deadline() is None
 
