@@ -1,10 +1,10 @@
 """NICVM bcast on communicators that reuse one freed context id with other memberships: each
 rank must get its own communicator's root's value (``nicvm reuse ok <rank>``).
 
-The context id goes {0,1},{2,3} -> {1,2} -> {0,1},{2,3}: on the third, rank 0 (and 3) last
-posted the same map for that id and rank 1 (and 2) another one, so a shell that remembered
-freed communicators' maps would disagree on whether the call is the communicator's first
-(which synchronises) and hang or mismatch."""
+mcast_reuse.py's sequence first (everyone, freed, then pairs), then the id goes {0,1},{2,3}
+-> {1,2} -> {0,1},{2,3}: on the last, rank 0 (and 3) last posted the same map for that id and
+rank 1 (and 2) another one, so a shell that remembered freed communicators' maps disagreed
+on whether the call is the communicator's first (which synchronises) and hung."""
 
 from __future__ import annotations
 
@@ -15,12 +15,18 @@ rank = world.rank
 
 
 def check(comm: MPI.Intracomm, name: str) -> None:
-    root_node = world.rank - comm.rank  # ranks are consecutive world ranks here
-    got = comm.bcast((name, rank) if comm.rank == 0 else None, root=0, algorithm="nicvm")
-    assert got == (name, root_node), (rank, name, got)
+    """A bcast from every root of ``comm`` (consecutive world ranks) gives that root's value."""
+    low = rank - comm.rank
+    for root in range(comm.size):
+        mine = (name, rank) if comm.rank == root else None
+        got = comm.bcast(mine, root=root, algorithm="nicvm")
+        assert got == (name, low + root), (rank, name, root, got)
 
 
-pairs = world.Split(rank // 2, rank)  # {0, 1}, {2, 3}
+first = world.Split(0, rank)  # everyone
+check(first, "first")
+first.Free()  # its context id is free again
+pairs = world.Split(rank // 2, rank)  # {0, 1}, {2, 3}: the same id
 check(pairs, "pairs")
 pairs.Free()
 middle = world.Split(0 if rank in (1, 2) else MPI.UNDEFINED, rank)  # {1, 2}: the same id
@@ -30,7 +36,8 @@ if middle != MPI.COMM_NULL:
 again = world.Split(rank // 2, rank)  # {0, 1}, {2, 3} once more: the same id
 check(again, "again")
 again.Free()
-first = world.Split(0, rank)  # everyone
-check(first, "first")
+everyone = world.Split(0, rank)
+check(everyone, "everyone")
+everyone.Free()
 world.Barrier()
 print(f"nicvm reuse ok {rank}", flush=True)
