@@ -33,7 +33,7 @@ misuse raises :class:`UsageError`. Sans-IO.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -364,7 +364,7 @@ class McastEngine:
     def on_timer(self, *, now: float) -> list[McastAction]:
         """Fire every timer that has passed."""
         out: list[McastAction] = []
-        for g in self._all():
+        for g in list(self._all()):
             if g.receiver is not None:
                 ack: SendPacket | None = g.receiver.take_ack(now)
                 if ack is not None:
@@ -397,9 +397,11 @@ class McastEngine:
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def _all(self) -> list[_Group]:
-        groups = list(self._groups.values())
-        return groups + list(self._retired.values()) if self._retired else groups
+    def _all(self) -> Iterable[_Group]:
+        """Live groups, then retired ones (no copy while none is retired)."""
+        if not self._retired:
+            return self._groups.values()
+        return [*self._groups.values(), *self._retired.values()]
 
     def _purge(self, now: float) -> None:
         """Forget retired groups whose sends are over and whose receiving side (if any) has
