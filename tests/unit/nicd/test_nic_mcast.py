@@ -10,7 +10,6 @@ from collections.abc import Callable
 import pytest
 
 from emucluster.offload.nic_mcast.trees import binomial_tree, flat_tree
-
 from nicd import hostlink as hl
 from nicd.config import NicConfig
 from nicd.link.wire import ControlPacket, DataPacket, MsgType
