@@ -139,15 +139,15 @@ class McastShell:
 
     def release(self, context: int) -> None:
         """Collective context ``context`` was given back (its communicator was freed):
-        free its groups at the NIC (one round trip each) and forget its plans, costs and
+        free its groups at the NIC (one round trip for all) and forget its plans, costs and
         epoch; the last epoch used on it stays."""
         self._costs.pop(context, None)
         self._epochs.pop(context, None)
-        port = self.engine.port
-        for key in [k for k in self._plans if k[0] == context]:
-            for group in self._plans.pop(key).groups:
-                port.free_group(group)
-                self.counters["groups_freed"] += 1
+        groups = [g for key in [k for k in self._plans if k[0] == context]
+                  for g in self._plans.pop(key).groups]  # fmt: skip
+        if groups:
+            self.engine.port.free_groups(groups)
+            self.counters["groups_freed"] += len(groups)
 
     def post(self, ctx: CollContext, root: int, plan: GroupPlan) -> None:
         """Post this node's part of every tree to the NIC (one round trip each)."""
