@@ -424,8 +424,19 @@ class Port:
                           timeout=timeout)  # fmt: skip
 
     def free_group(self, group: int, *, timeout: float = 10.0) -> None:
-        """Forget group ``group`` at this NIC."""
+        """Free group ``group`` at this NIC: its id is free at once; multicasts still in
+        flight on it complete as usual (the NIC retires the group until they are over)."""
         self._group_request(hl.McastFreeReq(group), group, timeout)
+
+    def free_groups(self, groups: Sequence[int], *, timeout: float = 10.0) -> None:
+        """`free_group` for each of ``groups`` (distinct), waiting once for all answers."""
+        groups_ok = self.state.groups_ok
+        for group in groups:
+            groups_ok.discard(group)
+            self.send_record(hl.McastFreeReq(group))
+        if not self.wait_until(lambda: groups_ok.issuperset(groups), time.monotonic() + timeout):
+            raise TimeoutError(f"the NIC did not confirm freeing multicast groups {groups}")
+        groups_ok.difference_update(groups)
 
     def multicast(self, group: int, payload: bytes | bytearray | memoryview, *,
                   am_handler: int = 0, args: _Args = _NO_ARGS,

@@ -208,10 +208,25 @@ def claim_context(mask: int) -> int:
 
 
 def release_context(context: int) -> None:
-    """A communicator was freed: its context pair may be reused."""
+    """A communicator was freed: its context pair may be reused, so the offloads that keep
+    state per context at the NICs (NIC multicast groups, NICVM communicator maps) let it go."""
     global _free_contexts
     if context >= 4:
+        _release_offloads(context + 1)
         _free_contexts |= 1 << (context // 2)
+
+
+def _release_offloads(coll_context: int) -> None:
+    """Tell the installed offload shells that collective context ``coll_context`` (the one
+    ``collectives.CallContext`` derives from the communicator's) is free again."""
+    from emucluster.offload.nic_mcast import shell as mcast
+
+    shell = mcast.active()
+    if shell is not None and shell.engine is _engine:
+        shell.release(coll_context)
+    nicvm_shell = sys.modules.get("emucluster.offload.nicvm.shell")  # loaded only if used
+    if nicvm_shell is not None:
+        nicvm_shell.release(coll_context)
 
 
 def _dump_stats(progress: Progress) -> None:

@@ -46,6 +46,11 @@ class McastConfig:
     """Upper bound of the RTO and of its backoff (idem)."""
     max_message: int = 1 << 24
     """Largest multicast message in bytes."""
+    retired_linger_s: float = 6.0
+    """How long a freed (retired) group's receiving side outlives the last packet from its
+    old parent (longer than a parent keeps resending to a silent child)."""
+    max_retired: int = 256
+    """Most retired groups kept; past it the oldest is dropped (``retired_evicted``)."""
 
     @classmethod
     def for_nic(cls, config: NicConfig) -> McastConfig:
@@ -56,6 +61,7 @@ class McastConfig:
             rto_initial_s=t.rto_initial_s, rto_min_s=t.rto_min_s, rto_max_s=t.rto_max_s,
             max_message=config.max_message, forward_first=config.mcast_forward_first,
             probe_interval_s=t.probe_interval_s, dead_child_timeout_s=t.dead_peer_timeout_s,
+            retired_linger_s=2 * t.dead_peer_timeout_s,
         )  # fmt: skip
 
 
@@ -77,5 +83,12 @@ class McastStats:
     messages_sent: int = 0
     records_released: int = 0
     children_dead: int = 0
+    retired: int = 0
+    """Groups freed while their sends or old parent's resends could still be under way."""
+    retired_packets: int = 0
+    """Packets that arrived for a retired group (resends whose ACK was lost, or a message
+    a freed communicator's pending call waits for)."""
+    retired_evicted: int = 0
+    """Retired groups dropped because ``max_retired`` were kept (their messages end now)."""
     acks_sent: Counter[str] = field(default_factory=Counter)
     drops: Counter[str] = field(default_factory=Counter)

@@ -14,9 +14,11 @@ ordinary ordering, no group needed at the receivers); every copy carries the hos
 and this service folds their completions into one.
 
 Invariants: every host multicast or multisend ends in exactly one SendComplete or SendFailed
-for its handle; a group whose port closed is kept (its receivers still acknowledge
-retransmissions, so a parent never mistakes a finished host for a dead child) until its id
-is posted again; host misuse comes back as a reason string for a ``Refused`` record, never
+for its handle; a freed group is retired, not dropped (its id is free at once; its
+unfinished sends still end as sends do, and its receiving side still acknowledges the old
+parent's retransmissions for a while, so a parent never mistakes a finished host for a dead
+child); a group whose port closed is kept until its id is posted again, then retired; host
+misuse comes back as a reason string for a ``Refused`` record, never
 raised. Sans-IO: callers pass ``now``.
 """
 
@@ -118,20 +120,22 @@ class McastNic(NicService):
                 self.counters["groups_updated"] += 1
             else:
                 if old is not None and self.ports.get(old.port) is None:
-                    out = engine.free_group(req.group, now=now)  # its port closed: reuse the id
-                engine.create_group(spec)
+                    out = engine.retire_group(req.group, now=now)  # its port closed: reuse the id
+                out += engine.create_group(spec)
                 self.counters["groups_created"] += 1
         except UsageError as exc:
             return str(exc)
         return [*self._outcome(out), ToHost(state.conn, hl.McastGroupOk(req.group))]
 
     def on_free(self, state: PortState, req: hl.McastFreeReq, *, now: float) -> Outcome | str:
-        """Free a group this port posted; a reason string if refused."""
+        """Free a group this port posted (retire it: its id is free at once, its unfinished
+        sends still complete, its old parent's resends are still acknowledged); a reason
+        string if refused."""
         spec = self.engine.groups().get(req.group)
         if spec is None or spec.port != state.port:
             return f"multicast group {req.group} is not this port's"
         self.counters["groups_freed"] += 1
-        out = self._outcome(self.engine.free_group(req.group, now=now))
+        out = self._outcome(self.engine.retire_group(req.group, now=now))
         return [*out, ToHost(state.conn, hl.McastGroupOk(req.group))]
 
     def on_send(self, state: PortState, req: hl.McastSendReq, *, now: float) -> Outcome | str:
@@ -210,6 +214,10 @@ class McastNic(NicService):
             "busy_holds": s.busy_holds,
             "records_released": s.records_released,
             "children_dead": s.children_dead,
+            "retired": s.retired,
+            "retired_kept": len(self.engine.retired()),
+            "retired_packets": s.retired_packets,
+            "retired_evicted": s.retired_evicted,
             "acks_sent": dict(s.acks_sent),
             "drops": dict(s.drops),
             **dict(self.counters),

@@ -35,6 +35,17 @@ def test_unmodified_program_uses_nicvm_bcast() -> None:
     assert len(result.lines("coll ok")) == 3
 
 
+@pytest.mark.parametrize("faults", [False, True])
+def test_nicvm_bcast_after_context_reuse(faults: bool) -> None:
+    """Issue 17's check for NICVM: communicators reusing a freed context id with other
+    memberships each get their own root's value (a rank whose last map for the id matched
+    the new communicator skipped the first call's barrier and the job hung)."""
+    args = FAULTS if faults else ()
+    result = mpirun(4, PROGRAMS / "nicvm_reuse.py", emurun_args=args, timeout=120)
+    assert result.code == 0, result.err
+    assert result.lines("nicvm reuse ok") == sorted(f"nicvm reuse ok {r}" for r in range(4))
+
+
 def test_port_level_api_persistence_nic_echo_and_remote_upload_refused() -> None:
     result = mpirun(2, PROGRAMS / "nicvm_port.py", emurun_args=FAULTS)
     assert result.code == 0, result.err

@@ -128,3 +128,18 @@ def test_register_memory_waits_for_the_nic_to_confirm() -> None:
         assert [type(r) for r in nic.requests()] == [hl.RegisterReq]
         port.deregister_memory(region)
         assert nic.requests() == [hl.DeregisterReq(1)]
+
+
+def test_free_groups_sends_every_request_then_waits_once_for_all_answers() -> None:
+    port, nic = open_pair()
+    with port:
+        nic.tell(hl.McastGroupOk(7), hl.McastGroupOk(5))  # answers in any order, queued first
+        port.free_groups([5, 7])
+        assert [r for r in nic.requests() if isinstance(r, hl.McastFreeReq)] == [
+            hl.McastFreeReq(5),
+            hl.McastFreeReq(7),
+        ]
+        assert port.state.groups_ok == set()  # a later request on these ids waits afresh
+        nic.tell(hl.McastGroupOk(5))
+        with pytest.raises(TimeoutError, match="freeing"):
+            port.free_groups([5, 6], timeout=0.05)

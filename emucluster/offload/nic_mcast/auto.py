@@ -6,12 +6,12 @@ As MPICH-GM with NIC multicast would, a bcast goes to the NIC (`bcast_nic_mcast`
 * the communicator has at least `NIC_MCAST_MIN_RANKS` ranks (on 2 the root sends one message
   either way; measured at 2 nodes the two are alike, at 4 multicast is ~1.4x faster, at 16
   4-5x: ``emubench mpi-compare --candidates``), and
-* its collective context is never reused: the multicast shell keeps each communicator's
-  groups at the NICs and its plan keyed by context id, and nothing frees them when a
-  communicator is freed, so a later communicator that reuses the id would multicast on the
-  old tree (tests/integration/test_mpi_small_coll.py keeps the reproducer). COMM_WORLD and
-  COMM_SELF never free their context (``emucluster.mpi.runtime.release_context``); the MPI
-  layer says so with ``ctx.lasting``.
+* its collective context is never reused: COMM_WORLD and COMM_SELF never free their
+  context (``emucluster.mpi.runtime.release_context``); the MPI layer says so with
+  ``ctx.lasting``. Other communicators are correct with nic-mcast too (issue 17: ``Free``
+  releases their groups, the id's next communicator agrees a new epoch; the reproducers are
+  in tests/integration/test_mpi_small_coll.py), but their first nic-mcast bcast pays that
+  agreement and each ``Free`` a NIC round trip per group: not measured for ``auto`` yet.
 
 Blocking and nonblocking calls alike (``Ibcast`` too: its steps run inside the progress
 engine, which no longer sleeps while a nested wait of group posting holds read events).

@@ -17,6 +17,14 @@ binomial algorithm, so every rank builds the same trees), or binomial. Since
 receivers cannot know a pickled message's size, every tree of the root is posted everywhere
 and the root picks one per message.
 
+Group ids depend on the collective context id, which a communicator freed (``Comm.Free``)
+gives back for reuse by another membership: the shell then frees the communicator's groups
+at its NIC (which finishes their resends in the background) and forgets its plans and costs,
+and the groups of the next communicator on that id carry a new *epoch*, agreed by its members
+at its first nic-mcast bcast (`agree_epoch`: one past the largest epoch any member used on the
+id, by a host max-reduce and bcast), so a NIC never takes the old tree's late packets or ACKs
+for the new one's. COMM_WORLD and COMM_SELF never give their ids back: epoch 0, no agreement.
+
 A message longer than the eager limit takes the host binomial algorithm instead (§6: MPICH-GM
 keeps rendezvous for those); the root first multicasts an empty message marked `LARGE` so
 receivers, who wait for the multicast, know to switch. The marker (`DATA` or `LARGE`)
@@ -24,8 +32,10 @@ travels in a user argument of the multicast, not in its payload (an 8 KiB messag
 4 KiB packets); the receiving rank puts it in front of the bytes it hands to matching.
 
 Invariants: every rank of the communicator runs the same sequence of tag uses for a call;
-group ids depend only on (collective context, root node, tree index), so every member
-posts the same ids; a rank never multicasts on a group it has not posted itself.
+group ids depend only on (collective context, root node, tree index) and epochs only on the
+agreement, so every member posts the same ids under the same epoch; a rank never multicasts
+on a group it has not posted itself; two communicators that used one context id one after
+the other never share an epoch on it at any member.
 """
 
 from __future__ import annotations
@@ -34,7 +44,7 @@ import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from emucluster.coll.binomial import bcast_binomial
+from emucluster.coll.binomial import bcast_binomial, reduce_binomial
 from emucluster.coll.payload import received
 from emucluster.coll.tags import Tag
 from emucluster.offload.nic_mcast.trees import PostalCosts, Tree, binomial_tree
@@ -51,8 +61,10 @@ __all__ = [
     "GROUP_BASE",
     "LARGE",
     "SIZE_CLASSES",
+    "EpochMax",
     "GroupPlan",
     "McastService",
+    "agree_epoch",
     "bcast_nic_mcast",
     "calibrate",
     "fit_costs",
@@ -68,6 +80,7 @@ BURST = 8  # messages per burst
 GROUP_BASE = 0x8000  # MPI's group ids: 0x8000..0xFFFF (GM-level users keep the rest)
 TREES_PER_ROOT = 8  # group ids kept per (context, root): an upper bound on distinct trees
 _COSTS = struct.Struct(">4d")  # L0, L per byte, g0, g per byte (seconds)
+_EPOCH = struct.Struct(">Q")  # an epoch proposal
 
 
 class McastService(Protocol):
@@ -104,6 +117,19 @@ class McastService(Protocol):
         """The groups of ``root`` on this communicator, if this rank has posted them."""
         ...
 
+    def epoch(self, ctx: CollContext) -> int | None:
+        """The epoch of the communicator's groups; None until its members agreed one."""
+        ...
+
+    def propose_epoch(self, ctx: CollContext) -> int:
+        """The lowest epoch this rank accepts on the communicator's context id: one past
+        the last it used there (0 if none)."""
+        ...
+
+    def set_epoch(self, ctx: CollContext, epoch: int) -> None:
+        """Keep the epoch every member agreed for the communicator."""
+        ...
+
     def post(self, ctx: CollContext, root: int, plan: GroupPlan) -> None:
         """Post this rank's part of every tree of ``plan`` (``root``'s groups) to the NIC."""
         ...
@@ -125,6 +151,8 @@ class GroupPlan:
     """The multicast groups of one root on one communicator: distinct trees and their ids."""
 
     root_node: int
+    epoch: int
+    """Epoch every group of the plan is posted under (the communicator's)."""
     trees: tuple[Tree, ...]
     groups: tuple[int, ...]
     """Group id of each tree."""
@@ -141,7 +169,7 @@ class GroupPlan:
     @classmethod
     def build(
         cls, nodes: Sequence[int], root: int, context: int, num_nodes: int,
-        costs: PostalCosts | None, kind: str,
+        costs: PostalCosts | None, kind: str, epoch: int = 0,
     ) -> GroupPlan:  # fmt: skip
         """Every rank computes the same plan from the same inputs."""
         root_node = nodes[root]
@@ -156,7 +184,7 @@ class GroupPlan:
                 trees.append(tree)
             by_class.append(trees.index(tree))
         groups = tuple(group_id(context, root_node, i, num_nodes) for i in range(len(trees)))
-        return cls(root_node, tuple(trees), groups, tuple(by_class))
+        return cls(root_node, epoch, tuple(trees), groups, tuple(by_class))
 
 
 def group_id(context: int, root_node: int, index: int, num_nodes: int) -> int:
@@ -180,6 +208,25 @@ def fit_costs(latency: Sequence[float], gap: Sequence[float]) -> PostalCosts:
         latency_per_byte_s=max(0.0, (l1 - l0) / span),
         gap_per_byte_s=max(0.0, (g1 - g0) / span),
     )
+
+
+class EpochMax:
+    """The reduction of `agree_epoch`: the larger of two proposals."""
+
+    commute = True
+
+    def __call__(self, left: bytes, right: bytes) -> bytes:
+        return max(left, right, key=lambda b: _EPOCH.unpack(b)[0])
+
+
+def agree_epoch(ctx: CollContext, service: McastService) -> CollGen[int]:
+    """Every member returns the same epoch, one past the largest any member used on the
+    communicator's context id (host binomial max-reduce to rank 0, then bcast)."""
+    mine = _EPOCH.pack(service.propose_epoch(ctx))
+    top = yield from reduce_binomial(ctx, mine, EpochMax(), 0)
+    agreed = yield from bcast_binomial(ctx, top, 0)
+    (epoch,) = _EPOCH.unpack(agreed)
+    return int(epoch)
 
 
 def calibrate(ctx: CollContext, service: McastService) -> CollGen[PostalCosts]:
@@ -244,10 +291,14 @@ def bcast_nic_mcast(ctx: CollContext, data: bytes | None, root: int) -> CollGen[
         if costs is None and service.tree_kind == "postal":
             costs = yield from calibrate(ctx, service)
             service.set_costs(ctx, costs)
+        epoch = service.epoch(ctx)
+        if epoch is None:  # the communicator's first: its id may have served another one
+            epoch = yield from agree_epoch(ctx, service)
+            service.set_epoch(ctx, epoch)
         context, _ = ctx.wire(Tag.MCAST)  # type: ignore[attr-defined]
         nodes: tuple[int, ...] = getattr(ctx, "nodes", tuple(range(ctx.size)))
         plan = GroupPlan.build(nodes, root, context, service.num_nodes, costs,
-                               service.tree_kind)  # fmt: skip
+                               service.tree_kind, epoch)  # fmt: skip
         service.post(ctx, root, plan)
     if ctx.rank == root:
         if data is None:

@@ -12,6 +12,13 @@ Environment (``HostConfig.mcast_tree``, ``.mcast_costs``): ``EMU_MCAST_TREE`` = 
 communicator) or ``binomial``; ``EMU_MCAST_COSTS`` = ``L0,L_per_byte,g0,g_per_byte`` in
 microseconds fixes the postal costs instead of measuring them (benchmarks, tests).
 
+A freed communicator's context id may serve another membership next (``Comm.Free`` calls
+`release` through ``emucluster.mpi.runtime.release_context``): its groups are freed at the NIC
+(which still completes their unfinished multicasts and answers the old tree's late packets,
+under the old epoch), its plans, costs and epoch are forgotten here, and the last epoch used
+on the id is kept, so the next communicator on it agrees a newer one
+(``bcast.agree_epoch``).
+
 A multicast's completion at the root is lazy, like an eager send: its SENT is absorbed by the
 progress engine; an ERROR (a dead child) and a child-dead event at a forwarding node mark the
 child's node failed in the p2p core, so every later operation that needs it, and every later
@@ -84,9 +91,12 @@ class McastShell:
         self._fixed = parse_costs(fixed) if fixed else None
         self._costs: dict[int, PostalCosts] = {}
         self._plans: dict[tuple[int, int], GroupPlan] = {}
+        self._epochs: dict[int, int] = {}  # context -> the live communicator's epoch
+        self._last_epoch: dict[int, int] = {}  # context -> the last epoch used on it here
         self.counters: dict[str, int] = dict.fromkeys(
-            ("groups_posted", "multicasts", "large_fallbacks", "received", "calibrations"), 0
-        )
+            ("groups_posted", "groups_freed", "multicasts", "large_fallbacks", "received",
+             "calibrations", "epochs_agreed"), 0
+        )  # fmt: skip
         engine.hooks[int(MsgType.MCAST_DATA)] = self.on_message
 
     # -- McastService -----------------------------------------------------------------------
@@ -108,12 +118,44 @@ class McastShell:
         """The groups of ``root`` this rank posted on this communicator."""
         return self._plans.get((_context(ctx), root))
 
+    def epoch(self, ctx: CollContext) -> int | None:
+        """The communicator's epoch: 0 on COMM_WORLD and COMM_SELF (their context ids are
+        never reused), else the one its members agreed, None before."""
+        if getattr(ctx, "lasting", False):
+            return 0
+        return self._epochs.get(_context(ctx))
+
+    def propose_epoch(self, ctx: CollContext) -> int:
+        """One past the last epoch this rank used on the communicator's context id."""
+        last = self._last_epoch.get(_context(ctx))
+        return 0 if last is None else last + 1
+
+    def set_epoch(self, ctx: CollContext, epoch: int) -> None:
+        """Keep the agreed epoch (and remember it as the last used on the context id)."""
+        context = _context(ctx)
+        self.counters["epochs_agreed"] += 1
+        self._epochs[context] = epoch
+        self._last_epoch[context] = epoch
+
+    def release(self, context: int) -> None:
+        """Collective context ``context`` was given back (its communicator was freed):
+        free its groups at the NIC (one round trip for all) and forget its plans, costs and
+        epoch; the last epoch used on it stays."""
+        self._costs.pop(context, None)
+        self._epochs.pop(context, None)
+        groups = [g for key in [k for k in self._plans if k[0] == context]
+                  for g in self._plans.pop(key).groups]  # fmt: skip
+        if groups:
+            self.engine.port.free_groups(groups)
+            self.counters["groups_freed"] += len(groups)
+
     def post(self, ctx: CollContext, root: int, plan: GroupPlan) -> None:
         """Post this node's part of every tree to the NIC (one round trip each)."""
         node: int = ctx.nodes[ctx.rank]  # type: ignore[attr-defined]
         port = self.engine.port
         for tree, group in zip(plan.trees, plan.groups, strict=True):
-            port.create_group(group, tree.root, tree.parent(node), tree.children(node))
+            port.create_group(group, tree.root, tree.parent(node), tree.children(node),
+                              epoch=plan.epoch)  # fmt: skip
             self.counters["groups_posted"] += 1
         self._plans[(_context(ctx), root)] = plan
 

@@ -5,6 +5,11 @@ broadcast. The progress engine hands it every ``NICVM_DATA`` message (its hook);
 matched to its call by (communicator id, wire tag): the tag travels in user argument 0, the
 communicator id in the NIC's communicator field. One that arrives before its call waits here
 (one copy) until the call asks for it.
+
+A communicator's first call (``prepare``) is decided by what this rank did on that
+communicator, never by the map last posted for its id: a freed communicator's id serves
+another membership next (`release`, from ``emucluster.mpi.runtime.release_context``), and
+every member must agree that the call is the first, which synchronises.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ if TYPE_CHECKING:
     from emucluster.port import RecvEvent
     from emucluster.progress import Progress
 
-__all__ = ["MAX_OUTSTANDING", "NicvmBcast", "install", "shutdown"]
+__all__ = ["MAX_OUTSTANDING", "NicvmBcast", "install", "release", "shutdown"]
 
 MAX_OUTSTANDING = 64  # root delegations left unanswered before the root waits
 TIMEOUT_S = 30.0
@@ -38,6 +43,12 @@ def shutdown(timeout: float = TIMEOUT_S) -> None:
     """Finalize: the NIC finished every broadcast this rank delegated."""
     if _service is not None:
         _service.close(timeout)
+
+
+def release(context: int) -> None:
+    """Collective context ``context`` was given back (its communicator was freed)."""
+    if _service is not None:
+        _service.release(context)
 
 
 def install(engine: Progress) -> NicvmBcast:
@@ -80,18 +91,26 @@ class NicvmBcast:
         self._pending: deque[int] = deque()  # delegations the NIC has not answered yet
         self._arrived: dict[Key, bytes] = {}
         self._waiting: dict[Key, _Arrival] = {}
+        self._prepared: set[int] = set()  # communicators (ids) of live communicators set up
         self.counters = {"delegated": 0, "received": 0, "early": 0}
         engine.hooks[int(MsgType.NICVM_DATA)] = self.on_packet
 
     def prepare(self, ctx: CollContext) -> bool:
+        """Upload the module and post the communicator's map on its first call (True)."""
         comm, _ = _key(ctx)
         nodes = tuple(getattr(ctx, "nodes", range(ctx.size)))
-        first = not self._loaded or self.client._comms.get(comm) != nodes
+        first = comm not in self._prepared
+        self._prepared.add(comm)
         if not self._loaded:
             self.client.load(MODULE_NAME, BCAST_BINARY_TREE)
             self._loaded = True
         self.client.set_comm(comm, nodes)
         return first
+
+    def release(self, context: int) -> None:
+        """The communicator of collective context ``context`` was freed: its next user
+        starts with a first call again."""
+        self._prepared.discard(context & 0xFFFF)
 
     def delegate(self, ctx: CollContext, root: int, body: bytes) -> _Done:
         """The root hands the message to its NIC and returns at once, as the thesis's root

@@ -40,6 +40,8 @@ class FakeNic:
         self.posted: list[int] = []
         self.sent: list[tuple[int, bytes]] = []
         self.clock = 0.0
+        self._epoch: int | None = None
+        self.last_epoch: int | None = None
 
     def now(self) -> float:
         self.clock += 1e-4
@@ -53,6 +55,20 @@ class FakeNic:
 
     def plan(self, ctx: CollContext, root: int) -> GroupPlan | None:
         return self.plans.get(root)
+
+    def epoch(self, ctx: CollContext) -> int | None:
+        return self._epoch
+
+    def propose_epoch(self, ctx: CollContext) -> int:
+        return 0 if self.last_epoch is None else self.last_epoch + 1
+
+    def set_epoch(self, ctx: CollContext, epoch: int) -> None:
+        self._epoch = self.last_epoch = epoch
+
+    def release(self) -> None:
+        """The communicator was freed (as the MPI shell's ``release``)."""
+        self.plans.clear()
+        self._epoch = None
 
     def post(self, ctx: CollContext, root: int, plan: GroupPlan) -> None:
         self.plans[root] = plan
@@ -126,6 +142,23 @@ def test_first_use_calibrates_and_every_rank_agrees() -> None:
     (costs,) = measured
     assert costs is not None
     assert costs.latency_s > 0
+
+
+def test_a_reused_context_agrees_an_epoch_no_member_used_there() -> None:
+    """Issue 17: a communicator on context 7 is freed; the next one on 7 (another
+    membership: old ranks 2 and 3 beside a rank new to the id) posts the same group ids, so
+    its members must agree an epoch newer than any of them used on the id."""
+    first = [FakeNic(None, "binomial") for _ in range(4)]
+    assert run(4, 0, b"a", first) == [b"a"] * 4
+    assert {n.plans[0].epoch for n in first} == {0}
+    assert run(4, 0, b"b", first) == [b"b"] * 4  # later calls: no new agreement
+    for nic in first:
+        nic.release()
+    newcomer = FakeNic(None, "binomial")
+    second = [first[3], newcomer, first[2]]
+    assert run(3, 0, b"c", second) == [b"c"] * 3
+    assert {n.plans[0].epoch for n in second} == {1}
+    assert second[0].plans[0].groups[0] == first[0].posted[0]  # the same id: only the epoch differs
 
 
 def test_group_plan_is_one_group_per_distinct_tree() -> None:

@@ -343,6 +343,79 @@ def test_update_and_free_end_unfinished_messages() -> None:
     assert engine.next_deadline() is None
 
 
+def test_a_retired_group_finishes_its_messages_beside_the_id_s_next_group() -> None:
+    """Issue 17: the id is freed (retired) and posted again under a new epoch while a root
+    message is unfinished. The old message still ends in one McastDone without failure once
+    its ACKs (old epoch) arrive; ACKs never cross between the two; the retired group goes
+    when drained."""
+    engine = root_engine()
+    engine.multicast(GROUP, b"a", handle=1, now=0.0)
+    engine.on_ack(ack(1, 1), now=0.0)
+    assert engine.retire_group(GROUP, now=0.0) == []  # nothing fails on a free
+    assert engine.groups() == {}
+    engine.create_group(GroupSpec(GROUP, ROOT, None, (2, 3), PORT, epoch=1))
+    out = engine.multicast(GROUP, b"b", handle=2, now=0.0)
+    assert {(s.node, s.packet.token) for s in data(out)} == {(2, 1), (3, 1)}  # type: ignore[union-attr]
+    assert engine.on_ack(ack(2, 1, epoch=1), now=0.0) == []  # the new tree's: not the old one's
+    assert engine.retired()[(GROUP, 0)].acked == {1: 1, 2: 0, 3: 0}
+    assert engine.on_ack(ack(2, 1, epoch=0), now=0.0) == []
+    assert engine.on_ack(ack(3, 1, epoch=0), now=0.0) == [McastDone(PORT, GROUP, 1, ())]
+    assert engine.retired() == {}  # drained: nothing can still come for a root
+    assert engine.on_ack(ack(3, 1, epoch=1), now=0.0) == [McastDone(PORT, GROUP, 2, ())]
+    assert engine.stats.retired == 1
+
+
+def test_a_retired_receiver_answers_its_old_parent_beside_the_id_s_next_group() -> None:
+    """Node 1 forwards a 2-packet message of epoch 0 to (4, 5); its host frees the group
+    after the first packet (a freed communicator's Ibcast may still wait for it) and the id
+    is posted again under epoch 1. The old parent's resend of packet 0 is re-acknowledged
+    under epoch 0, packet 1 completes the old message (delivered and forwarded by the old
+    group), the new group sees none of it, and the retired group goes once drained and
+    quiet for ``retired_linger_s``."""
+    engine = internal_engine(forward_first=False)
+    p0, p1 = root_packets(bytes(100))  # 2 packets
+    engine.on_data(p0, now=0.0)
+    engine.retire_group(GROUP, now=0.0)
+    engine.create_group(GroupSpec(GROUP, ROOT, ROOT, (), PORT, epoch=1))
+    assert engine.on_data(p0, now=0.1) == []  # old resend: a duplicate of the retired side
+    (a,) = acks(engine.on_timer(now=0.1))
+    answer = decode_mcast_ack_untrusted(a.packet)  # type: ignore[arg-type]
+    assert (answer.epoch, answer.seq, answer.kind) == (0, 1, McastAckKind.ACK)
+    out = engine.on_data(p1, now=0.2)
+    (delivery,) = [x for x in out if isinstance(x, Deliver)]
+    assert delivery.payload == bytes(100)
+    assert sorted(s.node for s in data(out)) == [4, 5]
+    assert engine.view(GROUP).recv_seq == 0  # the new group saw none of it
+    assert engine.stats.retired_packets == 2
+    for child in (4, 5):
+        engine.on_ack(mcast_ack_packet(GROUP, 0, 2, McastAckKind.ACK, child, 1), now=0.2)
+    assert engine.retired()[(GROUP, 0)].records == 0
+    linger = engine.config.retired_linger_s
+    engine.on_timer(now=0.2 + linger / 2)
+    assert list(engine.retired()) == [(GROUP, 0)]  # still within its linger
+    assert engine.next_deadline() == pytest.approx(0.2 + linger)
+    engine.on_timer(now=0.2 + linger)
+    assert engine.retired() == {}
+    assert engine.next_deadline() is None
+
+
+def test_retired_groups_are_bounded_and_a_reused_epoch_replaces_one() -> None:
+    engine = root_engine(max_retired=1)
+    engine.multicast(GROUP, b"a", handle=1, now=0.0)
+    engine.retire_group(GROUP, now=0.0)
+    engine.create_group(GroupSpec(GROUP, ROOT, None, KIDS, PORT, epoch=1))
+    engine.multicast(GROUP, b"b", handle=2, now=0.0)
+    out = engine.retire_group(GROUP, now=0.0)  # two retired: the oldest must go
+    assert out == [McastDone(PORT, GROUP, 1, KIDS, "freed")]
+    assert list(engine.retired()) == [(GROUP, 1)]
+    out = engine.create_group(GroupSpec(GROUP, ROOT, None, KIDS, PORT, epoch=1))
+    assert out == [McastDone(PORT, GROUP, 2, KIDS, "freed")]  # same (id, epoch): cannot coexist
+    assert engine.retired() == {}
+    assert engine.stats.retired_evicted == 2
+    with pytest.raises(UsageError, match="does not exist"):
+        engine.retire_group(99, now=0.0)
+
+
 def test_group_misuse_raises() -> None:
     engine = root_engine()
     with pytest.raises(UsageError, match="exists"):

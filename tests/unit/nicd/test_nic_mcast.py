@@ -4,10 +4,12 @@ drops what a test's ``drop`` hook says, and time only moves to the next arrival 
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 import pytest
 
+from emucluster.offload.nic_mcast.trees import binomial_tree, flat_tree
 from nicd import hostlink as hl
 from nicd.config import NicConfig
 from nicd.link.wire import ControlPacket, DataPacket, MsgType
@@ -160,6 +162,94 @@ def test_a_member_that_posts_its_group_late_is_waited_for_not_killed() -> None:
     c.post(1, 0, ())
     c.run(lambda: 1 in c.sent(0))
     assert [e.payload for e in c.events(1, hl.RecvEvent)] == [b"early"]  # type: ignore[attr-defined]
+
+
+def test_a_freed_group_finishes_its_sends_and_never_feeds_the_id_s_next_group() -> None:
+    """Issue 17 at the NICs: 0 -> (1, 2), 2 -> 3 under epoch 0; node 2's and node 3's ACKs
+    are lost, so the root's message and node 2's forward are unfinished when every member
+    frees the group; then the id is posted again as 0 -> 3 under epoch 1. The root's old
+    message must still end SENT (a free is no failure), node 2's forward must finish
+    (node 3 re-acknowledges its resends under the old epoch: no dead child, no ERROR), and
+    node 3 must get the new group's message once and nothing of the old group again."""
+    c = Cluster(4)
+    c.post(0, None, (1, 2))
+    c.post(1, 0, ())
+    c.post(2, 0, (3,))
+    c.post(3, 2, ())
+    lose_acks = [True]
+
+    def drop(src: int, dst: int, packet: DataPacket | ControlPacket) -> bool:
+        return lose_acks[0] and src in (2, 3) and packet.msg_type is MsgType.MCAST_ACK
+
+    c.drop = drop
+    c.request(0, hl.McastSendReq(1, GROUP, b"old", 0, (0, 0, 0, 0)))
+    c.run(lambda: bool(c.events(3, hl.RecvEvent)))
+    assert 1 not in c.sent(0)
+    for node in range(4):
+        c.request(node, hl.McastFreeReq(GROUP))
+        assert c.host[node].pop() == hl.McastGroupOk(GROUP)
+    for node, parent, kids in ((0, None, (3,)), (3, 0, ())):
+        c.request(node, hl.McastGroupReq(GROUP, 0, parent, kids, 1))
+        assert c.host[node].pop() == hl.McastGroupOk(GROUP)
+    c.run(lambda: c.now > 0.5)  # old resends meet the new group at node 3
+    lose_acks[0] = False
+    c.request(0, hl.McastSendReq(2, GROUP, b"new", 0, (0, 0, 0, 0)))
+    c.run(lambda: sorted(c.sent(0)) == [1, 2])
+    c.run()  # until idle: beyond any dead-child timeout and every retired linger
+    assert c.now > NicConfig(0, "/tmp").transport.dead_peer_timeout_s
+    assert [e.payload for e in c.events(3, hl.RecvEvent)] == [b"old", b"new"]  # type: ignore[attr-defined]
+    assert [e.payload for e in c.events(1, hl.RecvEvent)] == [b"old"]  # type: ignore[attr-defined]
+    for node in range(4):
+        assert c.events(node, hl.ErrorEvent) == []
+        assert c.events(node, hl.McastErrorEvent) == []
+        assert c.mcast_stats(node)["retired_kept"] == 0
+    assert c.mcast_stats(2)["retired"] == 1  # its forward was still under way
+    drops = c.mcast_stats(3)["drops"]
+    assert isinstance(drops, dict)
+    assert drops.get("duplicate", 0) > 0  # node 2's resends, re-acknowledged by the old side
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_group_id_reuse_over_a_lossy_link(seed: int) -> None:
+    """Three lives of one id (three trees of 5 nodes, epochs 0, 1, 2), each freed by every
+    member as soon as its host has the message (the root at once), with 20 % of all
+    datagrams lost: every message reaches exactly its own tree's members once, and nothing
+    ends in an error."""
+    rng = random.Random(seed)
+    print("seed", seed)
+    c = Cluster(5)
+    c.drop = lambda src, dst, packet: rng.random() < 0.2
+    got: dict[int, list[bytes]] = {n: [] for n in range(5)}
+    want: dict[int, list[bytes]] = {n: [] for n in range(5)}
+    for epoch in range(3):
+        members = [0, *sorted(rng.sample(range(1, 5), rng.randint(1, 4)))]
+        tree = binomial_tree(0, members) if epoch % 2 else flat_tree(0, members)
+        for node in members:
+            c.request(node, hl.McastGroupReq(GROUP, 0, tree.parent(node), tree.children(node),
+                                             epoch))  # fmt: skip
+            assert c.host[node].pop() == hl.McastGroupOk(GROUP)
+        body = b"life %d" % epoch
+        for node in members[1:]:
+            want[node].append(body)
+        c.request(0, hl.McastSendReq(epoch + 1, GROUP, body, 0, (0, 0, 0, 0)))
+        c.request(0, hl.McastFreeReq(GROUP))
+        waiting = set(members[1:])
+        while waiting:
+            c.run(lambda: any(c.events(n, hl.RecvEvent) for n in waiting))  # noqa: B023
+            for n in list(waiting):
+                for event in c.events(n, hl.RecvEvent):
+                    got[n].append(event.payload)  # type: ignore[attr-defined]
+                    c.host[n].remove(event)
+                    waiting.discard(n)
+                    c.request(n, hl.McastFreeReq(GROUP))
+    c.run(lambda: sorted(c.sent(0)) == [1, 2, 3])
+    c.run()  # until idle: every retired group drained and past its linger
+    for node in range(5):
+        assert c.events(node, hl.ErrorEvent) == []
+        assert c.events(node, hl.McastErrorEvent) == []
+        assert c.events(node, hl.RecvEvent) == []  # nothing delivered twice or late
+        assert c.mcast_stats(node)["retired_kept"] == 0
+    assert got == want
 
 
 @pytest.mark.parametrize("forward_first", [False, True])
