@@ -165,7 +165,7 @@ class _Shell(asyncio.DatagramProtocol):
         self._timer_at: float | None = None
         self._flush_scheduled = False
         self._batch: dict[Addr, list[Transmit]] | None = None
-        """Frames held to the end of this turn of the loop, by peer (see :meth:`_batched`)."""
+        """Frames held to the end of this turn of the loop, by peer (see :meth:`_send_batch`)."""
         self.tracer: Recorder | None = None  # emurun --trace
         self.facts: Facts | None = None  # what the cores noted for the trace, while tracing
 
