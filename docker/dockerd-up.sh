@@ -44,6 +44,21 @@ if [ -f /sys/fs/cgroup/cpu/cpu.rt_runtime_us ]; then
     rt=(--cpu-rt-runtime "${DOCKERD_RT_RUNTIME_US:-600000}")
 fi
 
+# Pid files left by an engine that is gone (a machine restored from a snapshot, a killed
+# dockerd): dockerd trusts containerd's pid file, and when that pid now names another process
+# it waits for a containerd that never answers ("timeout waiting for containerd to start").
+stale_pid_file() {  # FILE EXPECTED-COMM: remove FILE unless its pid runs EXPECTED-COMM
+    local file="$1" comm="$2" pid
+    [ -f "$file" ] || return 0
+    pid="$(tr -dc 0-9 <"$file")"
+    if [ -z "$pid" ] || [ "$(cat "/proc/$pid/comm" 2>/dev/null)" != "$comm" ]; then
+        echo "dockerd-up: removing stale $file (pid ${pid:-none} is no $comm)"
+        rm -f "$file"
+    fi
+}
+stale_pid_file /var/run/docker.pid dockerd
+stale_pid_file /var/run/docker/containerd/containerd.pid containerd
+
 echo "dockerd-up: starting dockerd (storage $driver, bridge $bip, pool $pool ${rt[*]}), log $log"
 mkdir -p "$(dirname "$log")"
 nohup dockerd --bip "$bip" --default-address-pool "$pool" --storage-driver "$driver" "${rt[@]}" \
