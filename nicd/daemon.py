@@ -407,6 +407,8 @@ class _Shell(asyncio.DatagramProtocol):
                 if batch is None:
                     self._send(action.datagram, (action,))
                     continue
+                if self.tracer is not None:  # when the NIC chose to send it, among its inputs
+                    self.tracer.emit_packet(K_PKT_SEND, action.datagram)
                 frames = batch.get(action.addr)
                 if frames is None:
                     batch[action.addr] = [action]
@@ -421,8 +423,17 @@ class _Shell(asyncio.DatagramProtocol):
             elif isinstance(action, RaiseSignal):
                 self._raise_signal(action)
 
-    def _send(self, datagram: bytes, frames: tuple[Transmit, ...] | list[Transmit]) -> None:
-        """Put one datagram (``frames``' one frame, or their bundle) on the link."""
+    def _send(
+        self,
+        datagram: bytes,
+        frames: tuple[Transmit, ...] | list[Transmit],
+        *,
+        traced: bool = False,
+    ) -> None:
+        """Put one datagram (``frames``' one frame, or their bundle) on the link. Frames not
+        ``traced`` yet are traced once sent; held frames were traced when the core made them,
+        so the trace keeps each send after the input that caused it (a bundle leaves at the
+        end of the turn, after later inputs of the same turn)."""
         try:
             self.link_sock.sendto(datagram, frames[0].addr)
         except (BlockingIOError, InterruptedError):
@@ -433,7 +444,7 @@ class _Shell(asyncio.DatagramProtocol):
         except OSError:
             self.core.on_link_error("socket_error")  # e.g. unreachable network
             return
-        if self.tracer is not None:
+        if self.tracer is not None and not traced:
             for action in frames:
                 self.tracer.emit_packet(K_PKT_SEND, action.datagram)
 
@@ -445,15 +456,16 @@ class _Shell(asyncio.DatagramProtocol):
             return
         for frames in batch.values():
             if len(frames) == 1:
-                self._send(frames[0].datagram, frames)
+                self._send(frames[0].datagram, frames, traced=True)
                 continue
             for run in plan_bundles([len(action.datagram) for action in frames]):
                 some = frames[run.start : run.stop]
                 if len(some) == 1:
-                    self._send(some[0].datagram, some)
+                    self._send(some[0].datagram, some, traced=True)
                 else:
                     self.core.on_bundle_out(len(some))
-                    self._send(encode_bundle([action.datagram for action in some]), some)
+                    bundle = encode_bundle([action.datagram for action in some])
+                    self._send(bundle, some, traced=True)
 
     def _raise_signal(self, action: RaiseSignal) -> None:
         # Only the process that owns the connection may be signalled (SO_PEERCRED), so a
