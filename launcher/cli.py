@@ -94,9 +94,10 @@ def build_parser() -> _Parser:
     p.option("--cpu-report", action="store_true", help="print CPU seconds per process at exit")
     p.option(
         "--bind-to",
-        choices=("core", "none"),
+        choices=("core", "role", "none"),
         default="core",
-        help="core: node i's host and nicd share CPU i mod ncpu; none: no binding (%(default)s)",
+        help="core: node i's host and nicd share CPU i mod ncpu; role: the nicds on the first "
+        "half of the CPUs, the hosts on the rest; none: no binding (%(default)s)",
     )
     p.option(
         "--nic-priority",

@@ -45,7 +45,7 @@ __all__ = [
     "validate_job_id",
 ]
 
-BindTo = Literal["core", "none"]
+BindTo = Literal["core", "none", "role"]
 NicPriority = Literal["rt", "nice", "none"]
 Profile = Literal["faithful", "throughput"]
 PROFILE_WAIT: dict[str, str] = {"faithful": "block", "throughput": "hybrid"}
@@ -272,10 +272,21 @@ def host_env(
 def placements(plan: LaunchPlan, cpus: Sequence[int]) -> list[Placement]:
     """Where each node's processes run. ``core``: node i's host and nicd share the i-th
     allowed CPU, round-robin (a same-core wake-up costs ~5 us, a cross-core one ~30 us:
-    DESIGN §10); ``none``: no binding."""
+    DESIGN §10); ``role``: the nicds on the first half of the allowed CPUs and the hosts on
+    the rest, each round-robin (the NIC processors and the host processors: a nicd never
+    preempts a host and each CPU's caches hold one program; with one CPU it is ``core``);
+    ``none``: no binding."""
     if plan.bind_to == "none" or not cpus:
         return [Placement(node, None, None) for node in range(plan.np)]
     ordered = sorted(cpus)
+    if plan.bind_to == "role" and len(ordered) > 1:
+        nics, hosts = ordered[: len(ordered) // 2], ordered[len(ordered) // 2 :]
+        return [
+            Placement(
+                node, frozenset({hosts[node % len(hosts)]}), frozenset({nics[node % len(nics)]})
+            )
+            for node in range(plan.np)
+        ]
     out = []
     for node in range(plan.np):
         core = frozenset({ordered[node % len(ordered)]})

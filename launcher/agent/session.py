@@ -248,7 +248,8 @@ def check_bind_addr(addr: str, multi_host: bool) -> None:
 def plan_from_launch(launch: control.Launch, bind_addr: str, run_dir: str) -> LaunchPlan:
     """The local plan of a Launch message (program resolved on this host, from ``cwd``).
     Raises LaunchError (UsageError, ProgramNotFound) naming what is wrong."""
-    if launch.bind_to not in ("core", "none") or launch.nic_priority not in ("rt", "nice", "none"):
+    bind_ok = launch.bind_to in ("core", "role", "none")
+    if not bind_ok or launch.nic_priority not in ("rt", "nice", "none"):
         raise LaunchError(f"bad --bind-to {launch.bind_to!r} or priority {launch.nic_priority!r}")
     if len(set(launch.nodes)) != len(launch.nodes) or any(n >= launch.np for n in launch.nodes):
         raise LaunchError(f"bad node list {launch.nodes!r:.100} for a job of {launch.np}")

@@ -212,6 +212,18 @@ def test_exports_and_environment(job: Job) -> None:
     job.assert_clean()
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="role binding needs 2 CPUs")
+def test_bind_to_role_puts_the_hosts_on_the_second_half_of_the_cpus(job: Job) -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    hosts = cpus[len(cpus) // 2 :]
+    code = "import os; print(sorted(os.sched_getaffinity(0)))"
+    r = job.run("-np", "3", "--bind-to", "role", sys.executable, "-c", code)
+    assert r.code == 0, r.err
+    assert "bind-to role" in r.err  # emurun's first line states it
+    assert sorted(r.out.splitlines()) == sorted(str([hosts[n % len(hosts)]]) for n in range(3))
+    job.assert_clean()
+
+
 # -- failures -----------------------------------------------------------------------------
 
 

@@ -178,6 +178,20 @@ def test_core_binding_puts_a_node_on_one_core_round_robin() -> None:
     assert all(p.host_cpus == p.nicd_cpus for p in got)
 
 
+def test_role_binding_puts_nicds_on_the_first_half_and_hosts_on_the_rest() -> None:
+    got = placements(make_plan(np=5, bind_to="role"), [3, 1])
+    assert [p.nicd_cpus for p in got] == [frozenset({1})] * 5
+    assert [p.host_cpus for p in got] == [frozenset({3})] * 5
+    four = placements(make_plan(np=4, bind_to="role"), [0, 1, 2, 3])
+    assert [p.nicd_cpus for p in four] == [frozenset({c}) for c in (0, 1, 0, 1)]
+    assert [p.host_cpus for p in four] == [frozenset({c}) for c in (2, 3, 2, 3)]
+
+
+def test_role_binding_on_one_cpu_is_core_binding() -> None:
+    got = placements(make_plan(np=3, bind_to="role"), [2])
+    assert all(p.host_cpus == p.nicd_cpus == frozenset({2}) for p in got)
+
+
 def test_no_binding() -> None:
     got = placements(make_plan(bind_to="none"), [0, 1])
     assert all(p.host_cpus is None and p.nicd_cpus is None for p in got)
