@@ -1,7 +1,8 @@
 """``emubench overhead``: what one MPI message costs each process, beside the relay floor.
 
 For each size (8 B, 4 KiB, 64 KiB) it runs `emubench.overhead_rank` under plain ``emurun -np 2
---stats DIR`` (the user's defaults: ``--profile faithful``, nicd at SCHED_FIFO, bind-to core):
+--stats DIR`` (the user's defaults: ``--profile faithful``, nicd at SCHED_FIFO, bind-to core;
+``--bind-to role`` or ``none`` picks another placement):
 
 * a one-way stream (windows of 64 ``Isend``/``Irecv``, as OSU's message rate) twice, with
   two message counts; the difference of each process's CPU seconds (emurun's ``job.json``)
@@ -57,13 +58,16 @@ def _counts(size: int, scale: float) -> tuple[int, int, int]:
     return max(10, small), max(20, large), max(20, int(base * scale / 10))
 
 
-def _job(size: int, mode: str, count: int, stats: Path, timeout: float) -> dict[str, Any]:
+def _job(
+    size: int, mode: str, count: int, stats: Path, timeout: float, bind_to: str
+) -> dict[str, Any]:
     """One emurun job; its rank 0 result with every process's CPU seconds by (role, node)."""
     out = stats / "result.json"
     argv = [sys.executable, "-m", RANK, "--mode", mode, "--size", str(size),
             "--count", str(count), "--out", str(out)]  # fmt: skip
     started = time.monotonic()
-    proc = run_emurun(2, argv, capture=True, check=False, emurun_args=["--stats", str(stats)],
+    emurun_args = ["--stats", str(stats), "--bind-to", bind_to]
+    proc = run_emurun(2, argv, capture=True, check=False, emurun_args=emurun_args,
                       timeout_s=None, wall_timeout=timeout)  # fmt: skip
     result = job_result(proc, out, started)
     usage = read_json(stats / "job.json")["usage"]["processes"]
@@ -100,7 +104,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 stats = Path(tmp) / name
                 stats.mkdir()
                 print(f"{size} B: {mode} x {count} ...", file=sys.stderr, flush=True)
-                jobs[name] = _job(size, mode, count, stats, args.timeout)
+                jobs[name] = _job(size, mode, count, stats, args.timeout, args.bind_to)
         rows[str(size)] = {
             "cpu_us_per_message": _per_message(jobs["small"], jobs["large"]),
             "messages_per_s": jobs["large"]["messages_per_s"],
@@ -181,7 +185,9 @@ def plot(record: dict[str, Any], path: str) -> None:
     right.set_title("ping-pong, 2 nodes")
     right.legend(fontsize=8)
     env = record["environment"]
-    fig.suptitle(f"emurun defaults on {env['cpus']} CPUs, commit {env['git_commit']}")
+    bind_to = record["parameters"].get("bind_to", "core")
+    placement = "emurun defaults" if bind_to == "core" else f"emurun --bind-to {bind_to}"
+    fig.suptitle(f"{placement} on {env['cpus']} CPUs, commit {env['git_commit']}")
     save_figure(fig, path, dpi=110)
 
 
@@ -192,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--relay-iters", type=int, default=2000, help="relay round trips per size")
     p.add_argument("--quick", action="store_true", help="few messages: a smoke run")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per job")
+    p.add_argument("--bind-to", choices=("core", "role", "none"), default="core",
+                   help="emurun's placement of the jobs (%(default)s: emurun's own)")  # fmt: skip
     p.add_argument("--json", metavar="FILE", help="write the whole record here")
     p.add_argument("--png", metavar="FILE", help="draw the figure here (needs matplotlib)")
     args = p.parse_args(argv)
