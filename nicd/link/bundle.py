@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 __all__ = [
     "BUNDLE_PACKET_TYPE",
     "MAX_BUNDLE_BYTES",
+    "MAX_BUNDLE_FRAMES",
     "MAX_FRAME_BYTES",
+    "MIN_FRAME_BYTES",
     "encode_bundle",
     "is_bundle",
     "plan_bundles",
@@ -46,6 +48,11 @@ MAX_FRAME_BYTES = 0xFFFF
 """Longest frame a bundle can carry (its length is 16 bits)."""
 MAX_BUNDLE_BYTES = 60 * 1024
 """Most bytes one bundle may take: under UDP's 65,507-byte datagram."""
+MAX_BUNDLE_FRAMES = 256
+"""Most frames one bundle may carry (a turn of nicd's loop reads at most 64 host records), so
+one datagram from a bad peer cannot make a NIC decode thousands of frames."""
+MIN_FRAME_BYTES = 9
+"""Shortest frame a bundle may carry: route length, first word and CRC (``wire``'s own floor)."""
 
 
 def is_bundle(datagram: bytes) -> bool:
@@ -54,12 +61,13 @@ def is_bundle(datagram: bytes) -> bool:
 
 
 def encode_bundle(frames: Sequence[bytes]) -> bytes:
-    """One datagram carrying ``frames`` (at least one, each at most MAX_FRAME_BYTES)."""
-    if not frames:
-        raise ValueError("a bundle carries at least one frame")
+    """One datagram carrying ``frames`` (1 to MAX_BUNDLE_FRAMES of them, each of
+    MIN_FRAME_BYTES to MAX_FRAME_BYTES)."""
+    if not frames or len(frames) > MAX_BUNDLE_FRAMES:
+        raise ValueError(f"a bundle carries 1 to {MAX_BUNDLE_FRAMES} frames, not {len(frames)}")
     parts = [_HEAD.pack(0, BUNDLE_PACKET_TYPE, len(frames))]
     for frame in frames:
-        if len(frame) > MAX_FRAME_BYTES:
+        if not MIN_FRAME_BYTES <= len(frame) <= MAX_FRAME_BYTES:
             raise ValueError(f"a frame of {len(frame)} bytes does not fit a bundle")
         parts.append(_LEN.pack(len(frame)))
         parts.append(frame)
@@ -68,20 +76,23 @@ def encode_bundle(frames: Sequence[bytes]) -> bytes:
 
 def split_bundle_untrusted(datagram: bytes) -> list[bytes]:
     """The frames of a bundle, in order. Raises only :class:`BadPacket` (reason ``bundle``)
-    for one that is truncated, empty, says more or fewer frames than it holds, or has bytes
-    left over; the frames themselves are not checked (their CRC is the core's business)."""
+    for one that is truncated, empty or over MAX_BUNDLE_FRAMES, holds a frame shorter than
+    MIN_FRAME_BYTES, says more or fewer frames than it holds, or has bytes left over; the
+    frames themselves are not checked further (their CRC is the core's business)."""
     n = len(datagram)
     if n < _HEAD.size or not is_bundle(datagram):
         raise BadPacket("bundle", "no bundle header")
     _, _, count = _HEAD.unpack_from(datagram, 0)
-    if count == 0:
-        raise BadPacket("bundle", "no frames")
+    if not 0 < count <= MAX_BUNDLE_FRAMES:
+        raise BadPacket("bundle", f"{count} frames")
     frames: list[bytes] = []
     at = _HEAD.size
     for _ in range(count):
         if at + _LEN.size > n:
             raise BadPacket("bundle", f"truncated after {len(frames)} of {count} frames")
         (length,) = _LEN.unpack_from(datagram, at)
+        if length < MIN_FRAME_BYTES:
+            raise BadPacket("bundle", f"frame {len(frames)} of {length} bytes")
         at += _LEN.size
         end = at + length
         if end > n:
@@ -95,14 +106,14 @@ def split_bundle_untrusted(datagram: bytes) -> list[bytes]:
 
 def plan_bundles(lengths: Sequence[int]) -> list[range]:
     """Cut frames of these ``lengths`` (all to one peer, in order) into runs of indices that
-    each fit one bundle; a frame too long to share a datagram gets a run of its own. Every
-    index is in exactly one run, in order."""
+    each fit one bundle (MAX_BUNDLE_BYTES, MAX_BUNDLE_FRAMES); a frame too long to share a
+    datagram gets a run of its own. Every index is in exactly one run, in order."""
     runs: list[range] = []
     first = 0
     size = _HEAD.size
     for i, length in enumerate(lengths):
         cost = _LEN.size + length
-        if i > first and size + cost > MAX_BUNDLE_BYTES:
+        if i > first and (size + cost > MAX_BUNDLE_BYTES or i - first >= MAX_BUNDLE_FRAMES):
             runs.append(range(first, i))
             first, size = i, _HEAD.size
         size += cost

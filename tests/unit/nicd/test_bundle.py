@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 from nicd.errors import BadPacket
 from nicd.link.bundle import (
     MAX_BUNDLE_BYTES,
+    MAX_BUNDLE_FRAMES,
     MAX_FRAME_BYTES,
+    MIN_FRAME_BYTES,
     encode_bundle,
     is_bundle,
     plan_bundles,
@@ -18,7 +20,7 @@ from nicd.link.bundle import (
 )
 from nicd.link.wire import ControlPacket, MsgType, encode_control
 
-frames_st = st.lists(st.binary(min_size=0, max_size=300), min_size=1, max_size=40)
+frames_st = st.lists(st.binary(min_size=MIN_FRAME_BYTES, max_size=300), min_size=1, max_size=40)
 
 
 @given(frames_st)
@@ -48,14 +50,35 @@ def test_no_grim_frame_reads_as_a_bundle() -> None:
         split_bundle_untrusted(ack)
 
 
-def test_encode_refuses_nothing_and_too_long() -> None:
-    with pytest.raises(ValueError, match="at least one"):
+def test_encode_refuses_nothing_too_many_too_short_and_too_long() -> None:
+    with pytest.raises(ValueError, match="1 to"):
         encode_bundle([])
+    with pytest.raises(ValueError, match="1 to"):
+        encode_bundle([bytes(MIN_FRAME_BYTES)] * (MAX_BUNDLE_FRAMES + 1))
     with pytest.raises(ValueError, match="does not fit"):
-        encode_bundle([b"x", bytes(MAX_FRAME_BYTES + 1)])
+        encode_bundle([bytes(MIN_FRAME_BYTES), b"x"])
+    with pytest.raises(ValueError, match="does not fit"):
+        encode_bundle([bytes(MIN_FRAME_BYTES), bytes(MAX_FRAME_BYTES + 1)])
 
 
-@given(st.lists(st.integers(min_value=0, max_value=70_000), max_size=60))
+def test_a_bundle_of_thousands_of_tiny_frames_is_refused() -> None:
+    tiny = b"\x00\x06\x37" + (3000).to_bytes(2, "big") + b"\x00\x01x" * 3000
+    with pytest.raises(BadPacket, match="3000 frames"):
+        split_bundle_untrusted(tiny)
+    short = encode_bundle([bytes(MIN_FRAME_BYTES)])[:5] + b"\x00\x01x"
+    with pytest.raises(BadPacket, match="of 1 bytes"):
+        split_bundle_untrusted(short)
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(min_value=MIN_FRAME_BYTES, max_value=70_000),
+            st.integers(min_value=MIN_FRAME_BYTES, max_value=80),
+        ),
+        max_size=600,
+    )
+)
 def test_runs_cover_every_frame_in_order_and_fit(lengths: list[int]) -> None:
     runs = plan_bundles(lengths)
     assert [i for run in runs for i in run] == list(range(len(lengths)))
