@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nicd import hostlink as hl
 from nicd.actions import (
     Deliver,
     NicAction,
@@ -51,7 +52,6 @@ from nicd.nic import NicCore
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from nicd import hostlink as hl
     from nicd.link.reliable import Verdict
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "Ports",
     "Transit",
     "perfect",
+    "sent_handles",
     "test_config",
 ]
 
@@ -70,6 +71,17 @@ LINK_DELAY_S = 50e-6  # one-way delay of the virtual link
 REORDER_MAX_S = 0.002  # a reordered datagram is held back up to this much longer
 
 Packet = DataPacket | ControlPacket
+
+
+def sent_handles(records: Iterable[hl.HostRecord]) -> list[int]:
+    """The send handles a host was told are complete, in order (SENT and SENT_BATCH)."""
+    handles: list[int] = []
+    for r in records:
+        if isinstance(r, hl.SentEvent):
+            handles.append(r.handle)
+        elif isinstance(r, hl.SentBatch):
+            handles += r.handles
+    return handles
 
 
 def test_config(**overrides: object) -> TransportConfig:

@@ -13,7 +13,7 @@ from emucluster.offload.nic_mcast.trees import binomial_tree, flat_tree
 from nicd import hostlink as hl
 from nicd.config import NicConfig
 from nicd.link.wire import ControlPacket, DataPacket, MsgType
-from tests.unit.netsim import NicNet, Transit, perfect
+from tests.unit.netsim import NicNet, Transit, perfect, sent_handles
 
 CONN = 1  # every core's host connection id
 PORT = 2
@@ -46,13 +46,7 @@ class Cluster(NicNet):
         return [r for r in self.host[node] if isinstance(r, kind)]
 
     def sent(self, node: int) -> list[int]:
-        handles: list[int] = []
-        for r in self.host[node]:
-            if isinstance(r, hl.SentEvent):
-                handles.append(r.handle)
-            elif isinstance(r, hl.SentBatch):
-                handles += r.handles
-        return handles
+        return sent_handles(self.host[node])
 
     def mcast_stats(self, node: int) -> dict[str, object]:
         stats = self.cores[node].stats()["mcast"]

@@ -8,7 +8,7 @@ import pytest
 
 from nicd import hostlink as hl
 from nicd.config import NicConfig
-from tests.unit.netsim import BadNetwork, NicNet, test_config
+from tests.unit.netsim import BadNetwork, NicNet, sent_handles, test_config
 
 NODES = 3
 PER_PAIR = 24
@@ -51,13 +51,7 @@ def test_traffic_both_ways_at_30_percent_loss_is_exactly_once_in_order(
                     sent[src].append(handle)
 
     def completed(node: int) -> list[int]:
-        out: list[int] = []
-        for r in net.hosts[node]:
-            if isinstance(r, hl.SentEvent):
-                out.append(r.handle)
-            elif isinstance(r, hl.SentBatch):
-                out += r.handles
-        return out
+        return sent_handles(net.hosts[node])
 
     net.run(lambda: all(len(completed(n)) == len(sent[n]) for n in range(NODES)),
             max_events=200_000)  # fmt: skip
