@@ -378,21 +378,27 @@ class NicCore:
         stood, by its expansion (depth first, in the order it was returned); NicActions go
         to the shell. Without recursion: a service never re-enters this loop."""
         out: list[NicAction] = []
+        if not actions:
+            return out
         work: list[CoreAction] = list(actions)
         work.reverse()  # a stack: the next action is at the end
-        steps = self._steps
+        steps, final = self._steps, _FINAL
         while work:
             action = work.pop()
-            if type(action) in _FINAL:
+            kind = type(action)
+            if kind in final:
                 out.append(action)  # type: ignore[arg-type]  # _FINAL holds NicAction types
                 continue
-            step = steps.get(type(action))
+            step = steps.get(kind)
             if step is None:
                 self.link.drop("unknown_action")
                 continue
             more = step(action, now)
             if more:
-                work.extend(reversed(more))
+                if len(more) == 1:
+                    work.append(more[0])
+                else:
+                    work.extend(reversed(more))
         return out
 
     def _step_packet(self, action: SendPacket, now: float) -> Sequence[CoreAction]:

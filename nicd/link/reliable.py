@@ -242,8 +242,19 @@ class GbnSender:
     ) -> None:
         """Fragment a message into ``ceil(len / mtu)`` packets (at least one) and queue them."""
         mtu = self.config.mtu
-        count = max(1, -(-len(payload) // mtu))
         first = self.next_seq
+        if len(payload) <= mtu:  # the usual case: one packet, the payload as it is
+            message = _Message(handle, self.src_port, first, first)
+            packet = DataPacket(
+                msg_type, FRAG_FLAGS[3], first & TOKEN_MASK, first & SEQ_MASK,
+                self.node_id, self.src_port, self.dst_node, self.dst_port,
+                len(payload), 0, bytes(payload), mcast_group, am_handler, args,
+            )  # fmt: skip
+            self._packets.append(_Outgoing(packet, message))
+            self.next_seq = first + 1
+            self._messages.append(message)
+            return
+        count = -(-len(payload) // mtu)
         message = _Message(handle, self.src_port, first, first + count - 1)
         view = memoryview(payload)
         last = count - 1
@@ -262,7 +273,7 @@ class GbnSender:
 
     def transmit(self, *, now: float) -> list[TransportAction]:
         """Put on the link what the window allows (one probe after a refusal retry)."""
-        if self._paused:
+        if self._paused or self.send_next >= self.next_seq:
             return []
         limit = 1 if self._probing else int(self.cwnd)
         stop = min(self.next_seq, self.base + limit)
@@ -428,12 +439,18 @@ class GbnSender:
         return self._retry_at
 
     def next_deadline(self) -> float | None:
-        """The earlier of the two timers."""
-        rto = self.rto_deadline()
-        other = self.timer_deadline()
-        if rto is None or other is None:
-            return rto if other is None else other
-        return min(rto, other)
+        """The earlier of the two timers (asked after every input: the usual case, a stream
+        with packets in flight and no selective timer, is answered here without calls)."""
+        if (
+            self._paused or self.send_next == self.base or self._selective
+            or self._tlp_at is not None or self._rack.timer_at is not None
+        ):  # fmt: skip
+            rto = self.rto_deadline()
+            other = self.timer_deadline()
+            if rto is None or other is None:
+                return rto if other is None else other
+            return min(rto, other)
+        return self._packets[0].last_sent + self.rto.value()
 
     def on_timeout(self, *, now: float) -> list[TransportAction]:
         """The retransmission timer expired (the caller checked): back off, go back N."""

@@ -27,7 +27,7 @@ GRANULARITY_S = 1e-6  # clock granularity G in seconds: a monotonic float clock
 class RttEstimator:
     """Smoothed round-trip time and its variation for one peer, with a bounded RTO."""
 
-    __slots__ = ("ignored", "initial_s", "max_s", "min_s", "rttvar", "samples", "srtt")
+    __slots__ = ("ignored", "initial_s", "max_s", "min_s", "rto_s", "rttvar", "samples", "srtt")
 
     def __init__(self, *, initial_s: float, min_s: float, max_s: float) -> None:
         if not 0 < min_s <= max_s:
@@ -45,6 +45,8 @@ class RttEstimator:
         """Samples taken."""
         self.ignored = 0
         """Samples refused by Karn's rule."""
+        self.rto_s = min(max_s, max(min_s, initial_s))
+        """``rto()``, kept current by ``on_sample`` (every timer query reads it; read-only)."""
 
     def on_sample(self, rtt_s: float) -> None:
         """Fold one unambiguous RTT measurement in (RFC 6298 §2.2-2.3)."""
@@ -53,9 +55,11 @@ class RttEstimator:
         if self.srtt is None:
             self.srtt = rtt_s
             self.rttvar = rtt_s / 2
-            return
-        self.rttvar = (1 - BETA) * self.rttvar + BETA * abs(self.srtt - rtt_s)
-        self.srtt = (1 - ALPHA) * self.srtt + ALPHA * rtt_s
+        else:
+            self.rttvar = (1 - BETA) * self.rttvar + BETA * abs(self.srtt - rtt_s)
+            self.srtt = (1 - ALPHA) * self.srtt + ALPHA * rtt_s
+        value = self.srtt + max(GRANULARITY_S, K * self.rttvar)
+        self.rto_s = min(self.max_s, max(self.min_s, value))
 
     def on_ack(self, *, sent_at: float, now: float, retransmitted: bool) -> bool:
         """An ACK covered a packet sent at ``sent_at``; sample it unless it was retransmitted
@@ -68,11 +72,7 @@ class RttEstimator:
 
     def rto(self) -> float:
         """The retransmission timeout without backoff, within the bounds."""
-        if self.srtt is None:
-            value = self.initial_s
-        else:
-            value = self.srtt + max(GRANULARITY_S, K * self.rttvar)
-        return min(self.max_s, max(self.min_s, value))
+        return self.rto_s
 
 
 class Rto:
@@ -88,7 +88,9 @@ class Rto:
     def value(self) -> float:
         """Current timeout in seconds: ``rto() * 2**backoff``, capped at ``max_s``."""
         est = self.estimator
-        return min(est.max_s, est.rto() * (1 << self.backoff))
+        if not self.backoff:
+            return est.rto_s
+        return min(est.max_s, est.rto_s * (1 << self.backoff))
 
     def on_timeout(self) -> None:
         """The timer expired: double the timeout (RFC 6298 §5.5), up to the upper bound."""
