@@ -30,6 +30,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "unexpected-queue": ("emubench.unexpected_queue", "unexpected-queue search (seed 004 Fig 4)"),
     "nicd": ("emubench.nicd_port", "nicd port-to-port latency and bandwidth"),
     "overhead": ("emubench.overhead", "CPU per MPI message in each process vs the relay"),
+    "core": ("emubench.core_cost", "the NIC core's Python cost per message, warm (regression)"),
     "multihost": ("emubench.multihost", "3 namespaces x 2 slots vs 6 local nodes (root)"),
     "trace": ("emubench.trace_figure", "traced Bcast timelines; the cost of tracing"),
 }
