@@ -9,7 +9,9 @@ For each size (8 B, 4 KiB, 64 KiB) it runs `emubench.overhead_rank` under plain 
   over the difference of the counts is the CPU per message of the sending host, the sending
   nicd, the receiving nicd and the receiving host (start-up and teardown cancel out), and the
   larger run gives the message rate;
-* a ping-pong: one-way latency;
+* a ping-pong: one-way latency, the median round trip's half beside the relay's median (like
+  with like: both drop the few round trips a 2-core machine's scheduler stretches), and the
+  loop's mean (OSU's) beside the relay's mean;
 
 and, in the same run, the floor: a plain-Python relay over the same three hops with blocking
 sockets (Unix socket, UDP, Unix socket: `emubench.nicd_port`'s relay). JSON with ``--json``,
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -84,12 +87,14 @@ def _per_message(small: dict[str, Any], large: dict[str, Any]) -> dict[str, floa
     }
 
 
-def _relay_floor(sizes: tuple[int, ...], iters: int) -> dict[str, float]:
+def _relay_floor(sizes: tuple[int, ...], iters: int) -> dict[str, tuple[float, float]]:
+    """Per size: the relay's one-way (median, mean) over its round trips."""
     from emubench.nicd_port import _bench_relay  # the relay of the nicd benchmark
 
     with tempfile.TemporaryDirectory(prefix="emubench-relay-", dir="/tmp") as run_dir:
         relay = _bench_relay(run_dir, "block", iters, {"nicd_priority": "rt"})
-    return {str(size): relay["latency_us"][str(size)] for size in sizes}
+    samples = relay["samples_us"]
+    return {str(s): (relay["latency_us"][str(s)], statistics.fmean(samples[str(s)])) for s in sizes}
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -109,12 +114,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "cpu_us_per_message": _per_message(jobs["small"], jobs["large"]),
             "messages_per_s": jobs["large"]["messages_per_s"],
             "one_way_us": jobs["pingpong"]["one_way_us"],
+            "one_way_median_us": jobs["pingpong"]["one_way_median_us"],
             "jobs": jobs,
         }
     floor = _relay_floor(tuple(args.sizes), args.relay_iters)
     for size, row in rows.items():
-        row["relay_one_way_us"] = floor[size]
-        row["one_way_over_relay"] = row["one_way_us"] / floor[size]
+        median, mean = floor[size]
+        row["relay_one_way_us"] = median
+        row["relay_one_way_mean_us"] = mean
+        row["one_way_over_relay"] = row["one_way_median_us"] / median  # like with like
+        row["one_way_mean_over_relay_mean"] = row["one_way_us"] / mean
     return {
         "benchmark": "emubench.overhead",
         "parameters": {k: v for k, v in vars(args).items() if k != "argv"},
@@ -132,6 +141,7 @@ def summarise(rows: dict[str, Any]) -> dict[str, Any]:
     rate_factor = eight["messages_per_s"] / RATE_BEFORE
     return {
         "one_way_8B_over_relay": {"ratio": eight["one_way_over_relay"],
+                                  "mean_ratio": eight["one_way_mean_over_relay_mean"],
                                   "target": LATENCY_TARGET,
                                   "reached": eight["one_way_over_relay"] <= LATENCY_TARGET},
         "rate_8B_over_issue": {"ratio": rate_factor, "target": RATE_TARGET,
@@ -144,15 +154,15 @@ def print_tables(record: dict[str, Any]) -> None:
     for size, row in record["sizes"].items():
         cpu = row["cpu_us_per_message"]
         latency = (
-            f"{row['one_way_us']:.1f}",
-            f"{row['relay_one_way_us']:.1f}",
-            f"{row['one_way_over_relay']:.2f}",
+            f"{row['one_way_median_us']:.1f} / {row['one_way_us']:.1f}",
+            f"{row['relay_one_way_us']:.1f} / {row['relay_one_way_mean_us']:.1f}",
+            f"{row['one_way_over_relay']:.2f} / {row['one_way_mean_over_relay_mean']:.2f}",
         )
         rows.append((size, *(f"{cpu[name]:.1f}" for _, _, name in ROLES),
                      f"{row['messages_per_s']:,.0f}", *latency))  # fmt: skip
     print_table("CPU us per MPI message, 2 nodes, and latency beside the relay floor",
                 ("bytes", "host send", "nicd send", "nicd recv", "host recv", "msg/s",
-                 "one-way us", "relay us", "ratio"), rows)  # fmt: skip
+                 "one-way us (median / mean)", "relay us", "ratio"), rows)  # fmt: skip
     for name, s in record["summary"].items():
         verdict = "reached" if s["reached"] else "NOT reached"
         print(f"{name}: {s['ratio']:.2f} (target {s['target']}) {verdict}")
@@ -174,9 +184,12 @@ def plot(record: dict[str, Any], path: str) -> None:
     left.set_title("where a message's CPU goes (one-way stream)")
     left.legend(fontsize=8)
     xs = range(len(sizes))
-    right.plot(xs, [record["sizes"][s]["one_way_us"] for s in sizes], "o-", label="MPI one-way")
+    right.plot(xs, [record["sizes"][s]["one_way_median_us"] for s in sizes], "o-",
+               label="MPI one-way (median round trip)")  # fmt: skip
+    right.plot(xs, [record["sizes"][s]["one_way_us"] for s in sizes], "o:", color="C0",
+               alpha=0.5, label="MPI one-way (mean, OSU loop)")  # fmt: skip
     right.plot(xs, [record["sizes"][s]["relay_one_way_us"] for s in sizes], "s--",
-               label="relay floor (3 hops, blocking)")  # fmt: skip
+               label="relay floor (3 hops, blocking; median)")  # fmt: skip
     right.plot(xs, [LATENCY_TARGET * record["sizes"][s]["relay_one_way_us"] for s in sizes], ":",
                color="grey", label=f"target: {LATENCY_TARGET:g}x the floor")  # fmt: skip
     right.set_xticks(list(xs), [f"{s} B" for s in sizes])

@@ -5,7 +5,8 @@
 * ``stream``: rank 0 sends ``count`` messages of ``size`` bytes to rank 1 in windows of 64
   ``Isend``s (OSU's message-rate test), rank 1 receives them with as many ``Irecv``s and
   answers one empty message at the end; rank 0 reports the message rate.
-* ``pingpong``: ``count`` round trips; rank 0 reports the one-way time.
+* ``pingpong``: ``count`` round trips; rank 0 reports the one-way time, as the mean of the
+  loop (OSU's) and as the median of the round trips (the relay floor's statistic).
 
 Both use numpy byte buffers (uppercase calls) and a warm-up of ``count // 10``. Rank 0 writes
 JSON. The driver (`emubench.overhead`) runs each twice with different counts and takes the
@@ -15,6 +16,7 @@ difference of each process's CPU time, so start-up and teardown cancel out.
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from typing import Any
 
@@ -51,13 +53,16 @@ def _stream(comm: Any, mpi: Any, size: int, count: int) -> float:
     return time.perf_counter() - start
 
 
-def _pingpong(comm: Any, mpi: Any, size: int, count: int) -> float:
-    """Seconds of ``count`` round trips."""
+def _pingpong(comm: Any, mpi: Any, size: int, count: int, rounds: list[float] | None = None
+              ) -> float:  # fmt: skip
+    """Seconds of ``count`` round trips; each round trip's seconds appended to ``rounds``."""
     buf = np.zeros(size, dtype=np.uint8)
     byte = mpi.BYTE
     peer = 1 - comm.rank
     first = comm.rank == 0
-    start = time.perf_counter()
+    clock = time.perf_counter
+    keep = rounds.append if rounds is not None else None
+    start = last = clock()
     for _ in range(count):
         if first:
             comm.Send([buf, byte], dest=peer, tag=7)
@@ -65,7 +70,11 @@ def _pingpong(comm: Any, mpi: Any, size: int, count: int) -> float:
         else:
             comm.Recv([buf, byte], source=peer, tag=7)
             comm.Send([buf, byte], dest=peer, tag=7)
-    return time.perf_counter() - start
+        if keep is not None:
+            now = clock()
+            keep(now - last)
+            last = now
+    return clock() - start
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,7 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     run = _stream if args.mode == "stream" else _pingpong
     run(comm, MPI, args.size, max(1, args.count // 10))  # warm-up
     comm.Barrier()
-    seconds = run(comm, MPI, args.size, args.count)
+    rounds: list[float] = []
+    if args.mode == "stream":
+        seconds = _stream(comm, MPI, args.size, args.count)
+    else:
+        seconds = _pingpong(comm, MPI, args.size, args.count, rounds)
     if comm.rank == 0:
         result: dict[str, object] = {"mode": args.mode, "size": args.size, "count": args.count,
                                      "seconds": seconds}  # fmt: skip
@@ -91,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             result["messages_per_s"] = args.count / seconds
         else:
             result["one_way_us"] = seconds / args.count / 2 * 1e6
+            result["one_way_median_us"] = statistics.median(rounds) / 2 * 1e6
         write_json(args.out, result)
     comm.Barrier()
     return 0

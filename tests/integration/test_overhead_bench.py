@@ -25,7 +25,9 @@ def test_quick_run_splits_the_cost_of_a_message_by_process(tmp_path: Path) -> No
     assert row["messages_per_s"] > 0
     assert row["one_way_us"] > 0
     assert row["relay_one_way_us"] > 0
-    assert row["one_way_over_relay"] == row["one_way_us"] / row["relay_one_way_us"]
+    assert row["one_way_median_us"] > 0
+    assert row["one_way_over_relay"] == row["one_way_median_us"] / row["relay_one_way_us"]
+    assert row["one_way_mean_over_relay_mean"] == row["one_way_us"] / row["relay_one_way_mean_us"]
     large = row["jobs"]["large"]
     assert large["count"] > row["jobs"]["small"]["count"]
     assert set(large["cpu_s"]) == {"host0", "host1", "nicd0", "nicd1"}
