@@ -17,7 +17,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from emucluster.envelope import ANY_SOURCE as CORE_ANY_SOURCE
-from emucluster.mpi import bsend, commgroup, runtime
+from emucluster.mpi import bsend, commfree, commgroup, runtime
 from emucluster.mpi.buffers import message
 from emucluster.mpi.collectives import Collectives, internal_allgather, internal_allreduce
 from emucluster.mpi.commextras import COMM_KEYVALS, CommExtras, set_world
@@ -307,13 +307,14 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         return _intracomm(commgroup.split_type(self._state(), split_type, key, info))
 
     def Free(self) -> None:
-        """Free the communicator; it becomes COMM_NULL."""
+        """Free the communicator; it becomes COMM_NULL. Operations still pending on it
+        complete normally; its context id is given back when the last has (`commfree`)."""
         st = self._state()
         if st.context < 4:
             raise MPIException(ERR_COMM, "cannot free COMM_WORLD or COMM_SELF")
         self._delete_attrs()
         st.errhandler.release()
-        runtime.release_context(st.context)
+        commfree.release_when_idle(runtime.engine(), st.context, runtime.release_context)
         self._st = None
 
     # -- lowercase point-to-point (pickled objects) -------------------------------------------

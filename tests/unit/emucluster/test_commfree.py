@@ -1,0 +1,140 @@
+"""Comm.Free with operations pending (issue 17): the context id is given back only after
+they ended (`emucluster.mpi.commfree`), on a singleton engine without NIC or processes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from emucluster.mpi.commfree import DeferredRelease, counters, pending_on, release_when_idle
+from emucluster.mpi.request import CollDriver
+from emucluster.p2p import P2P
+from emucluster.progress import Progress
+from tests.unit.emucluster.test_mpi4py_surface import check
+
+if TYPE_CHECKING:
+    from emucluster.coll.context import CollGen
+
+CONTEXT = 6  # a communicator's p2p context id (its collectives use 7)
+
+
+def _engine() -> Progress:
+    return Progress(None, P2P(0, 1))
+
+
+class _Flag:
+    """A pending operation's check that counts how often it is asked."""
+
+    def __init__(self) -> None:
+        self.ended = False
+        self.asked = 0
+
+    def __call__(self) -> bool:
+        self.asked += 1
+        return self.ended
+
+
+def test_release_waits_for_every_check_and_runs_once() -> None:
+    released: list[int] = []
+    first, second = _Flag(), _Flag()
+    task = DeferredRelease(CONTEXT, [first, second], released.append)
+    assert not task.advance()
+    first.ended = True
+    assert not task.advance()
+    assert (task.waiting(), released) == (1, [])
+    asked = first.asked
+    second.ended = True
+    assert task.advance()
+    assert first.asked == asked  # an ended operation is not asked again
+    assert task.advance()  # finished: no second release
+    assert (task.released, released) == (True, [CONTEXT])
+
+
+def test_nothing_pending_releases_at_once() -> None:
+    engine = _engine()
+    engine.recv(CONTEXT + 2, 0, 1, 0, None)  # another communicator's receive
+    released: list[int] = []
+    assert release_when_idle(engine, CONTEXT, released.append)
+    assert released == [CONTEXT]
+    assert engine.advancing == []
+
+
+def test_posted_receive_defers_until_it_matches() -> None:
+    engine = _engine()
+    p2p_op = engine.recv(CONTEXT, 0, 1, 0, None)
+    coll_op = engine.recv(CONTEXT + 1, 0, 2, 0, None)  # a collective's receive counts too
+    assert len(pending_on(engine, CONTEXT)) == 2
+    released: list[int] = []
+    deferred = counters["deferred"]
+    assert not release_when_idle(engine, CONTEXT, released.append)
+    assert counters["deferred"] == deferred + 1
+    engine.send(CONTEXT, 0, 1, 0, b"p2p")
+    engine.progress()
+    assert p2p_op.done
+    assert released == []
+    engine.send(CONTEXT + 1, 0, 2, 0, b"coll")
+    engine.progress()
+    assert coll_op.done
+    assert released == [CONTEXT]
+    assert engine.advancing == []
+
+
+def test_cancelled_receive_ends_the_wait() -> None:
+    engine = _engine()
+    op = engine.recv(CONTEXT, 0, 1, 0, None)
+    released: list[int] = []
+    assert not release_when_idle(engine, CONTEXT, released.append)
+    assert engine.cancel(op)
+    engine.progress()
+    assert released == [CONTEXT]
+
+
+def test_unfinished_collective_driver_defers_until_it_finishes() -> None:
+    engine = _engine()
+    steps: list[str] = []
+
+    def algorithm(context: int) -> CollGen[None]:
+        yield [engine.send(context + 1, 0, 3, 0, b"x")]  # complete at once (to itself)
+        steps.append(f"{context} waits")
+        yield [engine.recv(context + 1, 0, 4, 0, None)]  # a receive posted between steps
+        steps.append(f"{context} ended")
+
+    driver = CollDriver(algorithm(CONTEXT), lambda value: value, context=CONTEXT)
+    other = CollDriver(algorithm(CONTEXT + 2), lambda value: value, context=CONTEXT + 2)
+    engine.add(driver)
+    engine.add(other)
+    released: list[int] = []
+    assert not release_when_idle(engine, CONTEXT, released.append)
+    engine.send(CONTEXT + 1, 0, 4, 0, b"y")
+    engine.progress()
+    assert driver.finished
+    assert released == [CONTEXT]
+    assert not other.finished  # the other communicator's driver never held this release
+    assert steps == [f"{CONTEXT} waits", f"{CONTEXT + 2} waits", f"{CONTEXT} ended"]
+
+
+def test_free_with_pending_irecv_keeps_the_id_until_it_completes() -> None:
+    """Before the fix the Dup after Free took the id, and its message to itself completed
+    the freed communicator's Irecv (then the new recv deadlocked)."""
+    check(
+        """
+        from emucluster import MPI
+        from emucluster.mpi import runtime
+        old = MPI.COMM_SELF.Dup()
+        pair = old._st.context // 2
+        pending = old.irecv(source=0, tag=1)
+        old.Free()
+        assert not runtime.free_context_mask() >> pair & 1
+        new = MPI.COMM_SELF.Dup()
+        assert new._st.context // 2 != pair
+        new.send("new", dest=0, tag=1)
+        assert new.recv(source=0, tag=1) == "new"
+        assert not pending.Get_status()
+        pending.Cancel()
+        status = MPI.Status()
+        pending.Wait(status)
+        assert status.Is_cancelled()
+        assert runtime.free_context_mask() >> pair & 1
+        assert runtime.stats()["comm_free"] == {"freed": 1, "deferred": 1, "waiting": 0}
+        new.Free()
+        """
+    )
