@@ -87,16 +87,17 @@ def pending_on(engine: Progress, context: int) -> list[Callable[[], bool]]:
     return checks
 
 
-def release_when_idle(engine: Progress, context: int, release: Callable[[int], None]) -> bool:
-    """Give ``context`` back with ``release`` now if nothing is pending on it (True), else
-    as soon as the engine sees the last pending operation end (False)."""
+def release_when_idle(
+    engine: Progress, context: int, release: Callable[[int], None]
+) -> DeferredRelease:
+    """Give ``context`` back with ``release`` now if nothing is pending on it, else as soon
+    as the engine sees the last pending operation end; the task says which (``released``)."""
     counters["freed"] += 1
     task = DeferredRelease(context, pending_on(engine, context), release)
-    if task.advance():
-        return True
-    counters["deferred"] += 1
-    engine.add(task)
-    return task.released
+    if not task.advance():
+        counters["deferred"] += 1
+        engine.add(task)
+    return task
 
 
 def _finished(driver: CollDriver) -> Callable[[], bool]:

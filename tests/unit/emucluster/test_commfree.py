@@ -53,7 +53,7 @@ def test_nothing_pending_releases_at_once() -> None:
     engine = _engine()
     engine.recv(CONTEXT + 2, 0, 1, 0, None)  # another communicator's receive
     released: list[int] = []
-    assert release_when_idle(engine, CONTEXT, released.append)
+    assert release_when_idle(engine, CONTEXT, released.append).released
     assert released == [CONTEXT]
     assert engine.advancing == []
 
@@ -65,7 +65,7 @@ def test_posted_receive_defers_until_it_matches() -> None:
     assert len(pending_on(engine, CONTEXT)) == 2
     released: list[int] = []
     deferred = counters["deferred"]
-    assert not release_when_idle(engine, CONTEXT, released.append)
+    assert not release_when_idle(engine, CONTEXT, released.append).released
     assert counters["deferred"] == deferred + 1
     engine.send(CONTEXT, 0, 1, 0, b"p2p")
     engine.progress()
@@ -82,7 +82,7 @@ def test_cancelled_receive_ends_the_wait() -> None:
     engine = _engine()
     op = engine.recv(CONTEXT, 0, 1, 0, None)
     released: list[int] = []
-    assert not release_when_idle(engine, CONTEXT, released.append)
+    assert not release_when_idle(engine, CONTEXT, released.append).released
     assert engine.cancel(op)
     engine.progress()
     assert released == [CONTEXT]
@@ -103,7 +103,7 @@ def test_unfinished_collective_driver_defers_until_it_finishes() -> None:
     engine.add(driver)
     engine.add(other)
     released: list[int] = []
-    assert not release_when_idle(engine, CONTEXT, released.append)
+    assert not release_when_idle(engine, CONTEXT, released.append).released
     engine.send(CONTEXT + 1, 0, 4, 0, b"y")
     engine.progress()
     assert driver.finished
@@ -136,5 +136,34 @@ def test_free_with_pending_irecv_keeps_the_id_until_it_completes() -> None:
         assert runtime.free_context_mask() >> pair & 1
         assert runtime.stats()["comm_free"] == {"freed": 1, "deferred": 1, "waiting": 0}
         new.Free()
+        """
+    )
+
+
+def test_disconnect_waits_for_pending_operations() -> None:
+    """Free returns with an Irecv pending; Disconnect waits for it (on a singleton rank,
+    where nothing can satisfy it, the wait raises instead of hanging)."""
+    check(
+        """
+        from emucluster import MPI
+        from emucluster.mpi import runtime
+        done = MPI.COMM_SELF.Dup()
+        done.Ibarrier().Wait()
+        done.Disconnect()  # nothing pending: returns at once
+        assert done == MPI.COMM_NULL
+        comm = MPI.COMM_SELF.Dup()
+        pair = comm._st.context // 2
+        pending = comm.irecv(source=0, tag=1)
+        try:
+            comm.Disconnect()
+        except MPI.Exception as exc:
+            assert exc.Get_error_class() == MPI.ERR_OTHER, exc
+            assert "Disconnect" in str(exc), exc
+        else:
+            raise AssertionError("Disconnect returned with a receive pending")
+        assert not runtime.free_context_mask() >> pair & 1
+        pending.Cancel()
+        pending.Wait()
+        assert runtime.free_context_mask() >> pair & 1
         """
     )
