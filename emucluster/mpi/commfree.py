@@ -17,7 +17,9 @@ matched yet (an Irecv; a collective's own receive); an application-bypass reduct
 children are still outstanding (its asynchronous part runs after Reduce returned). Sends
 need no wait: once handed to the NIC their context id matters only at the receiver, whose
 receive is its own pending operation. Requests the program never completes keep the id
-(MPI: such a program is erroneous), as MPICH keeps it.
+(MPI: such a program is erroneous), as MPICH keeps it. The engine holds at most one task per
+context pair not yet given back (``runtime.MAX_CONTEXT_PAIRS``); ``counters`` and the tasks
+still waiting are in ``runtime.stats()["comm_free"]``.
 """
 
 from __future__ import annotations

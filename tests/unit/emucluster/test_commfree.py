@@ -5,13 +5,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from emucluster.config import HostConfig
 from emucluster.mpi.commfree import DeferredRelease, counters, pending_on, release_when_idle
 from emucluster.mpi.request import CollDriver
+from emucluster.offload.app_bypass import shell as appbypass
+from emucluster.offload.app_bypass.core import InstanceKey
 from emucluster.p2p import P2P
 from emucluster.progress import Progress
 from tests.unit.emucluster.test_mpi4py_surface import check
 
 if TYPE_CHECKING:
+    import pytest
+
     from emucluster.coll.context import CollGen
 
 CONTEXT = 6  # a communicator's p2p context id (its collectives use 7)
@@ -110,6 +115,26 @@ def test_unfinished_collective_driver_defers_until_it_finishes() -> None:
     assert released == [CONTEXT]
     assert not other.finished  # the other communicator's driver never held this release
     assert steps == [f"{CONTEXT} waits", f"{CONTEXT + 2} waits", f"{CONTEXT} ended"]
+
+
+def test_outstanding_app_bypass_reduction_defers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An application-bypass Reduce returned with children outstanding: its asynchronous
+    part still sends and matches on the collective context."""
+    monkeypatch.setattr(appbypass, "_bypass", None)  # restored after the test
+    engine = _engine()
+    bypass = appbypass.install(engine, HostConfig())
+    descriptors = bypass.core.descriptors
+    mine, other = InstanceKey(CONTEXT + 1, 5), InstanceKey(CONTEXT + 3, 5)
+    descriptors[other] = None  # type: ignore[assignment]  # another communicator's
+    assert pending_on(engine, CONTEXT) == []
+    descriptors[mine] = None  # type: ignore[assignment]
+    released: list[int] = []
+    assert not release_when_idle(engine, CONTEXT, released.append).released
+    engine.progress()
+    assert released == []
+    del descriptors[mine]  # the last child's packet completed it
+    engine.progress()
+    assert released == [CONTEXT]
 
 
 def test_free_with_pending_irecv_keeps_the_id_until_it_completes() -> None:
