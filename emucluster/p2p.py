@@ -242,6 +242,7 @@ class RecvOp:
 
     __slots__ = (
         "buf",
+        "context",
         "count",
         "data",
         "msg_source",
@@ -254,10 +255,12 @@ class RecvOp:
         "state",
     )
 
-    def __init__(self, src_node: int | None, buf: memoryview | None) -> None:
+    def __init__(self, src_node: int | None, buf: memoryview | None, context: int = -1) -> None:
         self.state = RecvState.POSTED
         self.src_node = src_node
         """Node of the source named by the pattern; None for ANY_SOURCE."""
+        self.context = context
+        """Context id of the pattern (-1: not given)."""
         self.buf = buf
         """Writable byte view to fill, or None: keep the bytes in ``data``."""
         self.data: bytes | bytearray | memoryview | None = None
@@ -381,7 +384,7 @@ class P2P:
              buf: memoryview | None) -> tuple[RecvOp, list[Action]]:  # fmt: skip
         """Post a receive for (context, source or ANY_SOURCE, tag or ANY_TAG); ``src_node`` is
         the node of ``source`` (None for ANY_SOURCE); ``buf`` a writable byte view or None."""
-        op = RecvOp(src_node, buf)
+        op = RecvOp(src_node, buf, context)
         if src_node is not None and src_node in self.dead:
             self._move_recv(op, Event.PEER_FAILED)
             op.outcome, op.reason = Outcome.PEER_FAILED, self.dead[src_node]
@@ -477,6 +480,10 @@ class P2P:
         return actions
 
     # -- queries ----------------------------------------------------------------------------
+
+    def posted_receives(self, contexts: tuple[int, ...]) -> list[RecvOp]:
+        """Receives posted on one of ``contexts`` that no message has matched yet."""
+        return [op for op in self._posted.values() if op.context in contexts]
 
     def outstanding_sends(self) -> int:
         """Rendezvous sends still waiting for their CTS."""

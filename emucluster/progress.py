@@ -164,6 +164,10 @@ class Progress:
             self.run(actions)
         return op
 
+    def posted_receives(self, contexts: tuple[int, ...]) -> list[RecvOp]:
+        """Receives posted on one of ``contexts`` and not matched yet (`P2P.posted_receives`)."""
+        return self._core.posted_receives(contexts)
+
     def probe(self, context: int, source: int, tag: int) -> ProbeInfo | None:
         """The first matching unexpected message, without receiving it (`P2P.probe`)."""
         return self._core.probe(context, source, tag)

@@ -140,7 +140,7 @@ def start(st: CommState, operation: str, algorithm: str | None, args: tuple[obje
     found = lookup_entry(operation, algorithm)
     if found.blocking_only:
         found = lookup_entry(operation, coll.BASELINES[operation])
-    driver = CollDriver(found.algorithm(CallContext(st), *args), post)
+    driver = CollDriver(found.algorithm(CallContext(st), *args), post, context=st.context)
     runtime.engine().add(driver)
     return Request._of(driver)
 

@@ -17,7 +17,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from emucluster.envelope import ANY_SOURCE as CORE_ANY_SOURCE
-from emucluster.mpi import bsend, commgroup, runtime
+from emucluster.mpi import bsend, commfree, commgroup, runtime
 from emucluster.mpi.buffers import message
 from emucluster.mpi.collectives import Collectives, internal_allgather, internal_allreduce
 from emucluster.mpi.commextras import COMM_KEYVALS, CommExtras, set_world
@@ -43,6 +43,7 @@ from emucluster.mpi.errhandler import Errhandler
 from emucluster.mpi.errors import (
     ERR_COMM,
     ERR_KEYVAL,
+    ERR_OTHER,
     ERR_RANK,
     ERR_TAG,
     last_used_code,
@@ -307,14 +308,31 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         return _intracomm(commgroup.split_type(self._state(), split_type, key, info))
 
     def Free(self) -> None:
-        """Free the communicator; it becomes COMM_NULL."""
+        """Free the communicator; it becomes COMM_NULL. Operations still pending on it
+        complete normally; its context id is given back when the last has (`commfree`)."""
+        self._free()
+
+    def Disconnect(self) -> None:
+        """Free the communicator once the operations pending on it completed (MPI-4.0
+        §11.10.4: Disconnect waits for them, where Free returns at once)."""
+        release = self._free()
+        if release.released:
+            return
+        try:
+            runtime.engine().wait_for(lambda: release.released)
+        except DeadlockError as exc:
+            raise MPIException(ERR_OTHER, f"Disconnect: {exc}") from None
+
+    def _free(self) -> commfree.DeferredRelease:
         st = self._state()
         if st.context < 4:
             raise MPIException(ERR_COMM, "cannot free COMM_WORLD or COMM_SELF")
         self._delete_attrs()
         st.errhandler.release()
-        runtime.release_context(st.context)
+        release = commfree.release_when_idle(runtime.engine(), st.context,
+                                             runtime.release_context)  # fmt: skip
         self._st = None
+        return release
 
     # -- lowercase point-to-point (pickled objects) -------------------------------------------
 

@@ -163,14 +163,6 @@ class CommExtras:
 
         return Intercomm()
 
-    def Disconnect(self) -> None:
-        """Free the communicator after its pending traffic (no dynamic processes here)."""
-        self._state()
-        from emucluster.mpi.comm import Comm
-
-        assert isinstance(self, Comm)
-        self.Free()
-
     def Attach_buffer(self, buf: Any) -> None:
         """MPI 4.1 per-communicator buffers are not offered (use MPI.Attach_buffer)."""
         _not_41("Comm.Attach_buffer")

@@ -184,13 +184,18 @@ def check_failed(requests: Sequence[CollRequest]) -> None:
 
 class CollDriver:
     """A collective algorithm's generator advanced by the progress engine (Ibcast, ...);
-    ``post`` turns the algorithm's result into what ``wait`` returns."""
+    ``post`` turns the algorithm's result into what ``wait`` returns; ``context``: the p2p
+    context id of its communicator (a Free waits for the driver to finish, `commfree`)."""
 
-    __slots__ = ("_error", "_gen", "_post", "_started", "_value", "_waiting", "finished")
+    __slots__ = (
+        "_error", "_gen", "_post", "_started", "_value", "_waiting", "context", "finished",
+    )  # fmt: skip
 
-    def __init__(self, gen: CollGen[Any], post: Callable[[Any], object]) -> None:
+    def __init__(self, gen: CollGen[Any], post: Callable[[Any], object], *,
+                 context: int = -1) -> None:  # fmt: skip
         self._gen = gen
         self._post = post
+        self.context = context
         self._waiting: list[CollRequest] = []
         self._started = False
         self._value: object = None

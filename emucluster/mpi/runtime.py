@@ -172,7 +172,9 @@ def stats() -> dict[str, object]:
     search depth of both queues, the unexpected ratio); ``protocol`` the eager/rendezvous
     counters; ``dropped`` messages ignored as malformed; ``app_bypass`` the application-bypass
     reduce counters (signals received and deferred, early/expected/late packets, copies,
-    instances completed inside Reduce and after it). Also written at Finalize to
+    instances completed inside Reduce and after it); ``comm_free`` the communicators freed,
+    those freed with operations pending (their context id given back later, `commfree`) and
+    those still waiting. Also written at Finalize to
     ``$EMU_STATS_DIR/rank<N>.json`` when that variable is set (``emurun --stats DIR``).
     """
     return _stats_of(engine())
@@ -189,11 +191,19 @@ def _stats_of(progress: Progress) -> dict[str, object]:
     shell = mcast.active()
     if shell is not None and shell.engine is progress:
         out["mcast"] = shell.stats()
+    from emucluster.mpi import commfree  # late: commfree imports request, which imports this
+
+    waiting = sum(isinstance(t, commfree.DeferredRelease) for t in progress.advancing)
+    out["comm_free"] = {**commfree.counters, "waiting": waiting}
     return out
 
 
 def free_context_mask() -> int:
-    """Bit k set: context-id pair k (ids 2k, 2k+1) is free in this process."""
+    """Bit k set: context-id pair k (ids 2k, 2k+1) is free in this process. Progress is
+    made first, so a freed communicator whose last pending operation ended meanwhile gives
+    its pair back before the mask is read (``emucluster.mpi.commfree``)."""
+    if _engine is not None and _engine.advancing:
+        _engine.progress()
     return _free_contexts
 
 

@@ -219,7 +219,7 @@ class Topocomm(Intracomm):
 
     def _exchange_start(self, payloads: Callable[[int], list[bytes]],
                         fill: Callable[[list[bytes | None]], None]) -> Request:  # fmt: skip
-        driver = CollDriver(self._exchange_gen(payloads), fill)
+        driver = CollDriver(self._exchange_gen(payloads), fill, context=self._state().context)
         runtime.engine().add(driver)
         return Request._of(driver)
 

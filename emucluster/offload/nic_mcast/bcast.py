@@ -18,12 +18,14 @@ receivers cannot know a pickled message's size, every tree of the root is posted
 and the root picks one per message.
 
 Group ids depend on the collective context id, which a communicator freed (``Comm.Free``)
-gives back for reuse by another membership: the shell then frees the communicator's groups
-at its NIC (which finishes their resends in the background) and forgets its plans and costs,
-and the groups of the next communicator on that id carry a new *epoch*, agreed by its members
-at its first nic-mcast bcast (`agree_epoch`: one past the largest epoch any member used on the
-id, by a host max-reduce and bcast), so a NIC never takes the old tree's late packets or ACKs
-for the new one's. COMM_WORLD and COMM_SELF never give their ids back: epoch 0, no agreement.
+gives back for reuse by another membership once its pending calls ended (an Ibcast still
+agreeing its epoch included, ``emucluster.mpi.commfree``): the shell then frees the
+communicator's groups at its NIC (which finishes their resends in the background) and
+forgets its plans and costs, and the groups of the next communicator on that id carry a new
+*epoch*, agreed by its members at its first nic-mcast bcast (`agree_epoch`: one past the
+largest epoch any member used on the id, by a host max-reduce and bcast), so a NIC never
+takes the old tree's late packets or ACKs for the new one's. COMM_WORLD and COMM_SELF never
+give their ids back: epoch 0, no agreement.
 
 A message longer than the eager limit takes the host binomial algorithm instead (§6: MPICH-GM
 keeps rendezvous for those); the root first multicasts an empty message marked `LARGE` so

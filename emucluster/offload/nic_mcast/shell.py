@@ -13,7 +13,8 @@ communicator) or ``binomial``; ``EMU_MCAST_COSTS`` = ``L0,L_per_byte,g0,g_per_by
 microseconds fixes the postal costs instead of measuring them (benchmarks, tests).
 
 A freed communicator's context id may serve another membership next (``Comm.Free`` calls
-`release` through ``emucluster.mpi.runtime.release_context``): its groups are freed at the NIC
+`release` through ``emucluster.mpi.runtime.release_context`` once the communicator's pending
+operations ended, ``emucluster.mpi.commfree``): its groups are freed at the NIC
 (which still completes their unfinished multicasts and answers the old tree's late packets,
 under the old epoch), its plans, costs and epoch are forgotten here, and the last epoch used
 on the id is kept, so the next communicator on it agrees a newer one
