@@ -84,5 +84,7 @@ def test_handler_time_prolongs_a_spin_and_is_counted() -> None:
         signals.unregister(burner)
     assert burner.calls == 1
     assert hosttime.handled() - handled0 >= 0.03
-    assert used.process_cpu_s >= 0.05 + 0.03
-    assert used.own_wall_s >= 0.05 + 0.03
+    assert used.own_wall_s >= 0.05 + 0.03  # the loop's own clock: exact by construction
+    # CPU time follows that clock only to the kernel's accounting (a run read 79.85 ms of CPU
+    # for 80.03 ms of own wall time): 1 ms of slack, far from the 50 ms a hidden handler gives.
+    assert used.process_cpu_s >= 0.05 + 0.03 - 0.001
