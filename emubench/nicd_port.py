@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emubench.common import (
     command_line,
@@ -38,6 +38,11 @@ from emubench.common import (
 from emubench.localcluster import NicCluster
 from emucluster.port import Port, WaitPolicy
 from nicd.config import RECOVERY_MODES, FaultConfig
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from launcher.plan import Placement
 
 __all__ = ["main"]
 
@@ -212,9 +217,24 @@ def _relay_host(path: str, wait: WaitPolicy, n: int, size: int, echo: bool) -> l
     return samples
 
 
-def _bench_relay(run_dir: str, wait: WaitPolicy, iters: int, env: dict[str, Any]) -> dict[str, Any]:
+def _placed_host(path: str, wait: WaitPolicy, n: int, size: int, cpus: frozenset[int],
+                 out: Any) -> None:  # fmt: skip
+    """The pinging relay host in its own process, on ``cpus``; its samples go to ``out``."""
+    os.sched_setaffinity(0, cpus)
+    out.send(_relay_host(path, wait, n, size, False))
+
+
+def _bench_relay(
+    run_dir: str, wait: WaitPolicy, iters: int, env: dict[str, Any],
+    placement: Sequence[Placement] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The relay floor per size. With ``placement`` (`launcher.plan.place`), node i's relay
+    runs where emurun puts nicd i and its host where emurun puts host i, so the floor shares
+    the placement of the path it is the floor of; without it the kernel places them."""
     ctx = mp.get_context("fork")
     out: dict[str, Any] = {"latency_us": {}, "samples_us": {}}
+    nics = [None if placement is None else placement[i].nicd_cpus for i in range(2)]
+    hosts = [None if placement is None else placement[i].host_cpus for i in range(2)]
     for size in SIZES:
         n = iters if size <= 4096 else max(50, iters // 10)
         udps = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2)]
@@ -228,11 +248,24 @@ def _bench_relay(run_dir: str, wait: WaitPolicy, iters: int, env: dict[str, Any]
             procs.append(ctx.Process(target=_relay, args=(paths[i], udps[i], peer, ready)))
             procs[-1].start()
             ready.wait(30)
+            cpus = nics[i]
+            if cpus is not None and procs[-1].pid is not None:
+                os.sched_setaffinity(procs[-1].pid, cpus)
         if env["nicd_priority"] == "rt":  # the relays stand for the NICs: same priority
             _realtime([p.pid for p in procs if p.pid is not None], env)
         echo = ctx.Process(target=_relay_host, args=(paths[1], wait, n, size, True))
         echo.start()
-        samples = _relay_host(paths[0], wait, n, size, False)
+        if hosts[1] is not None and echo.pid is not None:
+            os.sched_setaffinity(echo.pid, hosts[1])
+        if hosts[0] is None:
+            samples = _relay_host(paths[0], wait, n, size, False)
+        else:
+            receive, send = ctx.Pipe(duplex=False)
+            pinger = ctx.Process(target=_placed_host,
+                                 args=(paths[0], wait, n, size, hosts[0], send))  # fmt: skip
+            pinger.start()
+            samples = receive.recv()
+            pinger.join(60)
         echo.join(60)
         for p in procs:
             p.join(10)

@@ -14,7 +14,9 @@ For each size (8 B, 4 KiB, 64 KiB) it runs `emubench.overhead_rank` under plain 
   loop's mean (OSU's) beside the relay's mean;
 
 and, in the same run, the floor: a plain-Python relay over the same three hops with blocking
-sockets (Unix socket, UDP, Unix socket: `emubench.nicd_port`'s relay). JSON with ``--json``,
+sockets (Unix socket, UDP, Unix socket: `emubench.nicd_port`'s relay), its relays and hosts
+placed where emurun puts the nicds and hosts under the same ``--bind-to`` (an unbound relay
+reads twice the floor of a bound one: 92 vs 48 us here). JSON with ``--json``,
 a figure with ``--png``. Targets (issue 17): 8-byte one-way at most 2x the relay floor;
 8-byte message rate at least 3x 19,000 msg/s.
 """
@@ -42,6 +44,7 @@ from emubench.common import (
     save_figure,
     write_json,
 )
+from launcher.plan import Placement, place
 
 __all__ = ["main"]
 
@@ -87,12 +90,15 @@ def _per_message(small: dict[str, Any], large: dict[str, Any]) -> dict[str, floa
     }
 
 
-def _relay_floor(sizes: tuple[int, ...], iters: int) -> dict[str, tuple[float, float]]:
-    """Per size: the relay's one-way (median, mean) over its round trips."""
+def _relay_floor(
+    sizes: tuple[int, ...], iters: int, placement: list[Placement]
+) -> dict[str, tuple[float, float]]:
+    """Per size: the relay's one-way (median, mean) over its round trips, its processes
+    placed as emurun places the nicds and hosts of the measured path (`place`)."""
     from emubench.nicd_port import _bench_relay  # the relay of the nicd benchmark
 
     with tempfile.TemporaryDirectory(prefix="emubench-relay-", dir="/tmp") as run_dir:
-        relay = _bench_relay(run_dir, "block", iters, {"nicd_priority": "rt"})
+        relay = _bench_relay(run_dir, "block", iters, {"nicd_priority": "rt"}, placement)
     samples = relay["samples_us"]
     return {str(s): (relay["latency_us"][str(s)], statistics.fmean(samples[str(s)])) for s in sizes}
 
@@ -117,7 +123,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "one_way_median_us": jobs["pingpong"]["one_way_median_us"],
             "jobs": jobs,
         }
-    floor = _relay_floor(tuple(args.sizes), args.relay_iters)
+    placement = place(args.bind_to, 2, sorted(os.sched_getaffinity(0)))
+    floor = _relay_floor(tuple(args.sizes), args.relay_iters, placement)
     for size, row in rows.items():
         median, mean = floor[size]
         row["relay_one_way_us"] = median
@@ -130,6 +137,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "command": command_line("overhead", args.argv),
         "environment": environment(load_before, wait_policy=os.environ.get("EMU_WAIT", "block")),
         "sizes": rows,
+        "relay_placement": [
+            {
+                "node": p.node,
+                "relay_cpus": None if p.nicd_cpus is None else sorted(p.nicd_cpus),
+                "host_cpus": None if p.host_cpus is None else sorted(p.host_cpus),
+            }
+            for p in placement
+        ],
         "summary": summarise(rows),
     }
 

@@ -39,6 +39,7 @@ __all__ = [
     "host_env",
     "nicd_argv",
     "nicd_env",
+    "place",
     "placements",
     "resolve_program",
     "shm_prefix",
@@ -270,25 +271,30 @@ def host_env(
 
 
 def placements(plan: LaunchPlan, cpus: Sequence[int]) -> list[Placement]:
-    """Where each node's processes run. ``core``: node i's host and nicd share the i-th
-    allowed CPU, round-robin (a same-core wake-up costs ~5 us, a cross-core one ~30 us:
-    DESIGN §10); ``role``: the nicds on the first half of the allowed CPUs and the hosts on
-    the rest, each round-robin (the NIC processors and the host processors: a nicd never
-    preempts a host and each CPU's caches hold one program; with one CPU it is ``core``);
-    ``none``: no binding."""
-    if plan.bind_to == "none" or not cpus:
-        return [Placement(node, None, None) for node in range(plan.np)]
+    """Where each node's processes run (`place` with the plan's ``bind_to`` and ``np``)."""
+    return place(plan.bind_to, plan.np, cpus)
+
+
+def place(bind_to: BindTo, nodes: int, cpus: Sequence[int]) -> list[Placement]:
+    """Where each of ``nodes`` nodes' processes run on ``cpus``. ``core``: node i's host and
+    nicd share the i-th allowed CPU, round-robin (a same-core wake-up costs ~5 us, a
+    cross-core one ~30 us: DESIGN §10); ``role``: the nicds on the first half of the allowed
+    CPUs and the hosts on the rest, each round-robin (the NIC processors and the host
+    processors: a nicd never preempts a host and each CPU's caches hold one program; with one
+    CPU it is ``core``); ``none``: no binding. Benchmarks place their relay floors with it."""
+    if bind_to == "none" or not cpus:
+        return [Placement(node, None, None) for node in range(nodes)]
     ordered = sorted(cpus)
-    if plan.bind_to == "role" and len(ordered) > 1:
+    if bind_to == "role" and len(ordered) > 1:
         nics, hosts = ordered[: len(ordered) // 2], ordered[len(ordered) // 2 :]
         return [
             Placement(
                 node, frozenset({hosts[node % len(hosts)]}), frozenset({nics[node % len(nics)]})
             )
-            for node in range(plan.np)
+            for node in range(nodes)
         ]
     out = []
-    for node in range(plan.np):
+    for node in range(nodes):
         core = frozenset({ordered[node % len(ordered)]})
         out.append(Placement(node, core, core))
     return out

@@ -28,6 +28,9 @@ def test_quick_run_splits_the_cost_of_a_message_by_process(tmp_path: Path) -> No
     assert row["one_way_median_us"] > 0
     assert row["one_way_over_relay"] == row["one_way_median_us"] / row["relay_one_way_us"]
     assert row["one_way_mean_over_relay_mean"] == row["one_way_us"] / row["relay_one_way_mean_us"]
+    for node in read_json(record_path)["relay_placement"]:  # bind-to core, as emurun's jobs
+        assert node["relay_cpus"] == node["host_cpus"]
+        assert node["relay_cpus"] is not None
     large = row["jobs"]["large"]
     assert large["count"] > row["jobs"]["small"]["count"]
     assert set(large["cpu_s"]) == {"host0", "host1", "nicd0", "nicd1"}
