@@ -28,6 +28,7 @@ run delay reads as 0 and `available` says so.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -54,15 +55,24 @@ SCHEDSTAT = "/proc/thread-self/schedstat"
 
 
 class _Schedstat:
-    """One open descriptor on this thread's schedstat, read with ``pread`` (no reopen)."""
+    """One open descriptor on this thread's schedstat, read with ``pread`` (no reopen); a
+    forked child opens its own on first use (`forget` runs in it: no ``getpid`` per read,
+    which is a system call, twice per library wait)."""
 
     def __init__(self) -> None:
-        self.pid = -1
+        self.opened = False
         self.fd: int | None = None
 
+    def forget(self) -> None:
+        """In a forked child: the descriptor names the parent's thread; close it."""
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+        self.opened, self.fd = False, None
+
     def run_delay_ns(self) -> int:
-        if self.pid != os.getpid():  # first use, or a fork: this process's own file
-            self.pid = os.getpid()
+        if not self.opened:  # first use in this process
+            self.opened = True
             try:
                 self.fd = os.open(SCHEDSTAT, os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
@@ -77,6 +87,7 @@ class _Schedstat:
 
 
 _SCHEDSTAT = _Schedstat()
+os.register_at_fork(after_in_child=_SCHEDSTAT.forget)
 _waited_ns = 0  # library waits charged as polling, this process
 _handled_ns = 0  # own-processor time in the library's signal handlers, this process
 

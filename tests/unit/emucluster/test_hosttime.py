@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,33 @@ def test_without_schedstat_the_run_delay_is_zero(
     (tmp_path / "garbled").write_text("nothing useful")
     monkeypatch.setattr(hosttime, "SCHEDSTAT", str(tmp_path / "garbled"))
     assert hosttime._Schedstat().run_delay_ns() == 0
+
+
+def test_a_forked_child_reads_its_own_schedstat(tmp_path: Path) -> None:
+    """After a fork the child opens its own file (the parent's descriptor names the parent's
+    thread): it reads its own run delay, not the parent's frozen one."""
+    hosttime.run_delay()  # the parent's descriptor is open
+    parent_fd = hosttime._SCHEDSTAT.fd
+    assert parent_fd is not None
+    out = tmp_path / "child"
+    pid = os.fork()
+    if pid == 0:  # the child: report what it reads through, then leave at once
+        status = 1
+        try:
+            fresh = not hosttime._SCHEDSTAT.opened
+            hosttime.run_delay()
+            fd = hosttime._SCHEDSTAT.fd
+            link = os.readlink(f"/proc/self/fd/{fd}") if fd is not None else ""
+            out.write_text(f"{fresh} {link}")
+            status = 0
+        finally:
+            os._exit(status)
+    _, wstatus = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(wstatus) == 0
+    fresh, link = out.read_text().split(" ", 1)
+    assert fresh == "True"
+    assert f"/{pid}/" in link  # the child's own thread, not the parent's
+    assert hosttime._SCHEDSTAT.fd == parent_fd  # the parent's stays as it was
 
 
 def test_a_library_wait_is_charged_and_a_program_sleep_is_not() -> None:
