@@ -183,9 +183,13 @@ class _Shell(asyncio.DatagramProtocol):
             actions = self.core.on_datagram(data, (addr[0], addr[1]), now=time.monotonic())
             if actions or self.facts:
                 self._execute(actions)
-        if not self._flush_scheduled:
+        if self._flush_scheduled:
+            return
+        if self.core.flush_due(now=time.monotonic()):  # an ACK to send once the burst is read
             self._flush_scheduled = True
             self.loop.call_soon(self._flush)
+        else:  # nothing due: no extra turn of the loop (a system call) for a flush of nothing
+            self._rearm()
 
     def _bundle_received(self, data: bytes, addr: Addr) -> None:
         try:

@@ -286,6 +286,11 @@ class NicCore:
         """End of a burst of input: send the acknowledgements held back for batching."""
         return self._run(self.transport.flush(now=now), now)
 
+    def flush_due(self, *, now: float) -> bool:
+        """Whether `flush` at ``now`` would send something: the shell defers a flush to the
+        end of the burst only then (a delayed ACK waits for its timer anyway)."""
+        return self.transport.ack_due(now)
+
     # -- the link, for the shell --------------------------------------------------------------
 
     def queue_behind(self, action: Transmit) -> bool:

@@ -382,6 +382,13 @@ class Transport:
             self._evict_idle(now)
         return out
 
+    def ack_due(self, now: float) -> bool:
+        """Whether `flush` at ``now`` would emit an ACK (one is pending and due)."""
+        for receiver in self._pending_acks.values():
+            if receiver.ack_pending and (receiver.ack_due is None or receiver.ack_due <= now):
+                return True
+        return False
+
     def flush(self, *, now: float) -> list[TransportAction]:
         """Emit the held-back ACKs that are due (the shell calls this after a burst; the
         timer calls it for delayed ones)."""
