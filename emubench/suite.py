@@ -82,6 +82,8 @@ JOBS: tuple[Job, ...] = (
         ("mpi_bench.json", "mpi_bench.png"), needs="mpiexec"),
     Job("overhead", _json_png("overhead"), (*_json_png("overhead"), "--quick"),
         ("overhead.json", "overhead.png")),
+    Job("core", ("--out", "{d}/core_cost.json"), ("--quick", "--out", "{d}/core_cost.json"),
+        ("core_cost.json",)),
     Job("mpi-datatypes", _json_png("mpi_datatypes"), (*_json_png("mpi_datatypes"), "--quick"),
         ("mpi_datatypes.json", "mpi_datatypes.png")),
     Job("reduce-skew",
