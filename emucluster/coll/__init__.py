@@ -21,6 +21,7 @@ from emucluster.coll.alltoall import alltoall_pairwise, alltoall_scattered
 from emucluster.coll.barrier import barrier_auto, barrier_dissemination, barrier_tree
 from emucluster.coll.binomial import bcast_binomial, reduce_binomial
 from emucluster.coll.gather import gather_binomial, scatter_binomial
+from emucluster.coll.reduce import reduce_auto, reduce_linear
 from emucluster.coll.registry import (
     ARITY,
     BASELINES,
@@ -93,6 +94,8 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
         BarrierAlgorithm,
         BcastAlgorithm,
         ReduceAlgorithm,
+        ReduceAlgorithm,
+        ReduceAlgorithm,
         AllreduceAlgorithm,
         AllreduceAlgorithm,
         GatherAlgorithm,
@@ -111,6 +114,8 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
         barrier_auto,
         bcast_binomial,
         reduce_binomial,
+        reduce_linear,
+        reduce_auto,
         allreduce_recursive_doubling,
         allreduce_reduce_bcast,
         gather_binomial,
@@ -130,6 +135,8 @@ register("barrier", "tree", barrier_tree)
 register("barrier", "auto", barrier_auto)
 register("bcast", "binomial", bcast_binomial)
 register("reduce", "binomial", reduce_binomial)
+register("reduce", "linear", reduce_linear)
+register("reduce", "auto", reduce_auto)
 register("allreduce", "recursive-doubling", allreduce_recursive_doubling)
 register("allreduce", "reduce-bcast", allreduce_reduce_bcast)
 register("gather", "binomial", gather_binomial)

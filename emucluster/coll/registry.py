@@ -9,8 +9,9 @@ each offload adds itself with one line in ``emucluster.offload``::
 
 and is then chosen per call (``get("bcast", "nic-mcast")``), by environment (``EMU_BCAST=
 nic-mcast``, which ``emurun --bcast nic-mcast`` sets), or not at all (`DEFAULTS`: the MPICH
-baseline, except the barrier, whose ``auto`` takes the tree above 4 ranks, and the bcast,
-whose ``auto`` takes NIC multicast on COMM_WORLD from 3 ranks). The
+baseline, except the barrier, whose ``auto`` takes the tree above 4 ranks, the bcast,
+whose ``auto`` takes NIC multicast on COMM_WORLD from 3 ranks, and the reduce, whose ``auto``
+sends straight to the root up to 32 ranks and 64 KiB). The
 offloads sit above this package (they import it), so the registry loads them by name
 (`OFFLOADS`) on its first lookup, never by an import statement.
 
@@ -25,7 +26,8 @@ barrier    dissemination, auto, tree,
            nic-mcast
 bcast      binomial, auto, nic-mcast,
            nicvm
-reduce     binomial, app-bypass
+reduce     binomial, linear, auto,
+           app-bypass
 allreduce  recursive-doubling, reduce-bcast
 gather     binomial
 scatter    binomial
@@ -124,14 +126,16 @@ BASELINES: dict[str, str] = {
 """The MPICH host-based algorithm of each operation (a nonblocking call falls back to it when
 the chosen algorithm is blocking-only)."""
 
-DEFAULTS: dict[str, str] = {**BASELINES, "barrier": "auto", "bcast": "auto"}
-"""What each operation runs unless told otherwise: the MPICH baseline, except two. Measured at
-16 nodes on 2 cores (issue 17), the emulated path is CPU-bound and a message costs more than a
-step: the barrier's ``auto`` runs dissemination up to 4 ranks and the 30-message tree above
-(MPICH's dissemination sends 64); the bcast's ``auto`` (``emucluster.offload.nic_mcast.auto``)
-hands it to the NICs as MPICH-GM with NIC multicast would, where that is safe (COMM_WORLD and
-COMM_SELF, 3 ranks or more, blocking calls). Application-bypass reduce stays opt-in
-(``emubench mpi-compare --candidates`` measures every choice)."""
+DEFAULTS: dict[str, str] = {**BASELINES, "barrier": "auto", "bcast": "auto", "reduce": "auto"}
+"""What each operation runs unless told otherwise: the MPICH baseline, except three. Measured
+at 16 nodes on 2 cores (issue 17), the emulated path is CPU-bound and a message costs more
+than a step: the barrier's ``auto`` runs dissemination up to 4 ranks and the 30-message tree
+above (MPICH's dissemination sends 64); the bcast's ``auto``
+(``emucluster.offload.nic_mcast.auto``) hands it to the NICs as MPICH-GM with NIC multicast
+would, where that is safe (COMM_WORLD and COMM_SELF, 3 ranks or more, blocking calls); the
+reduce's ``auto`` (``emucluster.coll.reduce``) sends every rank's data straight to the root up
+to 32 ranks and 64 KiB, one step instead of the tree's ``log2(size)``. Application-bypass
+reduce stays opt-in (``emubench mpi-compare --candidates`` measures every choice)."""
 
 RESERVED: dict[str, frozenset[str]] = {}
 """Names kept for offloads registered by later work; asking for one before then is an error

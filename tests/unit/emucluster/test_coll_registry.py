@@ -27,11 +27,12 @@ def test_every_operation_has_its_baseline_registered() -> None:
         assert coll.get(operation) is coll.get(operation, coll.DEFAULTS[operation])
 
 
-def test_defaults_are_the_baselines_but_barrier_and_bcast() -> None:
+def test_defaults_are_the_baselines_but_barrier_bcast_and_reduce() -> None:
     differ = {op for op in coll.OPERATIONS if coll.DEFAULTS[op] != coll.BASELINES[op]}
-    assert differ == {"barrier", "bcast"}
+    assert differ == {"barrier", "bcast", "reduce"}
     assert coll.get("bcast") is coll.get("bcast", "auto")
     assert coll.get("barrier") is coll.get("barrier", "auto")
+    assert coll.get("reduce") is coll.get("reduce", "auto")
     # EMU_BARRIER still picks any of them
     chosen = coll.get("barrier", environ={"EMU_BARRIER": "dissemination"})
     assert chosen is coll.get("barrier", "dissemination")
@@ -39,7 +40,7 @@ def test_defaults_are_the_baselines_but_barrier_and_bcast() -> None:
 
 def test_registered_names() -> None:
     assert coll.choices("bcast") == ("binomial", "auto", "nic-mcast", "nicvm")
-    assert coll.choices("reduce") == ("binomial", "app-bypass")
+    assert coll.choices("reduce") == ("binomial", "app-bypass", "auto", "linear")
     assert coll.choices("barrier") == ("dissemination", "auto", "nic-mcast", "tree")
     assert coll.choices("allreduce") == ("recursive-doubling", "reduce-bcast")
     assert coll.choices("allgather") == ("recursive-doubling", "ring")
@@ -67,7 +68,7 @@ def test_unknown_names_list_the_choices() -> None:
     assert (info.value.operation, info.value.name, info.value.choices) == (
         "reduce",
         "tree",
-        ("binomial", "app-bypass"),
+        ("binomial", "app-bypass", "auto", "linear"),
     )
     assert not info.value.reserved
     with pytest.raises(coll.UnknownAlgorithmError, match="operations: barrier, bcast"):

@@ -95,7 +95,9 @@ def test_offloads_register_themselves_on_the_first_lookup() -> None:
     )
     out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                          check=True, timeout=60).stdout.splitlines()  # fmt: skip
-    assert out[0] == "('binomial', 'auto', 'nic-mcast', 'nicvm') ('binomial', 'app-bypass')"
+    assert out[0] == (
+        "('binomial', 'auto', 'nic-mcast', 'nicvm') ('binomial', 'app-bypass', 'auto', 'linear')"
+    )
     assert out[1] == (
         "unknown bcast algorithm 'nic-mcst' (from EMU_BCAST); "
         "choices: binomial, auto, nic-mcast, nicvm"
