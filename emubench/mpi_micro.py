@@ -172,7 +172,7 @@ def _collectives(mpi: Any, comm: Any, iters: int) -> dict[str, Any]:
 CANDIDATES = {  # emucluster only: every algorithm worth comparing for a small message
     "bcast": ("binomial", "nic-mcast", "nicvm"),
     "reduce": ("binomial", "linear", "app-bypass"),
-    "barrier": ("dissemination", "tree", "linear", "nic-mcast"),
+    "barrier": ("dissemination", "tree", "nic-mcast"),
 }
 
 

@@ -18,12 +18,7 @@ from typing import TYPE_CHECKING
 from emucluster.coll.allgather import allgather_recursive_doubling, allgather_ring
 from emucluster.coll.allreduce import allreduce_recursive_doubling, allreduce_reduce_bcast
 from emucluster.coll.alltoall import alltoall_pairwise, alltoall_scattered
-from emucluster.coll.barrier import (
-    barrier_auto,
-    barrier_dissemination,
-    barrier_linear,
-    barrier_tree,
-)
+from emucluster.coll.barrier import barrier_auto, barrier_dissemination, barrier_tree
 from emucluster.coll.binomial import bcast_binomial, reduce_binomial
 from emucluster.coll.gather import gather_binomial, scatter_binomial
 from emucluster.coll.reduce import reduce_auto, reduce_linear
@@ -97,7 +92,6 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
         BarrierAlgorithm,
         BarrierAlgorithm,
         BarrierAlgorithm,
-        BarrierAlgorithm,
         BcastAlgorithm,
         ReduceAlgorithm,
         ReduceAlgorithm,
@@ -117,7 +111,6 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
     ] = (
         barrier_dissemination,
         barrier_tree,
-        barrier_linear,
         barrier_auto,
         bcast_binomial,
         reduce_binomial,
@@ -139,7 +132,6 @@ if TYPE_CHECKING:  # mypy checks each baseline against its operation's Protocol
 
 register("barrier", "dissemination", barrier_dissemination)
 register("barrier", "tree", barrier_tree)
-register("barrier", "linear", barrier_linear)
 register("barrier", "auto", barrier_auto)
 register("bcast", "binomial", bcast_binomial)
 register("reduce", "binomial", reduce_binomial)

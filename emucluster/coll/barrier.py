@@ -1,4 +1,4 @@
-"""Host-based barriers: dissemination (MPICH's), a binomial tree, a linear one, and ``auto``.
+"""Host-based barriers: dissemination (MPICH's), a binomial fan-in/fan-out tree, and ``auto``.
 
 Dissemination (Hensgen, Finkel and Manber): in round k every rank sends an empty message
 ``2**k`` ranks ahead and waits for the one from ``2**k`` ranks behind; ``ceil_log2(size)``
@@ -7,19 +7,15 @@ after the last round each has heard, transitively, from all the others.
 
 Tree: every rank waits for its binomial children (rooted at rank 0), tells its parent, waits
 for its parent's release and releases its children; ``2 * (size - 1)`` messages in
-``2 * ceil_log2(size)`` steps. No rank leaves before all entered: rank 0 releases only after
-its whole tree has reported, and a release reaches a rank only from rank 0 down.
-
-Linear: every rank tells rank 0 and waits for its release; rank 0 releases everyone once all
-have reported: the tree's ``2 * (size - 1)`` messages in 2 steps.
+``2 * ceil_log2(size)`` steps. Fewer messages, twice the depth: when every message costs CPU
+in four processes sharing a few cores (the emulated path at 16 nodes), the message count wins
+(16 ranks: 30 messages against 64). No rank leaves before all entered: rank 0 releases only
+after its whole tree has reported, and a release reaches a rank only from rank 0 down.
 
 Auto (the default, ``emucluster.coll.registry.DEFAULTS``): dissemination up to
-`DISSEMINATION_MAX_RANKS` ranks, where it sends about as many messages as the others (4 ranks:
-8 against 6) in fewer steps; linear above, up to `LINEAR_MAX_RANKS`; the tree beyond. The
-emulated path is CPU-bound and a step is a message's trip through four processes, while rank
-0's NIC and host take a burst of reports in few wake-ups. Measured on the idle 2-vCPU VM, 60
-barriers back to back, mean over ranks (us), linear vs tree: 8 ranks 2213 vs 2830, 16 ranks
-5691 vs 7381, 32 ranks 12186 vs 17696 (4 ranks: dissemination 849, linear 904).
+`DISSEMINATION_MAX_RANKS` ranks, where it sends about as many messages as the tree (2 ranks:
+2 and 2; 4 ranks: 8 and 6) in half the steps; the tree above (8 ranks: 24 against 14; 16
+ranks: 64 against 30), where the emulated path is CPU-bound and the message count decides.
 """
 
 from __future__ import annotations
@@ -32,19 +28,10 @@ from emucluster.coll.trees import binomial_children, binomial_parent, disseminat
 if TYPE_CHECKING:
     from emucluster.coll.context import CollContext, CollGen
 
-__all__ = [
-    "LINEAR_MAX_RANKS",
-    "barrier_auto",
-    "barrier_dissemination",
-    "barrier_fan_in",
-    "barrier_linear",
-    "barrier_linear_fan_in",
-    "barrier_tree",
-]
+__all__ = ["barrier_auto", "barrier_dissemination", "barrier_fan_in", "barrier_tree"]
 
-BARRIER_ROOT = 0  # the rank the tree and linear barriers gather at and release from
-DISSEMINATION_MAX_RANKS = 4  # auto: dissemination up to this many ranks, linear above
-LINEAR_MAX_RANKS = 32  # auto: linear up to this many ranks (the largest measured), tree above
+BARRIER_ROOT = 0  # the rank the tree barrier gathers at and releases from
+DISSEMINATION_MAX_RANKS = 4  # auto: dissemination up to this many ranks, the tree above
 
 
 def barrier_dissemination(ctx: CollContext) -> CollGen[None]:
@@ -79,35 +66,9 @@ def barrier_tree(ctx: CollContext) -> CollGen[None]:
         yield [ctx.isend(b"", child, Tag.BCAST) for child in children]
 
 
-def barrier_linear_fan_in(ctx: CollContext) -> CollGen[None]:
-    """The gathering half of the linear barrier: return at `BARRIER_ROOT` once every rank has
-    entered; elsewhere once this rank told it. The release is the caller's."""
-    if ctx.rank != BARRIER_ROOT:
-        yield [ctx.isend(b"", BARRIER_ROOT, Tag.BARRIER)]
-        return
-    others = [rank for rank in range(ctx.size) if rank != BARRIER_ROOT]
-    if others:
-        yield [ctx.irecv(rank, Tag.BARRIER) for rank in others]
-
-
-def barrier_linear(ctx: CollContext) -> CollGen[None]:
-    """Return once every rank has called the barrier (all report to rank 0, which releases
-    all)."""
-    if ctx.rank != BARRIER_ROOT:  # report and wait for the release in one wait
-        yield [ctx.isend(b"", BARRIER_ROOT, Tag.BARRIER), ctx.irecv(BARRIER_ROOT, Tag.BCAST)]
-        return
-    yield from barrier_linear_fan_in(ctx)
-    others = [rank for rank in range(ctx.size) if rank != BARRIER_ROOT]
-    if others:
-        yield [ctx.isend(b"", rank, Tag.BCAST) for rank in others]
-
-
 def barrier_auto(ctx: CollContext) -> CollGen[None]:
-    """Dissemination on up to `DISSEMINATION_MAX_RANKS` ranks, linear up to
-    `LINEAR_MAX_RANKS`, the tree barrier above."""
+    """Dissemination on up to `DISSEMINATION_MAX_RANKS` ranks, the tree barrier above."""
     if ctx.size <= DISSEMINATION_MAX_RANKS:
         yield from barrier_dissemination(ctx)
-    elif ctx.size <= LINEAR_MAX_RANKS:
-        yield from barrier_linear(ctx)
     else:
         yield from barrier_tree(ctx)

@@ -9,7 +9,7 @@ each offload adds itself with one line in ``emucluster.offload``::
 
 and is then chosen per call (``get("bcast", "nic-mcast")``), by environment (``EMU_BCAST=
 nic-mcast``, which ``emurun --bcast nic-mcast`` sets), or not at all (`DEFAULTS`: the MPICH
-baseline, except the barrier, whose ``auto`` takes the linear barrier above 4 ranks, the bcast,
+baseline, except the barrier, whose ``auto`` takes the tree above 4 ranks, the bcast,
 whose ``auto`` takes NIC multicast on COMM_WORLD from 3 ranks, and the reduce, whose ``auto``
 sends straight to the root up to 32 ranks and 64 KiB). The
 offloads sit above this package (they import it), so the registry loads them by name
@@ -22,8 +22,8 @@ baseline.
 =========  =================================  ================================
 operation  algorithms (baseline first)        reserved for later offloads
 =========  =================================  ================================
-barrier    dissemination, auto, linear,
-           tree, nic-mcast
+barrier    dissemination, auto, tree,
+           nic-mcast
 bcast      binomial, auto, nic-mcast,
            nicvm
 reduce     binomial, linear, auto,
@@ -129,9 +129,8 @@ the chosen algorithm is blocking-only)."""
 DEFAULTS: dict[str, str] = {**BASELINES, "barrier": "auto", "bcast": "auto", "reduce": "auto"}
 """What each operation runs unless told otherwise: the MPICH baseline, except three. Measured
 at 16 nodes on 2 cores (issue 17), the emulated path is CPU-bound and a message costs more
-than a step: the barrier's ``auto`` runs dissemination up to 4 ranks and above it the
-30-message linear barrier (2 steps; MPICH's dissemination sends 64 in 4) up to 32 ranks, the
-tree beyond; the bcast's ``auto``
+than a step: the barrier's ``auto`` runs dissemination up to 4 ranks and the 30-message tree
+above (MPICH's dissemination sends 64); the bcast's ``auto``
 (``emucluster.offload.nic_mcast.auto``) hands it to the NICs as MPICH-GM with NIC multicast
 would, where that is safe (COMM_WORLD and COMM_SELF, 3 ranks or more, blocking calls); the
 reduce's ``auto`` (``emucluster.coll.reduce``) sends every rank's data straight to the root up

@@ -17,9 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from emucluster import coll
-from emucluster.coll.barrier import BARRIER_ROOT, DISSEMINATION_MAX_RANKS, LINEAR_MAX_RANKS
-from emucluster.coll.reduce import LINEAR_MAX_BYTES
-from emucluster.coll.reduce import LINEAR_MAX_RANKS as REDUCE_MAX_RANKS
+from emucluster.coll.barrier import DISSEMINATION_MAX_RANKS
 from emucluster.coll.trees import ceil_log2, pof2_floor
 from tests.unit.collsim import Sim, SimFailure, run_collective
 
@@ -108,24 +106,11 @@ def test_barrier_holds_everyone_until_all_entered(name: str, size: int) -> None:
             assert last_entry < first_exit, f"seed {seed}: a rank left before all entered"
         if name == "dissemination":
             assert sim.messages == size * ceil_log2(size)
-        if name in ("tree", "linear"):
+        if name == "tree":
             assert sim.messages == 2 * (size - 1)
-        if name == "auto":  # dissemination up to 4 ranks, linear above (up to 32)
-            linear = size > DISSEMINATION_MAX_RANKS
-            assert sim.messages == (2 * (size - 1) if linear else size * ceil_log2(size))
-
-
-def _pairs(sim: Sim) -> set[tuple[int, int]]:
-    """(sender, receiver) of every channel a run used."""
-    return {(channel[0], channel[1]) for channel in (*sim.in_flight, *sim.posted)}
-
-
-@pytest.mark.parametrize(("size", "shape"), [(17, "linear"), (LINEAR_MAX_RANKS + 1, "tree")])
-def test_auto_barrier_is_linear_up_to_its_limit_and_the_tree_beyond(size: int, shape: str) -> None:
-    _, sim = run_collective(size, coll.get("barrier", "auto"), seed=1)
-    assert sim.messages == 2 * (size - 1)
-    through_root = all(BARRIER_ROOT in pair for pair in _pairs(sim))
-    assert through_root == (shape == "linear")  # the tree also sends between other ranks
+        if name == "auto":  # dissemination up to 4 ranks, the tree above
+            tree = size > DISSEMINATION_MAX_RANKS
+            assert sim.messages == (2 * (size - 1) if tree else size * ceil_log2(size))
 
 
 # -- bcast / scatter / gather ----------------------------------------------------------------
@@ -259,26 +244,6 @@ def test_reduce(name: str, size: int) -> None:
                 if name in ("linear", "auto"):  # auto is linear at these sizes
                     assert op.calls == size - 1
                     assert sim.messages == size - 1  # straight to the root, no forwarding
-
-
-@pytest.mark.parametrize(
-    ("size", "length", "shape"),
-    [
-        (17, 8, "linear"),
-        (REDUCE_MAX_RANKS + 1, 8, "binomial"),
-        (5, LINEAR_MAX_BYTES, "linear"),
-        (5, LINEAR_MAX_BYTES + 8, "binomial"),
-    ],
-)
-def test_auto_reduce_is_linear_within_its_limits(size: int, length: int, shape: str) -> None:
-    data = [_INT.pack(r) * (length // 8) for r in range(size)]
-    op = Op("sum-words", lambda a, b: a, True)  # the shape is under test, not the values
-    results, sim = run_collective(
-        size, coll.get("reduce", "auto"), [(data[r], op, 0) for r in range(size)], seed=1
-    )
-    assert results[0] is not None
-    assert sim.messages == size - 1
-    assert all(0 in pair for pair in _pairs(sim)) == (shape == "linear")
 
 
 @pytest.mark.parametrize("name", algorithms("allreduce"))

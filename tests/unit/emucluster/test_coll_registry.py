@@ -41,7 +41,7 @@ def test_defaults_are_the_baselines_but_barrier_bcast_and_reduce() -> None:
 def test_registered_names() -> None:
     assert coll.choices("bcast") == ("binomial", "auto", "nic-mcast", "nicvm")
     assert coll.choices("reduce") == ("binomial", "app-bypass", "auto", "linear")
-    assert coll.choices("barrier") == ("dissemination", "auto", "linear", "nic-mcast", "tree")
+    assert coll.choices("barrier") == ("dissemination", "auto", "nic-mcast", "tree")
     assert coll.choices("allreduce") == ("recursive-doubling", "reduce-bcast")
     assert coll.choices("allgather") == ("recursive-doubling", "ring")
     assert coll.choices("alltoall") == ("pairwise", "scattered")
