@@ -384,10 +384,7 @@ class Transport:
 
     def ack_due(self, now: float) -> bool:
         """Whether `flush` at ``now`` would emit an ACK (one is pending and due)."""
-        for receiver in self._pending_acks.values():
-            if receiver.ack_pending and (receiver.ack_due is None or receiver.ack_due <= now):
-                return True
-        return False
+        return any(receiver.ack_is_due(now) for receiver in self._pending_acks.values())
 
     def flush(self, *, now: float) -> list[TransportAction]:
         """Emit the held-back ACKs that are due (the shell calls this after a burst; the

@@ -779,9 +779,13 @@ class GbnReceiver:
         self.stats.acks_piggybacked += 1
         return self.expected & SEQ_MASK
 
+    def ack_is_due(self, now: float) -> bool:
+        """Whether an ACK is pending and due at ``now`` (what `take_ack` would send)."""
+        return self.ack_pending and (self.ack_due is None or self.ack_due <= now)
+
     def take_ack(self, now: float) -> SendPacket | None:
         """The pending ACK, if it is due."""
-        if not self.ack_pending or (self.ack_due is not None and self.ack_due > now):
+        if not self.ack_is_due(now):
             return None
         return self._control(MsgType.ACK, None)
 
