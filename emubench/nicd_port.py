@@ -217,10 +217,12 @@ def _relay_host(path: str, wait: WaitPolicy, n: int, size: int, echo: bool) -> l
     return samples
 
 
-def _placed_host(path: str, wait: WaitPolicy, n: int, size: int, cpus: frozenset[int],
-                 out: Any) -> None:  # fmt: skip
-    """The pinging relay host in its own process, on ``cpus``; its samples go to ``out``."""
-    os.sched_setaffinity(0, cpus)
+def _pinger(path: str, wait: WaitPolicy, n: int, size: int, cpus: frozenset[int] | None,
+            out: Any) -> None:  # fmt: skip
+    """The pinging relay host in its own process (on ``cpus`` if given, so the benchmark's
+    own process keeps its affinity); its samples go to ``out``."""
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
     out.send(_relay_host(path, wait, n, size, False))
 
 
@@ -257,15 +259,11 @@ def _bench_relay(
         echo.start()
         if hosts[1] is not None and echo.pid is not None:
             os.sched_setaffinity(echo.pid, hosts[1])
-        if hosts[0] is None:
-            samples = _relay_host(paths[0], wait, n, size, False)
-        else:
-            receive, send = ctx.Pipe(duplex=False)
-            pinger = ctx.Process(target=_placed_host,
-                                 args=(paths[0], wait, n, size, hosts[0], send))  # fmt: skip
-            pinger.start()
-            samples = receive.recv()
-            pinger.join(60)
+        receive, send = ctx.Pipe(duplex=False)
+        pinger = ctx.Process(target=_pinger, args=(paths[0], wait, n, size, hosts[0], send))
+        pinger.start()
+        samples = receive.recv()
+        pinger.join(60)
         echo.join(60)
         for p in procs:
             p.join(10)
