@@ -66,7 +66,7 @@ PORT = 1
 
 
 def _port() -> Any:
-    from emucluster.port import Port
+    from emucluster.port.client import Port
 
     return Port.open(port=PORT, receive_buffers=512)  # EMU_WAIT: the job's wait policy
 

@@ -36,7 +36,7 @@ from emubench.common import (
     write_json,
 )
 from emubench.localcluster import NicCluster
-from emucluster.port import Port, WaitPolicy
+from emucluster.port.client import Port, WaitPolicy
 from nicd.config import RECOVERY_MODES, FaultConfig
 
 if TYPE_CHECKING:

@@ -93,7 +93,7 @@ def _pingpong(args: argparse.Namespace) -> dict[str, Any]:
 
 def _echo(args: argparse.Namespace) -> dict[str, Any]:
     from emucluster.nicvm import Nicvm
-    from emucluster.port import Port
+    from emucluster.port.client import Port
     from nicd.nicvm.modules import NOOP
 
     port = Port.open(port=ECHO_PORT, receive_buffers=64)

@@ -1,5 +1,5 @@
 """``emubench unexpected-queue``: unexpected-queue search cost per entry vs
-depth (seed 004 Fig. 4) for the three envelope stores of `emucluster.envelope`.
+depth (seed 004 Fig. 4) for the three envelope stores of `emucluster.p2p.envelope`.
 
 Method, as seed 004 §4.2: the queue holds ``depth`` unexpected messages and the one a receive
 wants is the last; the same search (the store's ``find``, exactly as `Matcher.post_receive`
@@ -33,7 +33,7 @@ from emubench.common import (
     save_figure,
     write_json,
 )
-from emucluster.envelope import ENTRY_BYTES, Envelope, EnvelopeStore, make_store
+from emucluster.p2p.envelope import ENTRY_BYTES, Envelope, EnvelopeStore, make_store
 
 __all__ = ["main"]
 

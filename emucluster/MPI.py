@@ -16,9 +16,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from emucluster.mpi import runtime as _runtime
-from emucluster.mpi.address import Aint_add, Aint_diff, Get_address
-from emucluster.mpi.comm import Comm, Errhandler, Intracomm, make_world
-from emucluster.mpi.commgroup import COMM_TYPE_SHARED
+from emucluster.mpi.buffer.address import Aint_add, Aint_diff, Get_address
+from emucluster.mpi.buffer.membuf import buffer
+from emucluster.mpi.collective.ops import Op
+from emucluster.mpi.collective.ops import predefined_ops as _ops
+from emucluster.mpi.comm.comm import Comm, Errhandler, Intracomm, make_world
+from emucluster.mpi.comm.fromgroup import COMM_TYPE_SHARED
+from emucluster.mpi.comm.group import GROUP_EMPTY, GROUP_NULL, Group
+from emucluster.mpi.comm.group import set_local_node as _set_local_node
 from emucluster.mpi.constants import (
     ANY_SOURCE,
     ANY_TAG,
@@ -42,16 +47,8 @@ from emucluster.mpi.constants import (
     UNIVERSE_SIZE,
     WTIME_IS_GLOBAL,
 )
-from emucluster.mpi.darray import (
-    DISTRIBUTE_BLOCK,
-    DISTRIBUTE_CYCLIC,
-    DISTRIBUTE_DFLT_DARG,
-    DISTRIBUTE_NONE,
-)
-from emucluster.mpi.datatypes import Datatype
-from emucluster.mpi.datatypes import predefined as _dt
-from emucluster.mpi.dtcreate import COMBINERS as _combiners
-from emucluster.mpi.dtcreate import (
+from emucluster.mpi.datatype.constructors import COMBINERS as _combiners
+from emucluster.mpi.datatype.constructors import (
     ORDER_C,
     ORDER_F,
     ORDER_FORTRAN,
@@ -59,6 +56,14 @@ from emucluster.mpi.dtcreate import (
     TYPECLASS_INTEGER,
     TYPECLASS_REAL,
 )
+from emucluster.mpi.datatype.darray import (
+    DISTRIBUTE_BLOCK,
+    DISTRIBUTE_CYCLIC,
+    DISTRIBUTE_DFLT_DARG,
+    DISTRIBUTE_NONE,
+)
+from emucluster.mpi.datatype.datatype import Datatype
+from emucluster.mpi.datatype.datatype import predefined as _dt
 from emucluster.mpi.errors import (
     ERR_ARG,
     ERR_BUFFER,
@@ -86,13 +91,8 @@ from emucluster.mpi.errors import (
     Get_error_class,
     Get_error_string,
 )
-from emucluster.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
-from emucluster.mpi.group import set_local_node as _set_local_node
-from emucluster.mpi.membuf import buffer
-from emucluster.mpi.ops import Op
-from emucluster.mpi.ops import predefined_ops as _ops
-from emucluster.mpi.request import Request
-from emucluster.mpi.status import Status
+from emucluster.mpi.request.request import Request
+from emucluster.mpi.request.status import Status
 
 if TYPE_CHECKING:
     from threading import Lock
@@ -472,22 +472,22 @@ def _comm_lock_table(comm: Comm) -> dict[str, Lock]:
 
 
 from emucluster.mpi import errors as _errors  # noqa: E402
-from emucluster.mpi.bsend import (  # noqa: E402
+from emucluster.mpi.buffer.serial import PICKLE as pickle  # noqa: E402
+from emucluster.mpi.comm.comm import Intercomm  # noqa: E402
+from emucluster.mpi.comm.session import MAX_PSET_NAME_LEN, SESSION_NULL, Session  # noqa: E402
+from emucluster.mpi.constants import IO, LASTUSEDCODE  # noqa: E402
+from emucluster.mpi.info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info  # noqa: E402
+from emucluster.mpi.pt2pt.bsend import (  # noqa: E402
     BSEND_OVERHEAD,
     BUFFER_AUTOMATIC,
     Attach_buffer,
     Detach_buffer,
 )
-from emucluster.mpi.comm import Intercomm  # noqa: E402
-from emucluster.mpi.constants import IO, LASTUSEDCODE  # noqa: E402
-from emucluster.mpi.info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info  # noqa: E402
-from emucluster.mpi.mprobe import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: E402
-from emucluster.mpi.persistent import Prequest  # noqa: E402
-from emucluster.mpi.serial import PICKLE as pickle  # noqa: E402
-from emucluster.mpi.session import MAX_PSET_NAME_LEN, SESSION_NULL, Session  # noqa: E402
-from emucluster.mpi.topocomm import Cartcomm, Distgraphcomm, Graphcomm, Topocomm  # noqa: E402
-from emucluster.mpi.topocreate import UNWEIGHTED, WEIGHTS_EMPTY, Compute_dims  # noqa: E402
-from emucluster.mpi.topology import CART, DIST_GRAPH, GRAPH  # noqa: E402
+from emucluster.mpi.pt2pt.mprobe import MESSAGE_NO_PROC, MESSAGE_NULL, Message  # noqa: E402
+from emucluster.mpi.pt2pt.persistent import Prequest  # noqa: E402
+from emucluster.mpi.topo.create import UNWEIGHTED, WEIGHTS_EMPTY, Compute_dims  # noqa: E402
+from emucluster.mpi.topo.topocomm import Cartcomm, Distgraphcomm, Graphcomm, Topocomm  # noqa: E402
+from emucluster.mpi.topo.topology import CART, DIST_GRAPH, GRAPH  # noqa: E402
 from emucluster.mpi.unsupported import (  # noqa: E402
     FILE_NULL,
     WIN_NULL,
@@ -522,7 +522,7 @@ Remove_error_class = _errors.Remove_error_class
 Remove_error_code = _errors.Remove_error_code
 Remove_error_string = _errors.Remove_error_string
 
-from emucluster.mpi.commgroup import (  # noqa: E402
+from emucluster.mpi.comm.fromgroup import (  # noqa: E402
     COMM_TYPE_HW_GUIDED,
     COMM_TYPE_HW_UNGUIDED,
     COMM_TYPE_RESOURCE_GUIDED,

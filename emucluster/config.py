@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from emucluster import coll
 from emucluster.errors import EmuclusterError
-from emucluster.p2p import EAGER_LIMIT_BYTES
-from emucluster.wait import DEFAULT_SPIN_US
+from emucluster.p2p.protocol import EAGER_LIMIT_BYTES
+from emucluster.port.wait import DEFAULT_SPIN_US
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

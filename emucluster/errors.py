@@ -3,8 +3,8 @@
 Catch `EmuclusterError` to catch them all. The classes below it live beside the code that raises
 them, each saying who raises it and what the caller should do:
 
-* ``emucluster.port.PortError``: the NIC refused a request or the PCI socket failed.
-* ``emucluster.progress.DeadlockError``: a wait that can never be satisfied (singleton mode).
+* ``emucluster.port.client.PortError``: the NIC refused a request or the PCI socket failed.
+* ``emucluster.port.progress.DeadlockError``: a wait that can never be satisfied (singleton mode).
 * ``emucluster.mpi.errors.Exception`` (``MPI.Exception``): an MPI call failed; it stays a
   RuntimeError, as in mpi4py, and carries an MPI error class.
 * ``emucluster.coll.UnknownAlgorithmError``: a collective algorithm name nobody registered.

@@ -20,8 +20,8 @@ polling its NIC (as GM programs do) would have spent on the CPU. This module cor
   the wake-up. A program's own sleeps (``time.sleep``) are not charged. ``r.wall_s`` and
   ``r.run_delay_s`` are there too.
 
-The library calls `charge_wait` around each blocking wait (`emucluster.wait`) and
-`charge_handler` after each signal handler (`emucluster.signals`); nothing else touches this
+The library calls `charge_wait` around each blocking wait (`emucluster.port.wait`) and
+`charge_handler` after each signal handler (`emucluster.port.signals`); nothing else touches this
 module's state. Where schedstat is missing (not Linux, no CONFIG_SCHEDSTATS) the
 run delay reads as 0 and `available` says so.
 """

@@ -4,7 +4,7 @@ Thesis §4.3.4 and §5.1. ``check`` runs nicd's own compiler on the host, so a m
 passes here compiles on the NIC; errors carry ``.line``, ``.column`` and a caret snippet. The
 other calls talk to this node's NIC over a GM port: inside an MPI program the MPI runtime's
 port (``load``, ``purge``, ``modules``, ``delegate`` below), at the port level a `Nicvm` made
-on any open `emucluster.port.Port`.
+on any open `emucluster.port.client.Port`.
 
 * ``load(name, source, *, persist=False)`` uploads a module; a module the NIC refuses raises
   `NicvmError` with the compiler's line and column. Without ``persist`` the NIC purges it when
@@ -19,7 +19,7 @@ the root rank in ``am_handler`` and the communicator id in ``mcast_group``.
 
 A `Nicvm` is its port's sink for NICVM records (answers, finished delegations, failure
 reports): they land here whenever anything drains the port, and every wait goes through the
-port's one wait door (`emucluster.port.Port.wait_until`).
+port's one wait door (`emucluster.port.client.Port.wait_until`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from nicd.nicvm import NicvmError, compile_module
 from nicd.nicvm.packet import encode_preamble
 
 if TYPE_CHECKING:
-    from emucluster.port import Port
+    from emucluster.port.client import Port
 
 __all__ = [
     "Nicvm",

@@ -22,7 +22,7 @@ import statistics
 import sys
 import time
 
-from emucluster.port import Port, RecvEvent
+from emucluster.port.client import Port, RecvEvent
 
 PORT = 0
 WARMUP = 200

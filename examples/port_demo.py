@@ -11,7 +11,7 @@ import json
 import os
 import time
 
-from emucluster.port import Port
+from emucluster.port.client import Port
 
 PORT = 0
 TIMEOUT_S = 60.0

@@ -18,7 +18,7 @@ endpoint (the :class:`~emucluster.grim.port.Kernel`, the port's sink for GRIM re
 answering inside every drain of the port) on a miss.
 
 Waiting: every wait of the endpoint goes through the port's one wait door
-(:meth:`emucluster.port.Port.wait_until`, by the wait policy ``EMU_WAIT``).
+(:meth:`emucluster.port.client.Port.wait_until`, by the wait policy ``EMU_WAIT``).
 
 Ordering (GRIM 4.5.6): messages of one endpoint to one endpoint are executed in injection
 order by the receiving NIC, but active messages then wait in the endpoint until it polls,
@@ -29,7 +29,7 @@ Upcalls while the program computes (GRIM 4.5.2): the NIC asks the host for a tra
 while the program may be outside the library, and a program that never calls in must still
 answer. A real NIC interrupts its host; here the endpoint asks its NIC for SIGUSR1 after every
 upcall (``RmUpcallSignals``) and is a client of the host's one signal dispatcher,
-:mod:`emucluster.signals`: on a signal it drains its port (the :class:`Kernel` answers the
+:mod:`emucluster.port.signals`: on a signal it drains its port (the :class:`Kernel` answers the
 upcall; arrived active messages wait for the next poll) unless the interrupted stack is inside
 this endpoint, which is never re-entered: then the dispatcher retries until it has left (or a
 drain of the endpoint's own took the record in). Where signals are not available (not the
@@ -52,12 +52,12 @@ import time
 from collections import Counter, deque
 from typing import TYPE_CHECKING
 
-from emucluster import signals
 from emucluster.config import HostConfig
 from emucluster.grim.amcore import HandlerTable, Outbox, OutMsg
 from emucluster.grim.port import WAIT_S, Block, Handle, Kernel, RMError, RmRequest
 from emucluster.grim.rm import RemoteMemory
-from emucluster.port import ErrorEvent, Port, PortError, RecvEvent, SentEvent
+from emucluster.port import signals
+from emucluster.port.client import ErrorEvent, Port, PortError, RecvEvent, SentEvent
 from nicd import hostlink as hl
 from nicd.grim import amregistry
 from nicd.grim.service import REGISTRY_NODE

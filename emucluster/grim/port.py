@@ -4,7 +4,7 @@ the error class, and :class:`Kernel`, the GRIM half of the endpoint's GM port.
 :class:`Kernel` is where the host plays the "kernel" of GRIM 4.5.2: registered as the port's
 sink for GRIM records, it answers the NIC's translation upcalls from the endpoint's address
 map during every drain of the port (so an upcall is answered whenever the program makes any
-call, or a signal from the NIC makes the endpoint drain, see `emucluster.signals`) and hands
+call, or a signal from the NIC makes the endpoint drain, see `emucluster.port.signals`) and hands
 RM statuses to the endpoint.
 """
 
@@ -14,7 +14,7 @@ import struct
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from emucluster.errors import EmuclusterError
-from emucluster.port import Port
+from emucluster.port.client import Port
 from nicd.grim.xlate import AddressMap
 from nicd.hostlink.grim import RmLanded, RmStatusEvent, RmXlateReply, RmXlateReq
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from emucluster.grim.rmalloc import Placement
-    from emucluster.port import Port
+    from emucluster.port.client import Port
 
 __all__ = ["WAIT_S", "Block", "Handle", "Kernel", "RMError", "RmRequest", "Waiter"]
 

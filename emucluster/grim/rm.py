@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from emucluster.grim.port import Kernel
-    from emucluster.port import Port, Region
+    from emucluster.port.client import Port, Region
 
 __all__ = ["RemoteMemory"]
 

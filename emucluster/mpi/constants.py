@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from emucluster.envelope import MAX_TAG
+from emucluster.p2p.envelope import MAX_TAG
 
 __all__ = [
     "ANY_SOURCE",

@@ -30,9 +30,9 @@ from emucluster.config import HostConfig
 from emucluster.mpi.errors import ERR_OTHER
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.offload.app_bypass import shell as appbypass
-from emucluster.p2p import P2P
-from emucluster.port import Port, PortError
-from emucluster.progress import MPI_PORT, Progress
+from emucluster.p2p.protocol import P2P
+from emucluster.port.client import Port, PortError
+from emucluster.port.progress import MPI_PORT, Progress
 from emutrace import mpihooks
 
 if TYPE_CHECKING:
@@ -87,8 +87,8 @@ def init() -> Progress:
     if port is not None:
         appbypass.install(_engine, config)
     _state = "initialized"
-    from emucluster.mpi.collectives import trace_describe
-    from emucluster.mpi.comm import Intracomm  # late: comm imports this module
+    from emucluster.mpi.collective.calls import trace_describe
+    from emucluster.mpi.comm.comm import Intracomm  # late: comm imports this module
 
     mpihooks.install(Intracomm, port.node_id if port is not None else 0, trace_describe)
     atexit.register(_finalize_at_exit)
@@ -191,7 +191,9 @@ def _stats_of(progress: Progress) -> dict[str, object]:
     shell = mcast.active()
     if shell is not None and shell.engine is progress:
         out["mcast"] = shell.stats()
-    from emucluster.mpi import commfree  # late: commfree imports request, which imports this
+    from emucluster.mpi.comm import (
+        free as commfree,  # late: commfree imports request, which imports this
+    )
 
     waiting = sum(isinstance(t, commfree.DeferredRelease) for t in progress.advancing)
     out["comm_free"] = {**commfree.counters, "waiting": waiting}
@@ -201,7 +203,7 @@ def _stats_of(progress: Progress) -> dict[str, object]:
 def free_context_mask() -> int:
     """Bit k set: context-id pair k (ids 2k, 2k+1) is free in this process. Progress is
     made first, so a freed communicator whose last pending operation ended meanwhile gives
-    its pair back before the mask is read (``emucluster.mpi.commfree``)."""
+    its pair back before the mask is read (``emucluster.mpi.comm.free``)."""
     if _engine is not None and _engine.advancing:
         _engine.progress()
     return _free_contexts

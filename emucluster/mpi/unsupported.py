@@ -97,7 +97,7 @@ WIN_NULL = Win()
 
 def _rma_specs(origin: Any, target: Any, *, writable: bool) -> None:
     """mpi4py's checks of an RMA origin message and target spec (ValueError-compatible)."""
-    from emucluster.mpi.buffers import MessageSpecError, message  # buffers imports much
+    from emucluster.mpi.buffer.spec import MessageSpecError, message  # buffers imports much
 
     message(origin, writable=writable)
     if target is None or isinstance(target, int):

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from emucluster.offload.nic_mcast.shell import McastShell
     from emucluster.offload.nicvm.shell import NicvmBcast
     from emucluster.offload.services import Services
-    from emucluster.progress import Progress
+    from emucluster.port.progress import Progress
 
 __all__ = ["HostServices"]
 

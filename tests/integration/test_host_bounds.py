@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from emubench.localcluster import NicCluster
-from emucluster.port import Port
+from emucluster.port.client import Port
 from nicd import hostlink as hl
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import pytest
 
 from emubench.localcluster import NicCluster
 from emucluster.offload.nic_mcast.trees import binomial_tree, postal_tree
-from emucluster.port import McastChildDeadError, Port, PortError, SendFailedError
+from emucluster.port.client import McastChildDeadError, Port, PortError, SendFailedError
 from nicd.config import FaultConfig
 from nicd.link.wire import MsgType
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from emubench.localcluster import NicCluster
-from emucluster.port import Port, RecvEvent
+from emucluster.port.client import Port, RecvEvent
 from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from emubench.localcluster import NicCluster, run_hosts
-from emucluster.port import Port, PortError, RmWriteEvent, SendFailedError
+from emucluster.port.client import Port, PortError, RmWriteEvent, SendFailedError
 from nicd import hostlink as hl
 from nicd.config import FaultConfig
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 
-from emucluster.port import Port
+from emucluster.port.client import Port
 from nicd import hostlink as hl
 
 __all__ = ["ScriptedNic", "open_pair"]

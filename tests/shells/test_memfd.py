@@ -1,5 +1,5 @@
 """Which descriptors nicd agrees to map as registered memory (nicd/memfd.py), and the host's
-sealed segment (emucluster/sharedmem.py)."""
+sealed segment (emucluster/port/sharedmem.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from emucluster.sharedmem import SealedSegment
+from emucluster.port.sharedmem import SealedSegment
 from nicd.memfd import map_sealed_memfd
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from emucluster.port import McastChildDeadError, PortError, SendFailedError
+from emucluster.port.client import McastChildDeadError, PortError, SendFailedError
 from nicd import hostlink as hl
 from nicd.hostlink import ErrorEvent, McastErrorEvent, RecvEvent, SentEvent
 from tests.shells.nic import open_pair

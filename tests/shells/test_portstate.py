@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from emucluster.portstate import PortState, RecordRefused, UnexpectedRecord
+from emucluster.port.state import PortState, RecordRefused, UnexpectedRecord
 from nicd import hostlink as hl
 from nicd.hostlink import ErrorEvent, McastErrorEvent, RecvEvent, RmWriteEvent, SentEvent
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from emucluster.p2p import P2P
-from emucluster.progress import MPI_PORT, DeadlockError, Progress
+from emucluster.p2p.protocol import P2P
+from emucluster.port.progress import MPI_PORT, DeadlockError, Progress
 from nicd import hostlink as hl
 from nicd.hostlink import RecvEvent, RmWriteEvent, SentEvent
 from nicd.link.wire import MsgType

@@ -1,4 +1,4 @@
-"""The host's one SIGUSR1 dispatcher (emucluster.signals) and the GRIM endpoint as its client,
+"""The host's one SIGUSR1 dispatcher (emucluster.port.signals) and the GRIM endpoint as its client,
 without a NIC: signal.signal and the retry timer are recorded, frames are real."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from emucluster import signals
 from emucluster.grim.endpoint import Endpoint
+from emucluster.port import signals
 
 if TYPE_CHECKING:
     from types import FrameType

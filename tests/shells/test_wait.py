@@ -1,4 +1,4 @@
-"""The wait policy (emucluster.wait) on a virtual clock and a real socketpair."""
+"""The wait policy (emucluster.port.wait) on a virtual clock and a real socketpair."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from emucluster.wait import Waiter, WaitPolicy
+from emucluster.port.wait import Waiter, WaitPolicy
 
 
 class Clock:

@@ -13,7 +13,7 @@ app-bypass`` or ``algorithm="app-bypass"``). It is the `BypassService` of
   reductions are outstanding and no synchronous part runs). The handler runs the progress
   engine, then acknowledges by re-enabling (with the count of packets seen, so none that
   arrived meanwhile is missed) or disables signals if nothing is outstanding any more.
-* The SIGUSR1 handler is the host's one dispatcher, ``emucluster.signals`` (shared with
+* The SIGUSR1 handler is the host's one dispatcher, ``emucluster.port.signals`` (shared with
   GRIM's translation upcalls); this shell is one of its clients. A signal that arrives while
   the program is inside the MPI library (any emucluster or nicd frame on the interrupted
   stack) is deferred, never re-entrant: the library is making progress itself or soon
@@ -30,11 +30,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from emucluster import signals
 from emucluster.config import HostConfig
 from emucluster.offload.app_bypass.core import AppBypass, InstanceKey, SendUp, SetSignals
-from emucluster.progress import MPI_PORT
-from emucluster.signals import RETRY_S, in_library
+from emucluster.port import signals
+from emucluster.port.progress import MPI_PORT
+from emucluster.port.signals import RETRY_S, in_library
 from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
@@ -43,8 +43,8 @@ if TYPE_CHECKING:
 
     from emucluster.coll.context import CollContext, CollRequest
     from emucluster.offload.app_bypass.core import Action
-    from emucluster.port import RecvEvent
-    from emucluster.progress import Progress
+    from emucluster.port.client import RecvEvent
+    from emucluster.port.progress import Progress
 
 __all__ = ["AB_TO_ROOT", "RETRY_S", "Bypass", "active", "install", "shutdown"]
 
@@ -147,7 +147,7 @@ class Bypass:
     # -- signals ----------------------------------------------------------------------------
 
     def on_signal(self, frame: FrameType | None, retry: bool) -> bool:
-        """The dispatcher's call (`emucluster.signals`): a SIGUSR1 (which may be another
+        """The dispatcher's call (`emucluster.port.signals`): a SIGUSR1 (which may be another
         client's: ignored while this side has signals off) or a retry of a deferred one.
         Inside the library the signal is deferred, never re-entrant: the library is making
         progress itself or soon returns; the dispatcher retries."""

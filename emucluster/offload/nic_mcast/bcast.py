@@ -19,7 +19,7 @@ and the root picks one per message.
 
 Group ids depend on the collective context id, which a communicator freed (``Comm.Free``)
 gives back for reuse by another membership once its pending calls ended (an Ibcast still
-agreeing its epoch included, ``emucluster.mpi.commfree``): the shell then frees the
+agreeing its epoch included, ``emucluster.mpi.comm.free``): the shell then frees the
 communicator's groups at its NIC (which finishes their resends in the background) and
 forgets its plans and costs, and the groups of the next communicator on that id carry a new
 *epoch*, agreed by its members at its first nic-mcast bcast (`agree_epoch`: one past the

@@ -14,7 +14,7 @@ microseconds fixes the postal costs instead of measuring them (benchmarks, tests
 
 A freed communicator's context id may serve another membership next (``Comm.Free`` calls
 `release` through ``emucluster.mpi.runtime.release_context`` once the communicator's pending
-operations ended, ``emucluster.mpi.commfree``): its groups are freed at the NIC
+operations ended, ``emucluster.mpi.comm.free``): its groups are freed at the NIC
 (which still completes their unfinished multicasts and answers the old tree's late packets,
 under the old epoch), its plans, costs and epoch are forgotten here, and the last epoch used
 on the id is kept, so the next communicator on it agrees a newer one
@@ -42,8 +42,8 @@ from nicd.link.wire import MsgType
 if TYPE_CHECKING:
     from emucluster.coll.context import CollContext
     from emucluster.offload.nic_mcast.bcast import GroupPlan, McastService
-    from emucluster.port import RecvEvent
-    from emucluster.progress import Progress
+    from emucluster.port.client import RecvEvent
+    from emucluster.port.progress import Progress
 
 __all__ = ["McastShell", "active", "install", "parse_costs"]
 

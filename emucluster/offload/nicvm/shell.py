@@ -27,8 +27,8 @@ from nicd.nicvm.modules import BCAST_BINARY_TREE
 
 if TYPE_CHECKING:
     from emucluster.coll.context import CollContext
-    from emucluster.port import RecvEvent
-    from emucluster.progress import Progress
+    from emucluster.port.client import RecvEvent
+    from emucluster.port.progress import Progress
 
 __all__ = ["MAX_OUTSTANDING", "NicvmBcast", "install", "release", "shutdown"]
 

@@ -18,7 +18,7 @@ import signal
 import struct
 import sys
 
-from emucluster.port import ErrorEvent, Port, RecvEvent
+from emucluster.port.client import ErrorEvent, Port, RecvEvent
 
 HEADER = struct.Struct(">HHI")  # src, dst, index
 PORT = 0

@@ -34,7 +34,7 @@ def forever() -> None:
 
 
 def exchange(count: int) -> None:
-    from emucluster.port import Port
+    from emucluster.port.client import Port
 
     with Port.open(port=0) as port:
         for i in range(count):
@@ -67,7 +67,7 @@ def main() -> None:
         ready()
         forever()
     elif what == "recv":
-        from emucluster.port import Port
+        from emucluster.port.client import Port
 
         with Port.open(port=0) as port:
             ready()

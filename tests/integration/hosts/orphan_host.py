@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from emucluster.port import Port
+from emucluster.port.client import Port
 
 RANK = int(os.environ["EMU_RANK"])
 JOB = os.environ["EMU_JOB_ID"]

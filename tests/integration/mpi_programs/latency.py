@@ -13,7 +13,7 @@ import statistics
 import sys
 
 from emucluster import MPI
-from emucluster.port import Port
+from emucluster.port.client import Port
 
 RAW_PORT = 3
 

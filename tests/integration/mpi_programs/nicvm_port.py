@@ -7,7 +7,7 @@ import os
 
 from emubench.nicvm import ECHO
 from emucluster.nicvm import Nicvm
-from emucluster.port import Port
+from emucluster.port.client import Port
 from nicd.link.wire import MsgType
 from nicd.nicvm.modules import NOOP
 

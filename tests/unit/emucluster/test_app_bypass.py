@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from emucluster import coll, signals
+from emucluster import coll
 from emucluster.coll.binomial import reduce_binomial
 from emucluster.coll.context import simulate
 from emucluster.offload.app_bypass import shell as appbypass
@@ -20,6 +20,7 @@ from emucluster.offload.app_bypass.core import (
     SetSignals,
     reduce_app_bypass,
 )
+from emucluster.port import signals
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from emucluster import MPI
-from emucluster.mpi import buffers
-from emucluster.mpi.buffers import _message, _plain_pair, message
+from emucluster.mpi.buffer import spec as buffers
+from emucluster.mpi.buffer.spec import _message, _plain_pair, message
 
 
 def _specs() -> list[tuple[str, list[object]]]:

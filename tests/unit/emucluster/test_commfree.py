@@ -1,17 +1,17 @@
 """Comm.Free with operations pending (issue 17): the context id is given back only after
-they ended (`emucluster.mpi.commfree`), on a singleton engine without NIC or processes."""
+they ended (`emucluster.mpi.comm.free`), on a singleton engine without NIC or processes."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from emucluster.config import HostConfig
-from emucluster.mpi.commfree import DeferredRelease, counters, pending_on, release_when_idle
-from emucluster.mpi.request import CollDriver
+from emucluster.mpi.comm.free import DeferredRelease, counters, pending_on, release_when_idle
+from emucluster.mpi.request.request import CollDriver
 from emucluster.offload.app_bypass import shell as appbypass
 from emucluster.offload.app_bypass.core import InstanceKey
-from emucluster.p2p import P2P
-from emucluster.progress import Progress
+from emucluster.p2p.protocol import P2P
+from emucluster.port.progress import Progress
 from tests.unit.emucluster.test_mpi4py_surface import check
 
 if TYPE_CHECKING:

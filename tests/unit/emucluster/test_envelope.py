@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emucluster.envelope import (
+from emucluster.p2p.envelope import (
     ANY_SOURCE,
     ANY_TAG,
     MAX_RANK,

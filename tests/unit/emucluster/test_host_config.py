@@ -17,9 +17,9 @@ from emucluster.errors import EmuclusterError
 from emucluster.grim.port import RMError
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.nicvm import NicvmRunError
-from emucluster.p2p import EAGER_LIMIT_BYTES, ProtocolError
-from emucluster.port import McastChildDeadError, PortError, SendFailedError
-from emucluster.progress import DeadlockError
+from emucluster.p2p.protocol import EAGER_LIMIT_BYTES, ProtocolError
+from emucluster.port.client import McastChildDeadError, PortError, SendFailedError
+from emucluster.port.progress import DeadlockError
 from launcher import plan
 
 PACKAGE = pathlib.Path(emucluster.__file__).parent

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emucluster.envelope import fits
-from emucluster.matching import ANY_SOURCE, ANY_TAG, STORE_KINDS, Envelope, Matcher, MatchStats
+from emucluster.p2p.envelope import fits
+from emucluster.p2p.matching import ANY_SOURCE, ANY_TAG, STORE_KINDS, Envelope, Matcher, MatchStats
 
 SETTINGS = settings(max_examples=80, deadline=None)
 

@@ -7,11 +7,11 @@ import pickle
 
 import pytest
 
+from emucluster.mpi.collective.ops import MAX_USER_OPS, Op
+from emucluster.mpi.collective.ops import predefined_ops as ops
 from emucluster.mpi.errors import ERR_INFO, ERR_INFO_KEY, ERR_INFO_NOKEY, ERR_OP
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.info import INFO_NULL, Info
-from emucluster.mpi.ops import MAX_USER_OPS, Op
-from emucluster.mpi.ops import predefined_ops as ops
 from tests.unit.emucluster.test_mpi4py_surface import check
 
 

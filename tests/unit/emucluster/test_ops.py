@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from emucluster.coll.context import simulate
-from emucluster.mpi.buffers import message
+from emucluster.mpi.buffer.spec import message
+from emucluster.mpi.collective.ops import BufferCombine, ObjectCombine, Op
+from emucluster.mpi.collective.ops import predefined_ops as ops
 from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG, UNDEFINED
-from emucluster.mpi.datatypes import predefined as dt
+from emucluster.mpi.datatype.datatype import predefined as dt
 from emucluster.mpi.errors import ERR_BUFFER, ERR_COUNT, ERR_TRUNCATE, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
-from emucluster.mpi.ops import BufferCombine, ObjectCombine, Op
-from emucluster.mpi.ops import predefined_ops as ops
-from emucluster.mpi.status import Status
+from emucluster.mpi.request.status import Status
 
 
 @pytest.mark.parametrize(

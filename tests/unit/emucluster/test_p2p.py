@@ -1,4 +1,4 @@
-"""Eager and rendezvous protocol of emucluster.p2p, sans-IO: cores wired back to back."""
+"""Eager and rendezvous protocol of emucluster.p2p.protocol, sans-IO: cores wired back to back."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emucluster.envelope import ANY_SOURCE, ANY_TAG
-from emucluster.p2p import (
+from emucluster.p2p.envelope import ANY_SOURCE, ANY_TAG
+from emucluster.p2p.protocol import (
     P2P,
     RECV_MOVES,
     RTS_HEAD,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from emucluster.mpi.request import _AllDone
+from emucluster.mpi.request.request import _AllDone
 
 if TYPE_CHECKING:
-    from emucluster.mpi.status import Status
+    from emucluster.mpi.request.status import Status
 
 
 class _Op:

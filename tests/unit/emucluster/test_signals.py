@@ -1,4 +1,4 @@
-"""emucluster.signals: which interrupted stacks count as inside the library (a signal is
+"""emucluster.port.signals: which interrupted stacks count as inside the library (a signal is
 deferred there, never re-entrant)."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from emucluster import hosttime, signals
-from emucluster.wait import Waiter
+from emucluster import hosttime
+from emucluster.port import signals
+from emucluster.port.wait import Waiter
 
 if TYPE_CHECKING:
     from types import FrameType

@@ -1,4 +1,4 @@
-"""Topology arithmetic (emucluster.mpi.topology) and the neighbour exchange, without processes."""
+"""Topology arithmetic (emucluster.mpi.topo.topology) and the neighbour exchange, no processes."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from emucluster.coll.context import TAG_LIMIT, simulate
 from emucluster.mpi.constants import PROC_NULL, UNDEFINED
-from emucluster.mpi.topocomm import neighbor_exchange
-from emucluster.mpi.topology import (
+from emucluster.mpi.topo.topocomm import neighbor_exchange
+from emucluster.mpi.topo.topology import (
     CART,
     CartTopo,
     DistGraphTopo,

@@ -8,13 +8,13 @@ import pickle
 import numpy as np
 import pytest
 
-from emucluster.mpi.address import Get_address
-from emucluster.mpi.buffers import message
-from emucluster.mpi.datatypes import predefined
-from emucluster.mpi.dlpack import dlpack_view
+from emucluster.mpi.buffer.address import Get_address
+from emucluster.mpi.buffer.dlpack import dlpack_view
+from emucluster.mpi.buffer.spec import message
+from emucluster.mpi.datatype.datatype import predefined
+from emucluster.mpi.datatype.typecodes import from_code
 from emucluster.mpi.errors import ERR_BUFFER
 from emucluster.mpi.errors import Exception as MPIException
-from emucluster.mpi.typecodes import from_code
 
 INT, BYTE, DOUBLE = predefined["INT"], predefined["BYTE"], predefined["DOUBLE"]
 INT_MAX = 2**31 - 1
@@ -146,8 +146,12 @@ def test_freeing_an_old_type_keeps_the_derived_one() -> None:
 
 
 def test_darray_owns_blocks_and_cycles_of_the_global_array() -> None:
-    from emucluster.mpi.darray import DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC, DISTRIBUTE_DFLT_DARG
-    from emucluster.mpi.dtcreate import ORDER_C
+    from emucluster.mpi.datatype.constructors import ORDER_C
+    from emucluster.mpi.datatype.darray import (
+        DISTRIBUTE_BLOCK,
+        DISTRIBUTE_CYCLIC,
+        DISTRIBUTE_DFLT_DARG,
+    )
 
     dflt = DISTRIBUTE_DFLT_DARG
     # 2 x 2 processes over a 4 x 6 array: rank 3 owns rows 2-3 (block) and columns 1, 3, 5

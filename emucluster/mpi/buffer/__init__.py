@@ -1,0 +1,1 @@
+"""Buffers as MPI reads them: message specs, foreign buffers, addresses, pickling."""

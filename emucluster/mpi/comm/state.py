@@ -1,0 +1,57 @@
+"""What a communicator is underneath: its context ids, its ranks' nodes, this rank."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from emucluster.mpi.errhandler import ERRORS_RETURN
+
+if TYPE_CHECKING:
+    from emucluster.mpi.errhandler import Handler
+    from emucluster.mpi.topo.topology import Topology
+
+__all__ = ["COLL_SEQ_MOD", "CommState"]
+
+COLL_SEQ_MOD = 1 << 21  # collective calls numbered modulo this in wire tags (see collectives)
+
+
+class CommState:
+    """One communicator's state, shared by every Comm handle that refers to it."""
+
+    __slots__ = (
+        "attrs", "coll_seq", "context", "errhandler", "info", "locks", "name", "nodes", "rank",
+        "size", "topo",
+    )  # fmt: skip
+
+    def __init__(self, context: int, nodes: tuple[int, ...], rank: int, name: str = "") -> None:
+        self.context = context
+        """Point-to-point context id (even); collectives use ``context + 1``."""
+        self.nodes = nodes
+        """Node id (COMM_WORLD rank) of each rank."""
+        self.rank = rank
+        """This process's rank."""
+        self.size = len(nodes)
+        """Number of ranks."""
+        self.name = name
+        """The name set by Set_name."""
+        self.coll_seq = 0
+        """Collective calls started on this communicator (every member counts alike)."""
+        self.topo: Topology | None = None
+        """The virtual topology attached by Create_cart/graph/dist_graph (None: none)."""
+        self.attrs: dict[int, object] = {}
+        """Attribute values by keyval (Set_attr)."""
+        self.errhandler: Handler = ERRORS_RETURN._handler().acquire()
+        """The error handler Call_errhandler runs (a counted reference)."""
+        self.info: dict[str, str] = {}
+        """Hints set by Set_info / Dup_with_info (kept, never acted on)."""
+        self.locks: dict[str, threading.Lock] = {}
+        """One lock per lowercase collective, taken for the call, so threads of one process
+        never interleave two of the same kind on this communicator (mpi4py's lock table)."""
+
+    def lock(self, operation: str) -> threading.Lock:
+        """The lock of ``operation`` (made at first use)."""
+        lock = self.locks.get(operation)
+        if lock is None:
+            lock = self.locks.setdefault(operation, threading.Lock())
+        return lock

@@ -1,0 +1,1 @@
+"""MPI datatypes: predefined and derived types, their type maps, codes, packing and darray."""

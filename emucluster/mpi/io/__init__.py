@@ -1,0 +1,1 @@
+"""MPI-IO (files): the room the MPI-breadth issue fills; empty today."""

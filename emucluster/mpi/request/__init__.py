@@ -1,0 +1,1 @@
+"""Requests and their completion, statuses, and integer handles of live objects."""

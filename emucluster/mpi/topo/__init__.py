@@ -1,0 +1,1 @@
+"""Virtual topologies: the pure arithmetic, the topology communicators and their creation."""
