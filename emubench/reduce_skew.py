@@ -292,11 +292,11 @@ def rank_environment(args: argparse.Namespace) -> dict[str, object]:
 
 def _nicd_scheduling() -> str:
     """This node's nicd scheduling policy (its pid from the PCI socket's peer credentials)."""
-    from emucluster.mpi import runtime
+    from emucluster.mpi import lifecycle
 
     try:
         with socket.fromfd(
-            runtime.engine().port.fileno(), socket.AF_UNIX, socket.SOCK_SEQPACKET
+            lifecycle.current().engine.port.fileno(), socket.AF_UNIX, socket.SOCK_SEQPACKET
         ) as sock:
             creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         pid = struct.unpack("3i", creds)[0]

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from emucluster.mpi import runtime as _runtime
+from emucluster.mpi import lifecycle as _lifecycle
+from emucluster.mpi import predefined as _predefined
 from emucluster.mpi.buffer.address import Aint_add, Aint_diff, Get_address
 from emucluster.mpi.buffer.membuf import buffer
+from emucluster.mpi.collective.calls import trace_describe as _trace_describe
 from emucluster.mpi.collective.ops import Op
 from emucluster.mpi.collective.ops import predefined_ops as _ops
 from emucluster.mpi.comm.comm import Comm, Errhandler, Intracomm, make_world
@@ -91,8 +93,9 @@ from emucluster.mpi.errors import (
     Get_error_class,
     Get_error_string,
 )
-from emucluster.mpi.request.request import Request
+from emucluster.mpi.request.request import REQUEST_NULL, Request
 from emucluster.mpi.request.status import Status
+from emutrace import mpihooks as _mpihooks
 
 if TYPE_CHECKING:
     from threading import Lock
@@ -383,37 +386,43 @@ from emucluster.mpi.errhandler import (  # noqa: E402
     ERRORS_RETURN,
 )
 
-_engine = _runtime.init()
-COMM_WORLD, COMM_SELF = make_world(_engine.node, _engine.num_nodes)
-_set_local_node(_engine.node)
+_rt = _lifecycle.init()
+COMM_WORLD, COMM_SELF = make_world(_rt)
+_set_local_node(_rt.node)
+_mpihooks.install(Intracomm, _rt.node, _trace_describe)
 COMM_NULL = Comm()
-REQUEST_NULL = Request()
+for _name, _handle in (
+    ("COMM_WORLD", COMM_WORLD),
+    ("COMM_SELF", COMM_SELF),
+    ("COMM_NULL", COMM_NULL),
+):
+    _predefined.register(_name, _handle)
 
 
 def Init() -> None:
     """Initialise MPI (already done at import; a no-op then)."""
-    _runtime.init()
+    _lifecycle.init()
 
 
 def Init_thread(required: int = THREAD_MULTIPLE) -> int:
     """Initialise MPI; returns the thread level provided (THREAD_SERIALIZED)."""
-    _runtime.init()
+    _lifecycle.init()
     return Query_thread()
 
 
 def Finalize() -> None:
     """Complete outstanding sends and shut the library down (also done at exit)."""
-    _runtime.finalize()
+    _lifecycle.finalize()
 
 
 def Is_initialized() -> bool:
     """Whether MPI was initialized."""
-    return _runtime.is_initialized()
+    return _lifecycle.is_initialized()
 
 
 def Is_finalized() -> bool:
     """Whether MPI was finalized."""
-    return _runtime.is_finalized()
+    return _lifecycle.is_finalized()
 
 
 def Query_thread() -> int:
@@ -440,22 +449,22 @@ def Get_library_version() -> str:
 
 def Get_processor_name() -> str:
     """This emulated node's name."""
-    return _runtime.processor_name()
+    return _lifecycle.processor_name()
 
 
 def Wtime() -> float:
     """Wall-clock time in seconds."""
-    return _runtime.wtime()
+    return _lifecycle.wtime()
 
 
 def Wtick() -> float:
     """Resolution of Wtime in seconds."""
-    return _runtime.wtick()
+    return _lifecycle.wtick()
 
 
 def Abort(errorcode: int = 0) -> None:
     """Terminate the whole job with ``errorcode``."""
-    _runtime.abort(errorcode)
+    _lifecycle.abort(errorcode)
 
 
 # -- mpi4py names for unmodified programs (issue 15: environment, p2p, requests) -------------
@@ -463,7 +472,7 @@ def Abort(errorcode: int = 0) -> None:
 
 def get_vendor() -> tuple[str, tuple[int, int, int]]:
     """The MPI implementation's name and version, as mpi4py reports its vendor."""
-    return _runtime.VENDOR
+    return _lifecycle.VENDOR
 
 
 def _comm_lock_table(comm: Comm) -> dict[str, Lock]:

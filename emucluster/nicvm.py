@@ -44,9 +44,11 @@ __all__ = [
     "check",
     "client",
     "delegate",
+    "forget_mpi_port",
     "load",
     "modules",
     "purge",
+    "use_mpi_port",
 ]
 
 TIMEOUT_S = 10.0  # default wait for the NIC's answer
@@ -171,17 +173,28 @@ class Nicvm:
 
 
 _clients: dict[int, Nicvm] = {}
+_mpi_port: list[Port | None] = []  # [port] once MPI is initialized ([None]: a singleton rank)
+
+
+def use_mpi_port(port: Port | None) -> None:
+    """The MPI library tells which port calls without ``port`` use: its own (``None`` for a
+    singleton rank without a NIC); called at Init (`forget_mpi_port` at Finalize)."""
+    _mpi_port[:] = [port]
+
+
+def forget_mpi_port() -> None:
+    """MPI was finalized: calls without ``port`` fail again."""
+    _mpi_port.clear()
 
 
 def client(port: Port | None = None) -> Nicvm:
-    """The `Nicvm` of ``port``, or of the MPI runtime's port inside an MPI program."""
+    """The `Nicvm` of ``port``, or of the MPI library's port inside an MPI program."""
     if port is None:
-        from emucluster.mpi import runtime
-
-        engine = runtime.engine()
-        if engine.singleton:
+        if not _mpi_port:
+            raise NicvmError("no port given and MPI is not initialized", line=0, column=0)
+        port = _mpi_port[0]
+        if port is None:
             raise NicvmError("this MPI rank has no NIC (singleton)", line=0, column=0)
-        port = engine.port
     found = _clients.get(id(port))
     if found is None or found.port is not port:
         found = _clients[id(port)] = Nicvm(port)

@@ -1,16 +1,17 @@
-"""emucluster's MPI implementation, split by job; ``emucluster.MPI`` is the public surface.
+"""emucluster's MPI implementation, one sub-package per concern; ``emucluster.MPI`` is the surface.
 
-Importing this package (or `emucluster.coll.context`) does not start MPI: only importing
-``emucluster.MPI`` initialises the library, as importing ``mpi4py.MPI`` does.
+Importing this package does not start MPI: only importing ``emucluster.MPI`` initialises the
+library (``lifecycle.init``), as importing ``mpi4py.MPI`` does. The rooms, lowest first:
+``constants``, ``errors``, ``errhandler``, ``info`` (handles and constants that import nothing
+above them); ``buffer/`` and ``datatype/`` (what a message's memory is); ``request/``
+(completion); ``runtime`` (one rank's engine, settings and context ids) and ``lifecycle`` (Init,
+Finalize, Abort of this process); ``comm/`` (communicators and the plain objects they delegate
+to), ``pt2pt/``, ``collective/``, ``topo/``; empty rooms ``rma/``, ``io/``, ``dynamic/`` for
+one-sided communication, MPI-IO and dynamic processes.
 """
 
 from __future__ import annotations
 
+from emucluster.mpi.lifecycle import stats
+
 __all__ = ["stats"]
-
-
-def stats() -> dict[str, object]:
-    """This rank's matching-queue statistics and protocol counters (see `runtime.stats`)."""
-    from emucluster.mpi.runtime import stats as _stats
-
-    return _stats()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from emucluster.mpi import lifecycle
 from emucluster.mpi.errors import ERR_ERRHANDLER, SUCCESS
 from emucluster.mpi.errors import Exception as MPIException
 
@@ -149,9 +150,7 @@ def call(handler: Handler, obj: object, errorcode: int) -> None:
     if handler.fn is not None:
         handler.fn(obj, errorcode)
     elif handler.name in ("MPI_ERRORS_ARE_FATAL", "MPI_ERRORS_ABORT") and errorcode != SUCCESS:
-        from emucluster.mpi import runtime
-
-        runtime.abort(errorcode)
+        lifecycle.abort(errorcode)
 
 
 def _restore(name: str) -> Errhandler:

@@ -12,6 +12,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from emucluster.mpi import lifecycle
 from emucluster.mpi.errors import ERR_INFO, ERR_INFO_KEY, ERR_INFO_NOKEY, ERR_INFO_VALUE
 from emucluster.mpi.errors import Exception as MPIException
 
@@ -90,12 +91,10 @@ class Info:
     @classmethod
     def Create_env(cls, args: Iterable[str] | None = None) -> Info:
         """An info object describing how the program was started (MPI 4 INFO_ENV keys)."""
-        from emucluster.mpi import runtime
-
         argv = list(sys.argv if args is None else args)
         d = {"command": argv[0] if argv else "", "argv": " ".join(argv[1:])}
-        if runtime.is_initialized():
-            d["maxprocs"] = str(runtime.engine().num_nodes)
+        if lifecycle.is_initialized() and not lifecycle.is_finalized():
+            d["maxprocs"] = str(lifecycle.current().num_nodes)
         d["wdir"] = os.getcwd()
         return cls._of(d)
 

@@ -1,78 +1,123 @@
-"""Library lifecycle of one rank: Init, Finalize, the progress engine, Abort, timers, stats.
+"""One rank's MPI library instance: its progress engine, its settings and its context ids.
 
-``import emucluster.MPI`` calls `init` (as importing mpi4py.MPI initialises MPI); `finalize`
-runs at interpreter exit (atexit) unless the program called ``MPI.Finalize()``: it drains
-outstanding sends, writes ``$EMU_STATS_DIR/rank<N>.json`` if that variable is set, and
-closes the Port. An uncaught exception prints its traceback and ends the rank at once with
-exit status 1 (no finalize, which could wait on peers forever), so emurun stops the job.
+A `Runtime` is what every communicator of a rank shares (``CommState.runtime``): the engine a
+call posts its operations to, the ``HostConfig`` read from the environment, the context-id
+pairs still free in this process, and COMM_WORLD's state. Nothing here is global: the process
+lifecycle (``emucluster.mpi.lifecycle``) opens one Runtime at ``import emucluster.MPI``, and an
+in-process harness may build several, one per emulated rank, over simulated NICs.
 
-Outside emurun (no ``EMU_NIC_SOCKET``) the library runs as a singleton: one rank, no NIC;
-sends to itself still work, and a wait that can never be satisfied raises instead of hanging.
-
-Environment: read once by `init` into a `HostConfig` (``emucluster.config`` declares every
-variable: ``EMU_EAGER_LIMIT``, ``EMU_MATCH_STORE``, ``EMU_RNDV_RM``, ``EMU_STATS_DIR``, the
-Port's ``EMU_WAIT`` / ``EMU_SPIN_US``, the offloads' and the collectives' choices); `config`
-returns it.
+Context ids: a communicator owns a pair (point-to-point traffic on the even id, collectives on
+the odd one). Pairs 0 (COMM_WORLD) and 1 (COMM_SELF) are taken from the start; new pairs are
+agreed collectively (every member contributes `free_context_mask`, an allreduce ANDs them, all
+`claim_context` the lowest common one), and a freed communicator's pair comes back through
+`release_context` once its pending operations ended (``emucluster.mpi.comm.free``).
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import json
-import os
-import socket
-import sys
-import time
 from typing import TYPE_CHECKING
 
-from emucluster.config import HostConfig
+from emucluster.mpi.comm import free as commfree
 from emucluster.mpi.errors import ERR_OTHER
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.offload import shells
 from emucluster.offload.app_bypass import shell as appbypass
+from emucluster.offload.nic_mcast import shell as mcast
 from emucluster.p2p.protocol import P2P
 from emucluster.port.client import Port, PortError
 from emucluster.port.progress import MPI_PORT, Progress
-from emutrace import mpihooks
 
 if TYPE_CHECKING:
-    from types import TracebackType
+    from emucluster.config import HostConfig
+    from emucluster.mpi.comm.state import CommState
 
-__all__ = [
-    "FINALIZE_TIMEOUT_S",
-    "VENDOR",
-    "abort",
-    "config",
-    "engine",
-    "finalize",
-    "init",
-    "is_finalized",
-    "is_initialized",
-    "stats",
-    "wtick",
-    "wtime",
-]
+__all__ = ["MAX_CONTEXT_PAIRS", "Runtime", "open_runtime"]
 
-VENDOR = ("emucluster", (0, 1, 0))
-"""``MPI.get_vendor()``: this library's own name and version (no MPI vendor's)."""
-FINALIZE_TIMEOUT_S = 30.0  # longest Finalize waits for the NIC to complete outstanding sends
-MAX_CONTEXT_PAIRS = 4096  # communicators alive at once in one process (context id pairs)
-
-_engine: Progress | None = None
-_config = HostConfig()  # replaced by the environment's at init
-_state = "new"  # new -> initialized -> finalized
-_free_contexts = (1 << MAX_CONTEXT_PAIRS) - 1 - 0b11  # pairs 0 (WORLD) and 1 (SELF) taken
-_wtime_origin = time.perf_counter()
+MAX_CONTEXT_PAIRS = 4096  # communicators alive at once in one rank (context id pairs)
+_LASTING_PAIRS = 0b11  # pairs 0 (WORLD) and 1 (SELF): never freed
 
 
-def init() -> Progress:
-    """Open the MPI port and build the engine (idempotent while initialized)."""
-    global _config, _engine, _state
-    if _engine is not None:
-        return _engine
-    if _state == "finalized":
-        raise MPIException(ERR_OTHER, "MPI was finalized; it cannot be initialized again")
-    _config = config = HostConfig.from_env()
+class Runtime:
+    """One rank's library instance, shared by every communicator of the rank."""
+
+    __slots__ = ("_free_contexts", "config", "engine", "world")
+
+    def __init__(self, engine: Progress, config: HostConfig) -> None:
+        self.engine = engine
+        """The rank's progress engine: every operation is posted to it."""
+        self.config = config
+        """The settings read from the environment (``emucluster.config``)."""
+        self.world: CommState | None = None
+        """COMM_WORLD's state, once `make_world` built it (Create_from_group agrees over it)."""
+        self._free_contexts = (1 << MAX_CONTEXT_PAIRS) - 1 - _LASTING_PAIRS
+
+    @property
+    def node(self) -> int:
+        """This rank's node id (its COMM_WORLD rank)."""
+        return self.engine.node
+
+    @property
+    def num_nodes(self) -> int:
+        """Nodes in the job (COMM_WORLD's size)."""
+        return self.engine.num_nodes
+
+    # -- context ids ----------------------------------------------------------------------------
+
+    def free_context_mask(self) -> int:
+        """Bit k set: context-id pair k (ids 2k, 2k+1) is free in this rank. Progress is made
+        first, so a freed communicator whose last pending operation ended meanwhile gives its
+        pair back before the mask is read."""
+        if self.engine.advancing:
+            self.engine.progress()
+        return self._free_contexts
+
+    def claim_context(self, mask: int) -> int:
+        """Given the AND of every member's free mask, claim the lowest pair; its p2p context."""
+        if not mask:
+            raise MPIException(ERR_OTHER, "out of communicator context ids")
+        pair = (mask & -mask).bit_length() - 1
+        self._free_contexts &= ~(1 << pair)
+        return 2 * pair
+
+    def release_context(self, context: int) -> None:
+        """A communicator was freed: its context pair may be reused, so the offloads that keep
+        state per context at the NICs (NIC multicast groups, NICVM communicator maps) let the
+        collective context (``context + 1``) go first."""
+        if context >= 4:
+            shell = mcast.active()
+            if shell is not None and shell.engine is self.engine:
+                shell.release(context + 1)
+            shells.release_nicvm(context + 1)
+            self._free_contexts |= 1 << (context // 2)
+
+    # -- statistics -----------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, object]:
+        """This rank's matching-queue statistics and protocol counters (JSON-able).
+
+        ``matching`` holds the Matcher's `MatchStats` (queue lengths and maxima, mean and max
+        search depth of both queues, the unexpected ratio); ``protocol`` the eager/rendezvous
+        counters; ``dropped`` messages ignored as malformed; ``app_bypass`` the
+        application-bypass reduce counters; ``mcast`` the NIC-multicast shell's; ``comm_free``
+        the communicators freed, those freed with operations pending (their context id given
+        back later) and those still waiting.
+        """
+        progress = self.engine
+        out: dict[str, object] = {"rank": progress.node, "events": progress.events}
+        out.update(progress.stats())
+        bypass = appbypass.active()
+        if bypass is not None and bypass.engine is progress:
+            out["app_bypass"] = bypass.stats()
+        shell = mcast.active()
+        if shell is not None and shell.engine is progress:
+            out["mcast"] = shell.stats()
+        waiting = sum(isinstance(t, commfree.DeferredRelease) for t in progress.advancing)
+        out["comm_free"] = {**commfree.counters, "waiting": waiting}
+        return out
+
+
+def open_runtime(config: HostConfig) -> Runtime:
+    """Open this node's MPI port (none outside emurun: a singleton rank) and build the engine."""
     eager, store = config.eager_limit, config.match_store
     port: Port | None = None
     if config.nic_socket:
@@ -83,201 +128,7 @@ def init() -> Progress:
         core = P2P(port.node_id, port.num_nodes, eager_limit=eager, store=store)
     else:
         core = P2P(0, 1, eager_limit=eager, store=store)
-    _engine = Progress(port, core, use_rm=config.rndv_rm)
+    engine = Progress(port, core, use_rm=config.rndv_rm)
     if port is not None:
-        appbypass.install(_engine, config)
-    _state = "initialized"
-    from emucluster.mpi.collective.calls import trace_describe
-    from emucluster.mpi.comm.comm import Intracomm  # late: comm imports this module
-
-    mpihooks.install(Intracomm, port.node_id if port is not None else 0, trace_describe)
-    atexit.register(_finalize_at_exit)
-    sys.excepthook = _excepthook
-    return _engine
-
-
-def engine() -> Progress:
-    """The progress engine (raises if MPI is not initialized)."""
-    if _engine is None:
-        raise MPIException(ERR_OTHER, f"MPI is not initialized (state: {_state})")
-    return _engine
-
-
-def config() -> HostConfig:
-    """The settings `init` read from the environment (the defaults before it ran)."""
-    return _config
-
-
-def is_initialized() -> bool:
-    """Whether Init has run (it stays true after Finalize, as in MPI)."""
-    return _state != "new"
-
-
-def is_finalized() -> bool:
-    """Whether Finalize has run."""
-    return _state == "finalized"
-
-
-def finalize() -> None:
-    """Complete outstanding sends, dump statistics, close the Port."""
-    global _engine, _state
-    progress = _engine
-    if progress is None:
-        return
-    try:
-        appbypass.shutdown(FINALIZE_TIMEOUT_S)  # outstanding reductions complete first
-        nicvmcoll = sys.modules.get("emucluster.offload.nicvm.shell")  # imported only if used
-        if nicvmcoll is not None:
-            nicvmcoll.shutdown(FINALIZE_TIMEOUT_S)  # and NICVM broadcasts this root delegated
-        progress.finish(FINALIZE_TIMEOUT_S)
-    except (PortError, TimeoutError) as exc:
-        raise MPIException(ERR_OTHER, f"Finalize: {exc}") from exc
-    finally:
-        _dump_stats(progress)
-        _engine = None
-        _state = "finalized"
-        progress.close()
-
-
-def abort(errorcode: int = 0) -> None:
-    """End the whole job: this rank exits with ``errorcode`` at once; emurun stops the rest."""
-    rank = _engine.node if _engine is not None else 0
-    sys.stdout.flush()
-    print(f"emucluster: MPI_Abort(errorcode={errorcode}) called by rank {rank}", file=sys.stderr)
-    sys.stderr.flush()
-    _close_quietly()
-    os._exit(errorcode & 0xFF if errorcode else 0)
-
-
-def wtime() -> float:
-    """Seconds of wall-clock time since an arbitrary origin (high resolution)."""
-    return time.perf_counter() - _wtime_origin
-
-
-def wtick() -> float:
-    """Resolution of `wtime` in seconds."""
-    return float(time.get_clock_info("perf_counter").resolution)
-
-
-def processor_name() -> str:
-    """This emulated node's name."""
-    rank = _engine.node if _engine is not None else 0
-    return f"{socket.gethostname()}-node{rank}"
-
-
-def stats() -> dict[str, object]:
-    """This rank's matching-queue statistics and protocol counters (JSON-able).
-
-    ``matching`` holds the Matcher's `MatchStats` (queue lengths and maxima, mean and max
-    search depth of both queues, the unexpected ratio); ``protocol`` the eager/rendezvous
-    counters; ``dropped`` messages ignored as malformed; ``app_bypass`` the application-bypass
-    reduce counters (signals received and deferred, early/expected/late packets, copies,
-    instances completed inside Reduce and after it); ``comm_free`` the communicators freed,
-    those freed with operations pending (their context id given back later, `commfree`) and
-    those still waiting. Also written at Finalize to
-    ``$EMU_STATS_DIR/rank<N>.json`` when that variable is set (``emurun --stats DIR``).
-    """
-    return _stats_of(engine())
-
-
-def _stats_of(progress: Progress) -> dict[str, object]:
-    out: dict[str, object] = {"rank": progress.node, "events": progress.events}
-    out.update(progress.stats())
-    bypass = appbypass.active()
-    if bypass is not None and bypass.engine is progress:
-        out["app_bypass"] = bypass.stats()
-    from emucluster.offload.nic_mcast import shell as mcast
-
-    shell = mcast.active()
-    if shell is not None and shell.engine is progress:
-        out["mcast"] = shell.stats()
-    from emucluster.mpi.comm import (
-        free as commfree,  # late: commfree imports request, which imports this
-    )
-
-    waiting = sum(isinstance(t, commfree.DeferredRelease) for t in progress.advancing)
-    out["comm_free"] = {**commfree.counters, "waiting": waiting}
-    return out
-
-
-def free_context_mask() -> int:
-    """Bit k set: context-id pair k (ids 2k, 2k+1) is free in this process. Progress is
-    made first, so a freed communicator whose last pending operation ended meanwhile gives
-    its pair back before the mask is read (``emucluster.mpi.comm.free``)."""
-    if _engine is not None and _engine.advancing:
-        _engine.progress()
-    return _free_contexts
-
-
-def claim_context(mask: int) -> int:
-    """Given the AND of every member's free mask, claim the lowest pair; its p2p context id."""
-    global _free_contexts
-    if not mask:
-        raise MPIException(ERR_OTHER, "out of communicator context ids")
-    pair = (mask & -mask).bit_length() - 1
-    _free_contexts &= ~(1 << pair)
-    return 2 * pair
-
-
-def release_context(context: int) -> None:
-    """A communicator was freed: its context pair may be reused, so the offloads that keep
-    state per context at the NICs (NIC multicast groups, NICVM communicator maps) let it go."""
-    global _free_contexts
-    if context >= 4:
-        _release_offloads(context + 1)
-        _free_contexts |= 1 << (context // 2)
-
-
-def _release_offloads(coll_context: int) -> None:
-    """Tell the installed offload shells that collective context ``coll_context`` (the one
-    ``collectives.CallContext`` derives from the communicator's) is free again."""
-    from emucluster.offload.nic_mcast import shell as mcast
-
-    shell = mcast.active()
-    if shell is not None and shell.engine is _engine:
-        shell.release(coll_context)
-    nicvm_shell = sys.modules.get("emucluster.offload.nicvm.shell")  # loaded only if used
-    if nicvm_shell is not None:
-        nicvm_shell.release(coll_context)
-
-
-def _dump_stats(progress: Progress) -> None:
-    directory = _config.stats_dir
-    if not directory:
-        return
-    try:
-        os.makedirs(directory, exist_ok=True)
-        data = _stats_of(progress)
-        path = os.path.join(directory, f"rank{progress.node}.json")
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1)
-    except OSError as exc:
-        print(f"emucluster: cannot write stats to {directory}: {exc}", file=sys.stderr)
-
-
-def _finalize_at_exit() -> None:
-    try:
-        finalize()
-    except (MPIException, PortError, TimeoutError) as exc:
-        print(f"emucluster: MPI_Finalize at exit failed: {exc}", file=sys.stderr)
-        sys.stderr.flush()
-        os._exit(1)
-
-
-def _excepthook(
-    exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
-) -> None:
-    sys.__excepthook__(exc_type, exc, tb)
-    rank = _engine.node if _engine is not None else 0
-    print(f"emucluster: rank {rank} ended by an uncaught {exc_type.__name__}", file=sys.stderr)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    _close_quietly()
-    os._exit(1)
-
-
-def _close_quietly() -> None:
-    """Before an immediate exit: free registered memory (no leak warnings), close the Port."""
-    if _engine is not None:
-        with contextlib.suppress(OSError, PortError):
-            _engine.close()
+        appbypass.install(engine, config)
+    return Runtime(engine, config)

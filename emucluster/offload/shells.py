@@ -6,12 +6,13 @@ hook) the first time; the shells stay per process, as before: ``app_bypass.shell
 Init, ``nic_mcast.shell.install`` on the first ``nic-mcast`` bcast, ``nicvm.shell.install`` on
 the first ``nicvm`` bcast. A singleton process (no NIC) has none of them. The NICVM shell is
 imported on its first use only: it loads the NICVM compiler (lark), which a program that never
-runs a ``nicvm`` bcast should not pay for at Init (``runtime.finalize`` looks for it in
-``sys.modules`` for the same reason).
+runs a ``nicvm`` bcast should not pay for at Init; `release_nicvm` and `shutdown_nicvm`
+look for it in ``sys.modules`` for the same reason (a shell never loaded has nothing to do).
 """
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from emucluster.offload.app_bypass import shell as app_bypass_shell
@@ -25,7 +26,9 @@ if TYPE_CHECKING:
     from emucluster.offload.services import Services
     from emucluster.port.progress import Progress
 
-__all__ = ["HostServices"]
+__all__ = ["HostServices", "release_nicvm", "shutdown_nicvm"]
+
+_NICVM_SHELL = "emucluster.offload.nicvm.shell"
 
 
 class HostServices:
@@ -57,6 +60,22 @@ class HostServices:
         from emucluster.offload.nicvm import shell as nicvm_shell  # see the module docstring
 
         return nicvm_shell.install(engine)
+
+
+def release_nicvm(coll_context: int) -> None:
+    """Collective context ``coll_context`` is free again: the NICVM shell, if it was ever
+    loaded, forgets the communicator maps it keeps for it at the NICs."""
+    shell = sys.modules.get(_NICVM_SHELL)
+    if shell is not None:
+        shell.release(coll_context)
+
+
+def shutdown_nicvm(timeout: float) -> None:
+    """At Finalize: the NICVM broadcasts this root delegated complete (if the shell was ever
+    loaded), raising TimeoutError after ``timeout`` seconds."""
+    shell = sys.modules.get(_NICVM_SHELL)
+    if shell is not None:
+        shell.shutdown(timeout)
 
 
 if TYPE_CHECKING:  # mypy checks the shells against the algorithms' Protocols

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from emucluster import coll
 from emucluster.coll.context import TAG_LIMIT, CollRequest, drive
-from emucluster.mpi import runtime
 from emucluster.mpi.buffer.spec import MessageSpecError, Msg, message
 from emucluster.mpi.collective import plans as bufcoll
 from emucluster.mpi.collective.ops import BufferCombine, ObjectCombine, Op, predefined_ops
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
 
     from emucluster.coll.context import CollGen
     from emucluster.p2p.protocol import RecvOp, SendOp
+    from emucluster.port.progress import Progress
 
 __all__ = [
     "CallContext",
@@ -63,26 +63,27 @@ _LASTING_CONTEXTS = 4  # COMM_WORLD's (0) and COMM_SELF's (2): never freed, neve
 class CallContext:
     """One collective call's channel (the `CollContext` the algorithms see)."""
 
-    __slots__ = ("_base", "_context", "lasting", "nodes", "rank", "services", "size")
+    __slots__ = ("_base", "_context", "_engine", "lasting", "nodes", "rank", "services", "size")
 
     def __init__(self, st: CommState) -> None:
         self.rank = st.rank
         self.size = st.size
         self.nodes = st.nodes
         """Node id of each rank (for offloads that talk to NICs)."""
-        self.services = HostServices(runtime.engine(), runtime.config())
+        self.services = HostServices(st.runtime.engine, st.runtime.config)
         """This rank's offload shells (``emucluster.offload.services``)."""
         self.lasting = st.context < _LASTING_CONTEXTS
         """The communicator's context id is never freed (COMM_WORLD, COMM_SELF), so state an
         offload keeps per context at the NICs cannot be met by another communicator."""
+        self._engine = st.runtime.engine
         self._context = st.context + 1
         self._base = (st.coll_seq % COLL_SEQ_MOD) * TAG_LIMIT
         st.coll_seq += 1
 
     def isend(self, payload: bytes | bytearray | memoryview, dest: int, tag: int) -> SendOp:
         """Send ``payload`` to rank ``dest`` with algorithm tag ``tag``."""
-        return runtime.engine().send(self._context, self.rank, self._base + tag,
-                                     self.nodes[dest], payload)  # fmt: skip
+        return self._engine.send(self._context, self.rank, self._base + tag,
+                                 self.nodes[dest], payload)  # fmt: skip
 
     def wire(self, tag: int) -> tuple[int, int]:
         """(context id, wire tag) this call's messages with algorithm tag ``tag`` carry."""
@@ -90,19 +91,19 @@ class CallContext:
 
     def irecv(self, source: int, tag: int) -> RecvOp:
         """Receive the next message from rank ``source`` with algorithm tag ``tag``."""
-        return runtime.engine().recv(self._context, source, self._base + tag,
-                                     self.nodes[source], None)  # fmt: skip
+        return self._engine.recv(self._context, source, self._base + tag,
+                                 self.nodes[source], None)  # fmt: skip
 
 
-def lookup(operation: str, algorithm: str | None) -> Callable[..., CollGen[Any]]:
+def lookup(st: CommState, operation: str, algorithm: str | None) -> Callable[..., CollGen[Any]]:
     """The algorithm for ``operation`` (per-call name, else ``EMU_<OP>``, else baseline)."""
-    return lookup_entry(operation, algorithm).algorithm
+    return lookup_entry(st, operation, algorithm).algorithm
 
 
-def lookup_entry(operation: str, algorithm: str | None) -> coll.Entry:
+def lookup_entry(st: CommState, operation: str, algorithm: str | None) -> coll.Entry:
     """The registry entry for ``operation`` (per-call name, else ``EMU_<OP>``, else baseline)."""
     try:
-        return coll.entry(operation, algorithm, environ=runtime.config().algorithms)
+        return coll.entry(operation, algorithm, environ=st.runtime.config.algorithms)
     except coll.UnknownAlgorithmError as exc:
         raise MPIException(ERR_ARG, str(exc)) from None
 
@@ -111,26 +112,33 @@ def trace_describe(comm: Any, call: str, algorithm: str | None) -> tuple[int, st
     """For ``emurun --trace``: (context id, the algorithm ``call`` runs, "" if none) of a
     call on ``comm`` (an ``emucluster.MPI.Comm``)."""
     st = getattr(comm, "_st", None)
-    context = st.context if isinstance(st, CommState) else -1
+    if not isinstance(st, CommState):
+        return -1, ""
     operation = call.lower()
     if operation not in coll.OPERATIONS:
-        return context, ""
-    return context, lookup_entry(operation, algorithm).name
+        return st.context, ""
+    return st.context, lookup_entry(st, operation, algorithm).name
 
 
-def wait_all(requests: list[CollRequest]) -> None:
-    """Block (making progress) until every request is complete; raise if one failed."""
-    if not all(r.done for r in requests):
-        try:
-            runtime.engine().wait_for(lambda: all(r.done for r in requests))
-        except DeadlockError as exc:
-            raise MPIException(ERR_OTHER, str(exc)) from None
-    check_failed(requests)
+def waiter(engine: Progress) -> Callable[[list[CollRequest]], None]:
+    """``wait_all(requests)`` on ``engine``: block (making progress) until every request is
+    complete; raise if one failed."""
+
+    def wait_all(requests: list[CollRequest]) -> None:
+        if not all(r.done for r in requests):
+            try:
+                engine.wait_for(lambda: all(r.done for r in requests))
+            except DeadlockError as exc:
+                raise MPIException(ERR_OTHER, str(exc)) from None
+        check_failed(requests)
+
+    return wait_all
 
 
 def run(st: CommState, operation: str, algorithm: str | None, *args: object) -> Any:
     """Run one blocking collective call to completion."""
-    return drive(lookup(operation, algorithm)(CallContext(st), *args), wait_all)
+    gen = lookup(st, operation, algorithm)(CallContext(st), *args)
+    return drive(gen, waiter(st.runtime.engine))
 
 
 def start(st: CommState, operation: str, algorithm: str | None, args: tuple[object, ...],
@@ -138,12 +146,13 @@ def start(st: CommState, operation: str, algorithm: str | None, args: tuple[obje
     """Start one nonblocking collective call; its Request completes with ``post(result)``.
     An algorithm registered ``blocking_only`` (application bypass: its synchronous part would
     run inside the progress engine) gives way to the operation's baseline."""
-    found = lookup_entry(operation, algorithm)
+    found = lookup_entry(st, operation, algorithm)
     if found.blocking_only:
-        found = lookup_entry(operation, coll.BASELINES[operation])
+        found = lookup_entry(st, operation, coll.BASELINES[operation])
     driver = CollDriver(found.algorithm(CallContext(st), *args), post, context=st.context)
-    runtime.engine().add(driver)
-    return Request._of(driver)
+    engine = st.runtime.engine
+    engine.add(driver)
+    return Request._of(driver, engine)
 
 
 def run_plan(st: CommState, algorithm: str | None, plan: bufcoll.Plan) -> None:

@@ -16,14 +16,15 @@ import pickle
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from emucluster.mpi import runtime
+from emucluster.mpi import lifecycle
 from emucluster.mpi.buffer.serial import PICKLE
 from emucluster.mpi.buffer.spec import message
 from emucluster.mpi.collective.calls import Collectives, internal_allgather, internal_allreduce
 from emucluster.mpi.collective.nonblocking import NonblockingCollectives, VectorCollectives
 from emucluster.mpi.comm import free as commfree
 from emucluster.mpi.comm import fromgroup as commgroup
-from emucluster.mpi.comm.extras import COMM_KEYVALS, CommExtras, set_world
+from emucluster.mpi.comm import kinds
+from emucluster.mpi.comm.extras import COMM_KEYVALS, CommExtras
 from emucluster.mpi.comm.group import Group
 from emucluster.mpi.comm.state import CommState
 from emucluster.mpi.constants import (
@@ -54,18 +55,24 @@ from emucluster.mpi.errors import (
     last_used_code,
 )
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.info import INFO_NULL, Info
 from emucluster.mpi.pt2pt import bsend
 from emucluster.mpi.pt2pt.mprobe import MatchedProbe
 from emucluster.mpi.pt2pt.persistent import PersistentP2P
 from emucluster.mpi.request.request import BothPending, RecvPending, Request, SendPending, completed
-from emucluster.mpi.topo.create import TopologyCreation
+from emucluster.mpi.topo import create as topo_create
 from emucluster.p2p.envelope import ANY_SOURCE as CORE_ANY_SOURCE
 from emucluster.p2p.protocol import Outcome
 from emucluster.port.progress import DeadlockError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from emucluster.mpi.request.status import Status
+    from emucluster.mpi.runtime import Runtime
+    from emucluster.mpi.topo.topocomm import Cartcomm, Distgraphcomm, Graphcomm
     from emucluster.p2p.protocol import RecvOp, SendOp
+    from emucluster.port.progress import Progress
 
 __all__ = ["Comm", "Errhandler", "Intercomm", "Intracomm", "make_world"]
 
@@ -115,6 +122,10 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         if st is None:
             raise MPIException(ERR_COMM, "the communicator is COMM_NULL (or freed)")
         return st
+
+    def _engine(self) -> Progress:
+        """The progress engine of the communicator's rank."""
+        return self._state().runtime.engine
 
     # -- queries ------------------------------------------------------------------------------
 
@@ -194,7 +205,7 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         if keyval == TAG_UB:
             return TAG_UB_VALUE
         if keyval == UNIVERSE_SIZE:
-            return runtime.engine().num_nodes
+            return self._state().runtime.num_nodes
         if keyval == WTIME_IS_GLOBAL:
             return False
         if keyval == LASTUSEDCODE:
@@ -230,12 +241,27 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
 
     def Get_queue_stats(self) -> dict[str, object]:
         """This rank's matching-queue statistics (emucluster extension; `runtime.stats`)."""
-        self._state()
-        return runtime.stats()
+        return self._state().runtime.stats()
 
     def Abort(self, errorcode: int = 0) -> None:
         """Terminate the whole job with ``errorcode``."""
-        runtime.abort(errorcode)
+        lifecycle.abort(errorcode)
+
+    @classmethod
+    def Get_parent(cls) -> Intercomm:
+        """The parent intercommunicator: COMM_NULL, as no process here was spawned."""
+        return Intercomm()
+
+    @classmethod
+    def Create_from_group(cls, group: Group, stringtag: str = "org.mpi4py",
+                          info: Info = INFO_NULL,
+                          errhandler: object = None) -> Intracomm:  # fmt: skip
+        """The communicator of ``group`` without a parent (collective over the group; the
+        agreement runs over COMM_WORLD's channel under a tag derived from ``stringtag``)."""
+        world = lifecycle.current().world
+        assert world is not None  # built with the runtime
+        st = commgroup.create_group(world, group, commgroup.string_tag(stringtag))
+        return _intracomm(st)
 
     # -- communicator management --------------------------------------------------------------
 
@@ -243,8 +269,9 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         """A new communicator of this class with the same group, topology and hints and a
         new context (collective); ``info`` replaces the hints when given."""
         st = self._state()
-        context = runtime.claim_context(internal_allreduce(st, runtime.free_context_mask()))
-        new = CommState(context, st.nodes, st.rank)
+        rt = st.runtime
+        context = rt.claim_context(internal_allreduce(st, rt.free_context_mask()))
+        new = CommState(rt, context, st.nodes, st.rank)
         new.topo = st.topo
         new.errhandler = st.errhandler.acquire()
         new.info = dict(st.info) if info is None else self._hints(info)
@@ -275,16 +302,16 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         COMM_NULL for color UNDEFINED (collective)."""
         st = self._state()
         entries = internal_allgather(st, (color, key))
-        mask = internal_allreduce(st, runtime.free_context_mask())
+        mask = internal_allreduce(st, st.runtime.free_context_mask())
         if color == UNDEFINED:
             return Intracomm()
         if color < 0:
             raise MPIException(ERR_COMM, f"Split color {color} must be >= 0 or UNDEFINED")
-        context = runtime.claim_context(mask)
+        context = st.runtime.claim_context(mask)
         members = sorted((k, r) for r, (c, k) in enumerate(entries) if c == color)
         nodes = tuple(st.nodes[r] for _, r in members)
         rank = [r for _, r in members].index(st.rank)
-        return Intracomm._of(CommState(context, nodes, rank))
+        return Intracomm._of(CommState(st.runtime, context, nodes, rank))
 
     # -- groups (logic in emucluster.mpi.comm.fromgroup) --------------------------------------
 
@@ -318,11 +345,12 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
     def Disconnect(self) -> None:
         """Free the communicator once the operations pending on it completed (MPI-4.0
         §11.10.4: Disconnect waits for them, where Free returns at once)."""
+        engine = self._state().runtime.engine
         release = self._free()
         if release.released:
             return
         try:
-            runtime.engine().wait_for(lambda: release.released)
+            engine.wait_for(lambda: release.released)
         except DeadlockError as exc:
             raise MPIException(ERR_OTHER, f"Disconnect: {exc}") from None
 
@@ -332,8 +360,8 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
             raise MPIException(ERR_COMM, "cannot free COMM_WORLD or COMM_SELF")
         self._delete_attrs()
         st.errhandler.release()
-        release = commfree.release_when_idle(runtime.engine(), st.context,
-                                             runtime.release_context)  # fmt: skip
+        rt = st.runtime
+        release = commfree.release_when_idle(rt.engine, st.context, rt.release_context)
         self._st = None
         return release
 
@@ -341,7 +369,7 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
 
     def send(self, obj: Any, dest: int, tag: int = 0) -> None:
         """Send a Python object (blocking; returns once the object may be reused)."""
-        _wait_send(self._post_send(PICKLE.dumps(obj), dest, tag, False))
+        _wait_send(self._st, self._post_send(PICKLE.dumps(obj), dest, tag, False))
 
     def bsend(self, obj: Any, dest: int, tag: int = 0) -> None:
         """Buffered send: returns at once; the copy leaves from the attached buffer."""
@@ -349,12 +377,12 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
 
     def ssend(self, obj: Any, dest: int, tag: int = 0) -> None:
         """Synchronous send: returns once a receive has matched it."""
-        _wait_send(self._post_send(PICKLE.dumps(obj), dest, tag, True))
+        _wait_send(self._st, self._post_send(PICKLE.dumps(obj), dest, tag, True))
 
     def isend(self, obj: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking send of a Python object."""
         op = self._post_send(PICKLE.dumps(obj), dest, tag, False)
-        return completed() if op is None else Request._of(SendPending(op))
+        return completed() if op is None else Request._of(SendPending(op), self._engine())
 
     def ibsend(self, obj: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking buffered send."""
@@ -363,7 +391,7 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
     def issend(self, obj: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking synchronous send."""
         op = self._post_send(PICKLE.dumps(obj), dest, tag, True)
-        return completed() if op is None else Request._of(SendPending(op))
+        return completed() if op is None else Request._of(SendPending(op), self._engine())
 
     def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG,
              status: Status | None = None) -> Any:  # fmt: skip
@@ -372,13 +400,17 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         op = self._post_recv(source, tag, None)
         if op is None:
             return completed(None).wait(status)
-        _wait_op(op)
-        return RecvPending(op, unpickle=True).finish(status)
+        _wait_op(self._st, op)
+        return RecvPending(op, self._engine(), unpickle=True).finish(status)
 
     def irecv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         """Nonblocking receive of a Python object; ``wait()`` returns it."""
         op = self._post_recv(source, tag, None)
-        return completed(None) if op is None else Request._of(RecvPending(op, unpickle=True))
+        return (
+            completed(None)
+            if op is None
+            else Request._of(RecvPending(op, self._engine(), unpickle=True), self._engine())
+        )
 
     def sendrecv(self, sendobj: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,
                  source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
@@ -402,7 +434,7 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
 
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
         """Send a buffer (blocking)."""
-        _wait_send(self._post_send(message(buf, writable=False).view, dest, tag, False))
+        _wait_send(self._st, self._post_send(message(buf, writable=False).view, dest, tag, False))
 
     def Bsend(self, buf: Any, dest: int, tag: int = 0) -> None:
         """Buffered send: returns at once; the copy leaves from the attached buffer."""
@@ -412,12 +444,12 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
 
     def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
         """Synchronous buffer send."""
-        _wait_send(self._post_send(message(buf, writable=False).view, dest, tag, True))
+        _wait_send(self._st, self._post_send(message(buf, writable=False).view, dest, tag, True))
 
     def Isend(self, buf: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking buffer send (do not modify the buffer until it completes)."""
         op = self._post_send(message(buf, writable=False).view, dest, tag, False)
-        return completed() if op is None else Request._of(SendPending(op))
+        return completed() if op is None else Request._of(SendPending(op), self._engine())
 
     def Ibsend(self, buf: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking buffered send."""
@@ -428,7 +460,7 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
     def Issend(self, buf: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking synchronous buffer send."""
         op = self._post_send(message(buf, writable=False).view, dest, tag, True)
-        return completed() if op is None else Request._of(SendPending(op))
+        return completed() if op is None else Request._of(SendPending(op), self._engine())
 
     def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG,
              status: Status | None = None) -> None:  # fmt: skip
@@ -438,8 +470,8 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         if op is None:
             completed(None).wait(status)
             return
-        _wait_op(op)
-        RecvPending(op, unpickle=False, deliver=msg.deliver).finish(status)
+        _wait_op(self._st, op)
+        RecvPending(op, self._engine(), unpickle=False, deliver=msg.deliver).finish(status)
 
     def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         """Nonblocking receive into a buffer."""
@@ -447,7 +479,9 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         op = self._post_recv(source, tag, msg.view)
         if op is None:
             return completed(None)
-        return Request._of(RecvPending(op, unpickle=False, deliver=msg.deliver))
+        return Request._of(
+            RecvPending(op, self._engine(), unpickle=False, deliver=msg.deliver), self._engine()
+        )
 
     def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,
                  source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
@@ -456,7 +490,7 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         is posted, so a bad one leaves nothing behind)."""
         outgoing = message(sendbuf, writable=False).view
         request = self.Irecv(recvbuf, source, recvtag)
-        _wait_send(self._post_send(outgoing, dest, sendtag, False))
+        _wait_send(self._st, self._post_send(outgoing, dest, sendtag, False))
         request.Wait(status)
 
     def Isendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,
@@ -465,8 +499,8 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         outgoing = message(sendbuf, writable=False).view
         receive = self.Irecv(recvbuf, source, recvtag)
         op = self._post_send(outgoing, dest, sendtag, False)
-        send = completed() if op is None else Request._of(SendPending(op))
-        return Request._of(BothPending(send, receive))
+        send = completed() if op is None else Request._of(SendPending(op), self._engine())
+        return Request._of(BothPending(send, receive), self._engine())
 
     def Isendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0,
                           source: int = ANY_SOURCE, recvtag: int = ANY_TAG) -> Request:  # fmt: skip
@@ -474,8 +508,8 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         outgoing = bytes(message(buf, writable=True).view)
         receive = self.Irecv(buf, source, recvtag)
         op = self._post_send(outgoing, dest, sendtag, False)
-        send = completed() if op is None else Request._of(SendPending(op))
-        return Request._of(BothPending(send, receive))
+        send = completed() if op is None else Request._of(SendPending(op), self._engine())
+        return Request._of(BothPending(send, receive), self._engine())
 
     def Sendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0,
                          source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
@@ -483,7 +517,7 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         """Send a buffer and receive into the same buffer."""
         outgoing = bytes(message(buf, writable=True).view)
         request = self.Irecv(buf, source, recvtag)
-        _wait_send(self._post_send(outgoing, dest, sendtag, False))
+        _wait_send(self._st, self._post_send(outgoing, dest, sendtag, False))
         request.Wait(status)
 
     def Probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
@@ -493,7 +527,7 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         if src is None:
             completed(None).wait(status)
             return True
-        engine = runtime.engine()
+        engine = st.runtime.engine
         context = st.context
         info = engine.probe(context, src, tg)
         if info is None:
@@ -514,7 +548,7 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         if src is None:
             completed(None).wait(status)
             return True
-        engine = runtime.engine()
+        engine = st.runtime.engine
         engine.progress()
         info = engine.probe(st.context, src, tg)
         if info is None:
@@ -536,8 +570,8 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
             if dest == PROC_NULL:
                 return None
             raise MPIException(ERR_RANK, f"invalid rank {dest} (communicator of {st.size})")
-        return runtime.engine().send(st.context, st.rank, tag, st.nodes[dest], payload,
-                                     sync=sync)  # fmt: skip
+        return st.runtime.engine.send(st.context, st.rank, tag, st.nodes[dest], payload,
+                                      sync=sync)  # fmt: skip
 
     def _post_recv(self, source: int, tag: int, buf: memoryview | None) -> RecvOp | None:
         st = self._st
@@ -553,7 +587,7 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
             return None
         else:
             raise MPIException(ERR_RANK, f"invalid rank {source} (communicator of {st.size})")
-        return runtime.engine().recv(st.context, source, tag, src_node, buf)
+        return st.runtime.engine.recv(st.context, source, tag, src_node, buf)
 
     def _probe_args(self, source: int, tag: int) -> tuple[CommState, int | None, int]:
         st = self._state()
@@ -568,10 +602,51 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         return st, source, tag
 
 
-class Intracomm(Comm, Collectives, VectorCollectives, NonblockingCollectives, TopologyCreation):
+class Intracomm(Comm, Collectives, VectorCollectives, NonblockingCollectives):
     """An intracommunicator (mpi4py's ``MPI.Intracomm``): point-to-point and collectives."""
 
     __slots__ = ()
+
+    # -- topology constructors (``emucluster.mpi.topo.create``) --------------------------------
+
+    def Create_cart(self, dims: Sequence[int], periods: Sequence[bool] | bool | None = None,
+                    reorder: bool = False) -> Cartcomm:  # fmt: skip
+        """A Cartesian communicator (COMM_NULL for ranks beyond ``prod(dims)``; collective)."""
+        found: Cartcomm = topo_create.cart(self, dims, periods)
+        return found
+
+    def Create_graph(self, index: Sequence[int], edges: Sequence[int],
+                     reorder: bool = False) -> Graphcomm:  # fmt: skip
+        """A graph communicator (COMM_NULL for ranks beyond the graph's nodes; collective)."""
+        found: Graphcomm = topo_create.graph(self, index, edges)
+        return found
+
+    def Create_dist_graph_adjacent(self, sources: Sequence[int] | None,
+                                   destinations: Sequence[int] | None,
+                                   sourceweights: object = None, destweights: object = None,
+                                   info: object = None, reorder: bool = False,
+                                   ) -> Distgraphcomm:  # fmt: skip
+        """A distributed graph communicator from each rank's own neighbours (collective)."""
+        found: Distgraphcomm = topo_create.dist_graph_adjacent(
+            self, sources, destinations, sourceweights, destweights
+        )
+        return found
+
+    def Create_dist_graph(self, sources: Sequence[int], degrees: Sequence[int],
+                          destinations: Sequence[int], weights: object = None,
+                          info: object = None, reorder: bool = False) -> Distgraphcomm:  # fmt: skip
+        """A distributed graph communicator from any rank's edges (collective)."""
+        found: Distgraphcomm = topo_create.dist_graph(self, sources, degrees, destinations,
+                                                      weights)  # fmt: skip
+        return found
+
+    def Cart_map(self, dims: Sequence[int], periods: Sequence[bool] | bool | None = None) -> int:
+        """This rank's rank in such a grid, or UNDEFINED (no reordering here)."""
+        return topo_create.cart_map(self._state(), dims, periods)
+
+    def Graph_map(self, index: Sequence[int], edges: Sequence[int]) -> int:
+        """This rank's rank in such a graph, or UNDEFINED (no reordering here)."""
+        return topo_create.graph_map(self._state(), index, edges)
 
     @classmethod
     def _of(cls, st: CommState) -> Intracomm:
@@ -624,11 +699,16 @@ def _intracomm(st: CommState | None) -> Intracomm:
     return Intracomm() if st is None else Intracomm._of(st)
 
 
-def make_world(node: int, num_nodes: int) -> tuple[Intracomm, Intracomm]:
-    """COMM_WORLD (contexts 0/1, rank == node) and COMM_SELF (contexts 2/3)."""
-    world = CommState(0, tuple(range(num_nodes)), node, name="MPI_COMM_WORLD")
-    set_world(world)
-    self_ = CommState(2, (node,), 0, name="MPI_COMM_SELF")
+kinds.register(kinds.NO_COMM, Comm)
+kinds.register(kinds.NO_TOPOLOGY, Intracomm)
+
+
+def make_world(rt: Runtime) -> tuple[Intracomm, Intracomm]:
+    """COMM_WORLD (contexts 0/1, rank == node) and COMM_SELF (contexts 2/3) of ``rt``."""
+    node = rt.node
+    world = CommState(rt, 0, tuple(range(rt.num_nodes)), node, name="MPI_COMM_WORLD")
+    rt.world = world
+    self_ = CommState(rt, 2, (node,), 0, name="MPI_COMM_SELF")
     return Intracomm._of(world), Intracomm._of(self_)
 
 
@@ -638,18 +718,19 @@ def _warn_buf(buf: Any) -> None:
                       UserWarning, stacklevel=3)  # fmt: skip
 
 
-def _wait_op(op: RecvOp | SendOp) -> None:
+def _wait_op(st: CommState | None, op: RecvOp | SendOp) -> None:
     if op.done:
         return
+    assert st is not None  # an operation was posted on it
     try:
-        runtime.engine().wait_for(lambda: op.done)
+        st.runtime.engine.wait_for(lambda: op.done)
     except DeadlockError as exc:
         raise MPIException(ERR_RANK, str(exc)) from None
 
 
-def _wait_send(op: SendOp | None) -> None:
+def _wait_send(st: CommState | None, op: SendOp | None) -> None:
     if op is None:
         return
-    _wait_op(op)
+    _wait_op(st, op)
     if op.outcome is not Outcome.OK:
         SendPending(op).finish(None)

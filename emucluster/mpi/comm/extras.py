@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from emucluster.mpi import errhandler
-from emucluster.mpi.comm import fromgroup as commgroup
+from emucluster.mpi import errhandler, predefined
+from emucluster.mpi.comm import kinds
 from emucluster.mpi.comm.attributes import Callback, Keyvals
+from emucluster.mpi.constants import KEYVAL_INVALID
 from emucluster.mpi.errhandler import Errhandler
 from emucluster.mpi.errors import ERR_COMM
 from emucluster.mpi.errors import Exception as MPIException
@@ -26,21 +27,14 @@ from emucluster.mpi.request import handles
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from emucluster.mpi.comm.comm import Comm, Intercomm, Intracomm
-    from emucluster.mpi.comm.group import Group
+    from emucluster.mpi.comm.comm import Comm
     from emucluster.mpi.comm.state import CommState
 
-__all__ = ["CommExtras", "set_world"]
+__all__ = ["CommExtras"]
 
 _PREDEFINED = ("COMM_NULL", "COMM_SELF", "COMM_WORLD")
 COMM_KEYVALS = Keyvals("Comm", first=64)
 """Communicator keyvals; user keyvals start at 64 (below: the predefined attributes)."""
-_world: list[CommState] = []
-
-
-def set_world(st: CommState) -> None:
-    """Record COMM_WORLD's state (Create_from_group agrees on contexts over it)."""
-    _world[:] = [st]
 
 
 class CommExtras:
@@ -83,15 +77,13 @@ class CommExtras:
     # -- pickling and handles -----------------------------------------------------------------
 
     def __reduce__(self) -> tuple[Any, ...]:
-        from emucluster import MPI
-
-        for name in _PREDEFINED:
-            if self is getattr(MPI, name):
-                return _predefined, (name,)
-        for name in _PREDEFINED:
-            if self == getattr(MPI, name):
-                return type(self), (getattr(MPI, name),)
-        raise ValueError(f"cannot serialize {self!r}")
+        found = predefined.name_of(self, _PREDEFINED)
+        if found is None:
+            raise ValueError(f"cannot serialize {self!r}")
+        name, identical = found
+        if identical:
+            return predefined.lookup, (name,)
+        return type(self), (predefined.lookup(name),)
 
     def toint(self) -> int:
         """An integer naming this communicator in this process (0 for COMM_NULL)."""
@@ -107,7 +99,8 @@ class CommExtras:
     @classmethod
     def fromint(cls, arg: int, /) -> Comm:
         """The communicator named by ``arg``, as the class of its topology."""
-        return _from_state(handles.lookup(arg))
+        found: Comm = kinds.handle(handles.lookup(arg))
+        return found
 
     f2py = fromint
     fromhandle = fromint
@@ -124,8 +117,6 @@ class CommExtras:
     @classmethod
     def Free_keyval(cls, keyval: int) -> int:
         """Retire ``keyval``; returns KEYVAL_INVALID."""
-        from emucluster.mpi.constants import KEYVAL_INVALID
-
         COMM_KEYVALS.free(keyval)
         return KEYVAL_INVALID
 
@@ -158,13 +149,6 @@ class CommExtras:
 
     # -- what emucluster does not have --------------------------------------------------------
 
-    @classmethod
-    def Get_parent(cls) -> Intercomm:
-        """The parent intercommunicator: COMM_NULL, as no process here was spawned."""
-        from emucluster.mpi.comm.comm import Intercomm
-
-        return Intercomm()
-
     def Attach_buffer(self, buf: Any) -> None:
         """MPI 4.1 per-communicator buffers are not offered (use MPI.Attach_buffer)."""
         _not_41("Comm.Attach_buffer")
@@ -181,46 +165,6 @@ class CommExtras:
         """MPI 4.1 per-communicator buffers are not offered."""
         _not_41("Comm.Iflush_buffer")
 
-    @classmethod
-    def Create_from_group(cls, group: Group, stringtag: str = "org.mpi4py",
-                          info: Info = INFO_NULL,
-                          errhandler: object = None) -> Intracomm:  # fmt: skip
-        """The communicator of ``group`` without a parent (collective over the group; the
-        agreement runs over COMM_WORLD's channel under a tag derived from ``stringtag``)."""
-        from emucluster.mpi.comm.comm import Intracomm
-
-        st = commgroup.create_group(_world[0], group, _string_tag(stringtag))
-        return Intracomm() if st is None else Intracomm._of(st)
-
-
-def _string_tag(text: str) -> int:
-    value = 0
-    for byte in str(text).encode():
-        value = (value * 131 + byte) % 4093
-    return value
-
 
 def _not_41(what: str) -> None:
     raise NotImplementedError(f"{what} (MPI 4.1) is not offered by emucluster, which is MPI 3.1")
-
-
-def _predefined(name: str) -> Comm:
-    from emucluster import MPI
-
-    found: Comm = getattr(MPI, name)
-    return found
-
-
-def _from_state(st: CommState | None) -> Comm:
-    from emucluster.mpi.comm.comm import Comm, Intracomm
-    from emucluster.mpi.topo.topocomm import Cartcomm, Distgraphcomm, Graphcomm
-    from emucluster.mpi.topo.topology import CART, DIST_GRAPH, GRAPH
-
-    if st is None:
-        return Comm()
-    kind = None if st.topo is None else st.topo.kind
-    cls: type[Intracomm] = {CART: Cartcomm, GRAPH: Graphcomm,
-                            DIST_GRAPH: Distgraphcomm}.get(kind, Intracomm)  # type: ignore[arg-type]  # fmt: skip
-    comm = cls.__new__(cls)
-    comm._st = st
-    return comm

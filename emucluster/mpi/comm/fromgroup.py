@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from emucluster.mpi import runtime
 from emucluster.mpi.collective.calls import internal_allgather, internal_allreduce
 from emucluster.mpi.comm.state import COLL_SEQ_MOD, CommState
 from emucluster.mpi.constants import UNDEFINED
@@ -51,11 +50,11 @@ def _members(st: CommState, group: Group) -> tuple[int, ...]:
 def create(st: CommState, group: Group) -> CommState | None:
     """Collective over ``st``: the communicator of ``group`` (None for non-members)."""
     members = _members(st, group)
-    mask = internal_allreduce(st, runtime.free_context_mask())
+    mask = internal_allreduce(st, st.runtime.free_context_mask())
     me = st.nodes[st.rank]
     if me not in members:
         return None
-    return CommState(runtime.claim_context(mask), members, members.index(me))
+    return CommState(st.runtime, st.runtime.claim_context(mask), members, members.index(me))
 
 
 def create_group(st: CommState, group: Group, tag: int) -> CommState | None:
@@ -66,10 +65,10 @@ def create_group(st: CommState, group: Group, tag: int) -> CommState | None:
         return None
     if tag < 0:
         raise MPIException(ERR_ARG, f"Create_group: negative tag {tag}")
-    temp = CommState(st.context, members, members.index(me))
+    temp = CommState(st.runtime, st.context, members, members.index(me))
     temp.coll_seq = COLL_SEQ_MOD - 1 - (tag % _CREATE_GROUP_TAGS)
-    mask = internal_allreduce(temp, runtime.free_context_mask())
-    return CommState(runtime.claim_context(mask), members, members.index(me))
+    mask = internal_allreduce(temp, st.runtime.free_context_mask())
+    return CommState(st.runtime, st.runtime.claim_context(mask), members, members.index(me))
 
 
 def split_type(st: CommState, split: int, key: int, info: object = None) -> CommState | None:
@@ -80,12 +79,14 @@ def split_type(st: CommState, split: int, key: int, info: object = None) -> Comm
     ``info``."""
     color = st.nodes[st.rank] if _by_node(st, split, info) else UNDEFINED
     entries = internal_allgather(st, (color, key))
-    mask = internal_allreduce(st, runtime.free_context_mask())
+    mask = internal_allreduce(st, st.runtime.free_context_mask())
     if color == UNDEFINED:
         return None
     ranked = sorted((k, r) for r, (c, k) in enumerate(entries) if c == color)
     nodes = tuple(st.nodes[r] for _, r in ranked)
-    return CommState(runtime.claim_context(mask), nodes, [r for _, r in ranked].index(st.rank))
+    return CommState(
+        st.runtime, st.runtime.claim_context(mask), nodes, [r for _, r in ranked].index(st.rank)
+    )
 
 
 def _by_node(st: CommState, split: int, info: object) -> bool:
@@ -100,3 +101,11 @@ def _by_node(st: CommState, split: int, info: object) -> bool:
             info.Set(RESOURCE_KEY, SHARED_MEMORY)
         return True
     return False
+
+
+def string_tag(text: str) -> int:
+    """The tag Create_from_group agrees under, derived from its ``stringtag``."""
+    value = 0
+    for byte in str(text).encode():
+        value = (value * 131 + byte) % 4093
+    return value

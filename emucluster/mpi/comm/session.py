@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from emucluster.mpi import lifecycle
 from emucluster.mpi.comm.group import Group
 from emucluster.mpi.errhandler import ERRORS_RETURN, Errhandler, Handler, call
 from emucluster.mpi.errors import ERR_ARG, ERR_SESSION
@@ -148,9 +149,7 @@ class Session:
 
     def Abort(self, errorcode: int = 0) -> None:
         """Terminate the whole job with ``errorcode``."""
-        from emucluster.mpi import runtime
-
-        runtime.abort(errorcode)
+        lifecycle.abort(errorcode)
 
 
 def _not_41(what: str) -> None:
@@ -158,9 +157,7 @@ def _not_41(what: str) -> None:
 
 
 def _members(pset_name: str) -> tuple[int, ...]:
-    from emucluster.mpi import runtime
-
-    engine = runtime.engine()
+    engine = lifecycle.current()
     if pset_name == "mpi://WORLD":
         return tuple(range(engine.num_nodes))
     if pset_name == "mpi://SELF":

@@ -9,6 +9,7 @@ from emucluster.mpi.errhandler import ERRORS_RETURN
 
 if TYPE_CHECKING:
     from emucluster.mpi.errhandler import Handler
+    from emucluster.mpi.runtime import Runtime
     from emucluster.mpi.topo.topology import Topology
 
 __all__ = ["COLL_SEQ_MOD", "CommState"]
@@ -21,10 +22,13 @@ class CommState:
 
     __slots__ = (
         "attrs", "coll_seq", "context", "errhandler", "info", "locks", "name", "nodes", "rank",
-        "size", "topo",
+        "runtime", "size", "topo",
     )  # fmt: skip
 
-    def __init__(self, context: int, nodes: tuple[int, ...], rank: int, name: str = "") -> None:
+    def __init__(self, runtime: Runtime, context: int, nodes: tuple[int, ...], rank: int,
+                 name: str = "") -> None:  # fmt: skip
+        self.runtime = runtime
+        """The rank's library instance: its engine, settings and context ids."""
         self.context = context
         """Point-to-point context id (even); collectives use ``context + 1``."""
         self.nodes = nodes

@@ -10,14 +10,13 @@ ERR_BUFFER (empty ones and PROC_NULL need no space).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from emucluster.mpi.buffer.spec import byte_view
 from emucluster.mpi.constants import PROC_NULL
 from emucluster.mpi.errors import ERR_BUFFER
 from emucluster.mpi.errors import Exception as MPIException
-
-if TYPE_CHECKING:
-    from emucluster.mpi.request.request import Request
+from emucluster.mpi.request.request import Request, SendPending, completed
 
 __all__ = ["BSEND_OVERHEAD", "BUFFER_AUTOMATIC", "Attach_buffer", "Detach_buffer", "start"]
 
@@ -36,8 +35,6 @@ def Attach_buffer(buf: Any) -> None:
     global _attached, _capacity
     if _attached is not None:
         raise MPIException(ERR_BUFFER, "Attach_buffer: a buffer is attached already")
-    from emucluster.mpi.buffer.spec import byte_view  # buffers imports much of mpi/
-
     _capacity = len(byte_view(buf, writable=False)) if buf is not None else 0
     _attached = buf
 
@@ -45,8 +42,6 @@ def Attach_buffer(buf: Any) -> None:
 def Detach_buffer() -> Any:
     """Wait for the buffered messages to leave; detach and return the buffer."""
     global _attached, _capacity
-    from emucluster.mpi.request.request import Request
-
     Request.Waitall([request for request, _ in _in_flight])
     _in_flight.clear()
     buf, _attached, _capacity = _attached, None, 0
@@ -61,8 +56,6 @@ def _reclaim() -> int:
 
 def start(comm: Any, data: bytes, dest: int, tag: int) -> Request:
     """Start sending ``data`` (the caller's copy) from the attached buffer; its request."""
-    from emucluster.mpi.request.request import Request, SendPending, completed
-
     op_args = comm._state(), dest  # validates the communicator first
     if op_args[1] == PROC_NULL:
         return completed()
@@ -75,7 +68,7 @@ def start(comm: Any, data: bytes, dest: int, tag: int) -> Request:
             "attached buffer (MPI.Attach_buffer)",
         )  # fmt: skip
     op = comm._post_send(data, dest, tag, False)
-    request = completed() if op is None else Request._of(SendPending(op))
+    request = completed() if op is None else Request._of(SendPending(op), comm._engine())
     if op is not None:
         _in_flight.append((request, need))
     return request

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from emucluster.mpi import runtime
 from emucluster.mpi.buffer.spec import message
 from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG
 from emucluster.mpi.errors import ERR_RANK, ERR_REQUEST, ERR_TRUNCATE
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
 
     from emucluster.mpi.request.status import Status
     from emucluster.p2p.protocol import RecvOp
+    from emucluster.port.progress import Progress
 
 __all__ = ["MESSAGE_NO_PROC", "MESSAGE_NULL", "MatchedProbe", "Message"]
 
@@ -31,10 +31,11 @@ __all__ = ["MESSAGE_NO_PROC", "MESSAGE_NULL", "MatchedProbe", "Message"]
 class Message:
     """A message claimed by a matched probe (mpi4py's ``MPI.Message``); receive it once."""
 
-    __slots__ = ("_op",)
+    __slots__ = ("_engine", "_op")
 
     def __init__(self, message: Message | None = None) -> None:
         self._op: RecvOp | str | None = None if message is None else message._op
+        self._engine: Progress | None = None if message is None else message._engine
 
     def __bool__(self) -> bool:
         return self._op is not None
@@ -82,8 +83,8 @@ class Message:
         if op is None:
             return completed(None)
         if msg is None:
-            return Request._of(_IntoBuffer(op, None, None))
-        return Request._of(_IntoBuffer(op, msg.view, msg.deliver))
+            return Request._of(_IntoBuffer(op, self._engine, None, None), self._engine)
+        return Request._of(_IntoBuffer(op, self._engine, msg.view, msg.deliver), self._engine)
 
     # -- objects --------------------------------------------------------------------------------
 
@@ -94,7 +95,10 @@ class Message:
     def irecv(self) -> Request:
         """Nonblocking receive of the message as a Python object."""
         op = self._take()
-        return completed(None) if op is None else Request._of(RecvPending(op, unpickle=True))
+        if op is None:
+            return completed(None)
+        assert self._engine is not None  # set with the operation
+        return Request._of(RecvPending(op, self._engine, unpickle=True), self._engine)
 
     @classmethod
     def Probe(cls, comm: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG,
@@ -129,11 +133,12 @@ class _IntoBuffer:
     """Receive of a claimed message into a buffer: the bytes are copied in at completion
     (into the staging buffer of a non-contiguous type, then unpacked by ``deliver``)."""
 
-    __slots__ = ("deliver", "op", "view")
+    __slots__ = ("deliver", "engine", "op", "view")
 
-    def __init__(self, op: RecvOp, view: memoryview | None,
+    def __init__(self, op: RecvOp, engine: Progress | None, view: memoryview | None,
                  deliver: Callable[[int], None] | None) -> None:  # fmt: skip
         self.op = op
+        self.engine = engine
         self.view = view
         self.deliver = deliver
 
@@ -142,7 +147,8 @@ class _IntoBuffer:
 
     def finish(self, status: Status | None) -> object:
         op = self.op
-        RecvPending(op, unpickle=False).finish(status)
+        assert self.engine is not None  # set with the operation
+        RecvPending(op, self.engine, unpickle=False).finish(status)
         data = op.data if op.data is not None else b""
         room = 0 if self.view is None else len(self.view)
         if len(data) > room:
@@ -189,7 +195,7 @@ class MatchedProbe:
         if src is None:
             completed(None).wait(status)
             return _no_proc()
-        engine = runtime.engine()
+        engine = st.runtime.engine
         engine.progress()
         info = engine.probe(st.context, src, tg)
         if info is None:
@@ -197,6 +203,7 @@ class MatchedProbe:
         if status is not None:
             status.set(info.source, info.tag, info.count)
         found = Message()
+        found._engine = engine
         found._op = engine.recv(st.context, info.source, info.tag, st.nodes[info.source], None)
         return found
 
@@ -206,7 +213,7 @@ class MatchedProbe:
         comm: Any = self
         st, src, tg = comm._probe_args(source, tag)
         if src is not None:
-            engine = runtime.engine()
+            engine = st.runtime.engine
             context = st.context
             try:
                 engine.wait_for(lambda: engine.probe(context, src, tg) is not None)

@@ -14,35 +14,37 @@ __all__ = ["MAX_HANDLES", "handle_of", "lookup"]
 
 MAX_HANDLES = 4096
 
-_by_handle: OrderedDict[int, Any] = OrderedDict()
+_by_handle: OrderedDict[int, tuple[Any, Any]] = OrderedDict()  # handle -> (key, value)
 _by_object: dict[int, int] = {}
 _next = 1
 forgotten = 0
 
 
-def handle_of(obj: object) -> int:
-    """The handle of ``obj`` (0 for None)."""
+def handle_of(obj: object, value: object = None) -> int:
+    """The handle of ``obj`` (0 for None); `lookup` gives back ``value`` (``obj`` if None)
+    registered when the handle was first made: a Request registers itself under the
+    operation it waits for, so two handles to one operation share one integer."""
     global _next, forgotten
     if obj is None:
         return 0
     handle = _by_object.get(id(obj))
-    if handle is not None and _by_handle.get(handle) is obj:
+    if handle is not None and _by_handle.get(handle, (None,))[0] is obj:
         return handle
     handle, _next = _next, _next + 1
-    _by_handle[handle] = obj
+    _by_handle[handle] = (obj, obj if value is None else value)
     _by_object[id(obj)] = handle
     while len(_by_handle) > MAX_HANDLES:
-        _, old = _by_handle.popitem(last=False)
+        _, (old, _value) = _by_handle.popitem(last=False)
         _by_object.pop(id(old), None)
         forgotten += 1
     return handle
 
 
 def lookup(handle: int) -> Any:
-    """The object named by ``handle``; None for 0; ValueError for an unknown one."""
+    """The value named by ``handle``; None for 0; ValueError for an unknown one."""
     if handle == 0:
         return None
     try:
-        return _by_handle[handle]
+        return _by_handle[handle][1]
     except KeyError:
         raise ValueError(f"no live object has handle {handle}") from None

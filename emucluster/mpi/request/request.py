@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from emucluster.mpi import runtime
 from emucluster.mpi.buffer.serial import PICKLE
 from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED
 from emucluster.mpi.errors import ERR_PROC_FAILED, ERR_REQUEST, ERR_TRUNCATE, SUCCESS
@@ -27,8 +26,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from emucluster.coll.context import CollGen, CollRequest
+    from emucluster.port.progress import Progress
 
 __all__ = [
+    "REQUEST_NULL",
     "BothPending",
     "CollDriver",
     "Pending",
@@ -83,11 +84,12 @@ class SendPending:
 class RecvPending:
     """A p2p receive; ``unpickle`` for lowercase receives."""
 
-    __slots__ = ("deliver", "op", "unpickle")
+    __slots__ = ("deliver", "engine", "op", "unpickle")
 
-    def __init__(self, op: RecvOp, *, unpickle: bool,
+    def __init__(self, op: RecvOp, engine: Progress, *, unpickle: bool,
                  deliver: Callable[[int], None] | None = None) -> None:  # fmt: skip
         self.op = op
+        self.engine = engine  # the engine the receive was posted to (Cancel goes there)
         self.unpickle = unpickle
         self.deliver = deliver  # a staged receive's unpack into a derived datatype
 
@@ -125,7 +127,7 @@ class RecvPending:
         return None if data is None else PICKLE.loads(data)
 
     def cancel(self) -> None:
-        runtime.engine().cancel(self.op)
+        self.engine.cancel(self.op)
 
 
 class BothPending:
@@ -170,7 +172,7 @@ class _Completed:
 
 def completed(value: object = None, source: int = PROC_NULL) -> Request:
     """A request that is already complete (an operation with PROC_NULL)."""
-    return Request._of(_Completed(value, source))
+    return Request._of(_Completed(value, source), None)
 
 
 def check_failed(requests: Sequence[CollRequest]) -> None:
@@ -238,17 +240,16 @@ class CollDriver:
 
 
 def _null_request(same: bool, cls: type[Request]) -> Request:
-    from emucluster import MPI
-
-    return MPI.REQUEST_NULL if same else cls()
+    return REQUEST_NULL if same else cls()
 
 
 class Request:
     """A nonblocking operation (mpi4py's ``MPI.Request``); REQUEST_NULL once completed."""
 
-    __slots__ = ("_pending",)
+    __slots__ = ("_engine", "_pending")
 
     _pending: Pending | None
+    _engine: Progress | None  # the engine that advances the operation (None: complete)
 
     def __new__(cls, request: Request | None = None) -> Request:
         """A handle to ``request``'s operation (REQUEST_NULL if None); done here, not in
@@ -257,6 +258,7 @@ class Request:
             raise TypeError(f"{cls.__name__}() takes a request, not {type(request).__name__}")
         self = object.__new__(cls)
         self._pending = None if request is None else request._pending
+        self._engine = None if request is None else request._engine
         cls._check(self._pending)
         return self
 
@@ -268,9 +270,11 @@ class Request:
         """Raise TypeError if ``pending`` cannot be held by this class (see Prequest)."""
 
     @classmethod
-    def _of(cls, pending: Pending) -> Request:
-        request = object.__new__(cls)  # the library's own handle: no argument checks
+    def _of(cls, pending: Pending, engine: Progress | None) -> Request:
+        """The library's own handle to ``pending``, advanced by ``engine`` (no checks)."""
+        request = object.__new__(cls)
         request._pending = pending
+        request._engine = engine
         return request
 
     def __eq__(self, other: object) -> bool:
@@ -289,9 +293,7 @@ class Request:
         request cannot be pickled (ValueError, as in mpi4py)."""
         if self._pending is not None:
             raise ValueError("cannot pickle an active request")
-        from emucluster import MPI  # MPI imports this module
-
-        return (_null_request, (self is MPI.REQUEST_NULL, type(self)))
+        return (_null_request, (self is REQUEST_NULL, type(self)))
 
     def __repr__(self) -> str:
         return "<emucluster.MPI.Request NULL>" if self._pending is None else super().__repr__()
@@ -311,13 +313,15 @@ class Request:
     @property
     def handle(self) -> int:
         """An integer naming the request while it lives (0 for REQUEST_NULL)."""
-        return handles.handle_of(self._pending)
+        return handles.handle_of(self._pending, self)
 
     @classmethod
     def fromhandle(cls, handle: int) -> Request:
         """The request named by ``handle`` (REQUEST_NULL for 0)."""
+        found: Request | None = handles.lookup(handle)
         request = cls.__new__(cls)
-        request._pending = handles.lookup(handle)
+        request._pending = None if found is None else found._pending
+        request._engine = None if found is None else found._engine
         return request
 
     def toint(self) -> int:
@@ -343,7 +347,7 @@ class Request:
             _null_status(status)
             return None
         if not pending.done():
-            runtime.engine().wait_for(pending.done)
+            _engine_of((self,)).wait_for(pending.done)
         self._release()
         return pending.finish(status)
 
@@ -358,7 +362,7 @@ class Request:
             _null_status(status)
             return True, None
         if not pending.done():
-            runtime.engine().progress()
+            _progress((self,))
             if not pending.done():
                 return False, None
         self._release()
@@ -370,7 +374,7 @@ class Request:
         if pending is None:
             _null_status(status)
             return True
-        runtime.engine().progress()
+        _progress((self,))
         if not pending.done():
             return False
         if status is not None:
@@ -408,7 +412,7 @@ class Request:
     def Get_status_all(cls, requests: Sequence[Request],
                        statuses: list[Status] | None = None) -> bool:  # fmt: skip
         """Whether all completed, without completing them (statuses filled if so)."""
-        runtime.engine().progress()
+        _progress(requests)
         if any(r._active() and not r._pending.done() for r in requests):  # type: ignore[union-attr]
             return False
         if statuses is not None:
@@ -427,7 +431,7 @@ class Request:
         if not any(r._active() for r in requests):
             _null_status(status)
             return UNDEFINED, True
-        runtime.engine().progress()
+        _progress(requests)
         index = _first_done(requests)
         if index < 0:
             return UNDEFINED, False
@@ -442,7 +446,7 @@ class Request:
         """Indices of the completed requests, without completing them (None if all null)."""
         if not any(r._active() for r in requests):
             return None
-        runtime.engine().progress()
+        _progress(requests)
         indices = [i for i, r in enumerate(requests) if r._active() and r.Get_status()]
         if statuses is not None:
             for k, i in enumerate(indices):
@@ -466,7 +470,7 @@ class Request:
         live = [r._pending for r in requests if r._pending is not None]
         ready = _AllDone(live)
         if not ready():
-            runtime.engine().wait_for(ready)
+            _engine_of(requests).wait_for(ready)
         return _finish_all(requests, statuses)
 
     @classmethod
@@ -480,7 +484,7 @@ class Request:
         """``(flag, objects)``: all completed, and their objects (None if not all)."""
         live = [r._pending for r in requests if r._pending is not None]
         if not all(p.done() for p in live):
-            runtime.engine().progress()
+            _progress(requests)
             if not all(p.done() for p in live):
                 return False, None
         return True, _finish_all(requests, statuses)
@@ -499,7 +503,7 @@ class Request:
             return UNDEFINED, None
         index = _first_done(requests)
         if index < 0:
-            runtime.engine().wait_for(lambda: _first_done(requests) >= 0)
+            _engine_of(requests).wait_for(lambda: _first_done(requests) >= 0)
             index = _first_done(requests)
         return index, requests[index].wait(status)
 
@@ -519,7 +523,7 @@ class Request:
             return UNDEFINED, True, None
         index = _first_done(requests)
         if index < 0:
-            runtime.engine().progress()
+            _progress(requests)
             index = _first_done(requests)
             if index < 0:
                 return UNDEFINED, False, None
@@ -538,7 +542,7 @@ class Request:
         if not any(r._active() for r in requests):
             return None, None
         if _first_done(requests) < 0:
-            runtime.engine().wait_for(lambda: _first_done(requests) >= 0)
+            _engine_of(requests).wait_for(lambda: _first_done(requests) >= 0)
         return _finish_some(requests, statuses)
 
     @classmethod
@@ -553,8 +557,25 @@ class Request:
         """``(indices, objects)`` completed now (None, None if all are null)."""
         if not any(r._active() for r in requests):
             return None, None
-        runtime.engine().progress()
+        _progress(requests)
         return _finish_some(requests, statuses)
+
+
+def _engine_of(requests: Sequence[Request]) -> Progress:
+    """The engine advancing the first active request of ``requests`` (a wait calls this only
+    when one is still pending, so one has an engine)."""
+    for request in requests:
+        if request._pending is not None and request._engine is not None:
+            return request._engine
+    raise MPIException(ERR_REQUEST, "waiting for a request that no engine advances")
+
+
+def _progress(requests: Sequence[Request]) -> None:
+    """One pass of the progress engine of ``requests`` (none if all are complete)."""
+    for request in requests:
+        if request._pending is not None and request._engine is not None:
+            request._engine.progress()
+            return
 
 
 def peek_status(pending: Pending, status: Status) -> None:
@@ -643,3 +664,7 @@ def _check_request(request: object) -> Request:
     if not isinstance(request, Request):
         raise MPIException(ERR_REQUEST, f"{request!r} is not a request")
     return request
+
+
+REQUEST_NULL = Request()
+"""The null request (``MPI.REQUEST_NULL``)."""

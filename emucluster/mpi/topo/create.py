@@ -2,20 +2,22 @@
 ``Create_dist_graph_adjacent``) and the mapping helpers (``Compute_dims``, ``Cart_map``,
 ``Graph_map``).
 
-Mixed into ``Intracomm``. Ranks are never reordered (``reorder`` is accepted; keeping the
-order is always allowed), so Cart_map/Graph_map return the caller's rank, or UNDEFINED past
-the topology's size, and ``Create_cart``/``Create_graph`` are a Split with those colours. A
-distributed graph is a Dup with the rank's adjacency; ``Create_dist_graph`` first allgathers
-every rank's edge list to learn its own in- and out-edges.
+``Intracomm``'s constructors delegate to the functions here. Ranks are never reordered
+(``reorder`` is accepted; keeping the order is always allowed), so Cart_map/Graph_map return
+the caller's rank, or UNDEFINED past the topology's size, and ``Create_cart``/``Create_graph``
+are a Split with those colours. A distributed graph is a Dup with the rank's adjacency;
+``Create_dist_graph`` first allgathers every rank's edge list to learn its own in- and
+out-edges. The new communicator's handle class comes from ``emucluster.mpi.comm.kinds``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from emucluster.mpi.collective.calls import internal_allgather
+from emucluster.mpi.comm import kinds
 from emucluster.mpi.constants import UNDEFINED
-from emucluster.mpi.errors import ERR_COMM
+from emucluster.mpi.errors import ERR_ARG, ERR_DIMS, ERR_RANK
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.topo.topology import (
     CartTopo,
@@ -32,9 +34,23 @@ if TYPE_CHECKING:
 
     from emucluster.mpi.comm.comm import Intracomm
     from emucluster.mpi.comm.state import CommState
-    from emucluster.mpi.topo.topocomm import Cartcomm, Distgraphcomm, Graphcomm
+    from emucluster.mpi.topo.topology import Topology
 
-__all__ = ["UNWEIGHTED", "WEIGHTS_EMPTY", "Compute_dims", "TopologyCreation"]
+__all__ = [
+    "UNWEIGHTED",
+    "WEIGHTS_EMPTY",
+    "Compute_dims",
+    "attach",
+    "cart",
+    "cart_map",
+    "dist_graph",
+    "dist_graph_adjacent",
+    "graph",
+    "graph_map",
+    "topo_error",
+]
+
+_ERROR_CLASS = {"rank": ERR_RANK, "dims": ERR_DIMS, "direction": ERR_ARG, "coords": ERR_ARG}
 
 
 class _Weights:
@@ -64,8 +80,6 @@ def Compute_dims(nnodes: int, dims: int | Sequence[int]) -> list[int]:
     try:
         return compute_dims(nnodes, shape)
     except TopoError as exc:
-        from emucluster.mpi.topo.topocomm import topo_error
-
         raise topo_error(exc) from None
 
 
@@ -92,102 +106,89 @@ def _cart(dims: Sequence[int], periods: Sequence[bool] | bool | None, size: int)
     return _checked(lambda: CartTopo.build(dims_l, periods, size))
 
 
+def topo_error(exc: TopoError) -> MPIException:
+    """The MPI.Exception for a topology argument error."""
+    return MPIException(_ERROR_CLASS.get(exc.field, ERR_ARG), str(exc))
+
+
 def _checked(build: Callable[[], T]) -> T:
     try:
         return build()
     except TopoError as exc:
-        from emucluster.mpi.topo.topocomm import topo_error
-
         raise topo_error(exc) from None
 
 
-class TopologyCreation:
-    """Topology constructors of an intracommunicator (mixed into ``Intracomm``)."""
-
-    __slots__ = ()
-
-    def _state(self) -> CommState:
-        raise MPIException(ERR_COMM, "not a communicator")
-
-    def Create_cart(self, dims: Sequence[int], periods: Sequence[bool] | bool | None = None,
-                    reorder: bool = False) -> Cartcomm:  # fmt: skip
-        """A Cartesian communicator (COMM_NULL for ranks beyond ``prod(dims)``; collective)."""
-        from emucluster.mpi.topo.topocomm import attach
-
-        st = self._state()
-        cart = _cart(dims, periods, st.size)
-        color = 0 if st.rank < cart.nnodes else UNDEFINED
-        part = _intra(self).Split(color, st.rank)
-        return attach(part, cart)  # type: ignore[return-value]
-
-    def Create_graph(self, index: Sequence[int], edges: Sequence[int],
-                     reorder: bool = False) -> Graphcomm:  # fmt: skip
-        """A graph communicator (COMM_NULL for ranks beyond the graph's nodes; collective)."""
-        from emucluster.mpi.topo.topocomm import attach
-
-        st = self._state()
-        index_l, edges_l = graph_from_index(index, edges)
-        graph = _checked(lambda: GraphTopo.build(index_l, edges_l, st.size))
-        color = 0 if st.rank < graph.nnodes else UNDEFINED
-        part = _intra(self).Split(color, st.rank)
-        return attach(part, graph)  # type: ignore[return-value]
-
-    def Create_dist_graph_adjacent(self, sources: Sequence[int] | None,
-                                   destinations: Sequence[int] | None,
-                                   sourceweights: object = None, destweights: object = None,
-                                   info: object = None, reorder: bool = False,
-                                   ) -> Distgraphcomm:  # fmt: skip
-        """A distributed graph communicator from each rank's own neighbours (collective)."""
-        from emucluster.mpi.topo.topocomm import attach
-
-        st = self._state()
-        src = [] if sources is None else [int(s) for s in sources]
-        dst = [] if destinations is None else [int(d) for d in destinations]
-        sw, dw = _weights(sourceweights, len(src)), _weights(destweights, len(dst))
-        dist = _checked(lambda: DistGraphTopo.build(src, dst, sw, dw, st.size))
-        return attach(_intra(self).Dup(), dist)  # type: ignore[return-value]
-
-    def Create_dist_graph(self, sources: Sequence[int], degrees: Sequence[int],
-                          destinations: Sequence[int], weights: object = None,
-                          info: object = None, reorder: bool = False) -> Distgraphcomm:  # fmt: skip
-        """A distributed graph communicator from any rank's edges (collective)."""
-        from emucluster.mpi.topo.topocomm import attach
-
-        st = self._state()
-        src, deg = [int(s) for s in sources], [int(d) for d in degrees]
-        if len(deg) != len(src):
-            raise ValueError(f"expecting {len(src)} degrees, got {len(deg)}")
-        dst = [int(d) for d in destinations]
-        if len(dst) != sum(deg):
-            raise ValueError(f"expecting {sum(deg)} destinations, got {len(dst)}")
-        w = _weights(weights, len(dst))
-        edges: list[tuple[int, int, int]] = []
-        pos = 0
-        for s, n in zip(src, deg, strict=True):
-            for _ in range(n):
-                edges.append((s, dst[pos], 1 if w is None else w[pos]))
-                pos += 1
-        specs = internal_allgather(st, (w is not None, edges))
-        weighted = any(flag for flag, _ in specs)
-        dist = _checked(lambda: dist_graph_edges([e for _, e in specs], st.rank, weighted,
-                                                 st.size))  # fmt: skip
-        return attach(_intra(self).Dup(), dist)  # type: ignore[return-value]
-
-    def Cart_map(self, dims: Sequence[int], periods: Sequence[bool] | bool | None = None) -> int:
-        """This rank's rank in such a grid, or UNDEFINED (no reordering here)."""
-        st = self._state()
-        return _cart(dims, periods, st.size).map_rank(st.rank)
-
-    def Graph_map(self, index: Sequence[int], edges: Sequence[int]) -> int:
-        """This rank's rank in such a graph, or UNDEFINED (no reordering here)."""
-        st = self._state()
-        index_l, edges_l = graph_from_index(index, edges)
-        graph = _checked(lambda: GraphTopo.build(index_l, edges_l, st.size))
-        return graph.map_rank(st.rank)
+def attach(part: Any, topo: Topology) -> Any:
+    """Give the communicator ``part`` (fresh from Split/Dup) the topology ``topo``; a handle of
+    the topology's class (COMM_NULL stays COMM_NULL)."""
+    st = part._st
+    if st is None:
+        return part
+    st.topo = topo
+    return kinds.handle(st)
 
 
-def _intra(obj: object) -> Intracomm:
-    from emucluster.mpi.comm.comm import Intracomm
+def cart(comm: Intracomm, dims: Sequence[int],
+         periods: Sequence[bool] | bool | None) -> Any:  # fmt: skip
+    """``Create_cart``: COMM_NULL for ranks beyond ``prod(dims)`` (collective)."""
+    st = comm._state()
+    grid = _cart(dims, periods, st.size)
+    color = 0 if st.rank < grid.nnodes else UNDEFINED
+    return attach(comm.Split(color, st.rank), grid)
 
-    assert isinstance(obj, Intracomm)
-    return obj
+
+def graph(comm: Intracomm, index: Sequence[int], edges: Sequence[int]) -> Any:
+    """``Create_graph``: COMM_NULL for ranks beyond the graph's nodes (collective)."""
+    st = comm._state()
+    index_l, edges_l = graph_from_index(index, edges)
+    topo = _checked(lambda: GraphTopo.build(index_l, edges_l, st.size))
+    color = 0 if st.rank < topo.nnodes else UNDEFINED
+    return attach(comm.Split(color, st.rank), topo)
+
+
+def dist_graph_adjacent(comm: Intracomm, sources: Sequence[int] | None,
+                        destinations: Sequence[int] | None, sourceweights: object,
+                        destweights: object) -> Any:  # fmt: skip
+    """``Create_dist_graph_adjacent``: from each rank's own neighbours (collective)."""
+    st = comm._state()
+    src = [] if sources is None else [int(s) for s in sources]
+    dst = [] if destinations is None else [int(d) for d in destinations]
+    sw, dw = _weights(sourceweights, len(src)), _weights(destweights, len(dst))
+    dist = _checked(lambda: DistGraphTopo.build(src, dst, sw, dw, st.size))
+    return attach(comm.Dup(), dist)
+
+
+def dist_graph(comm: Intracomm, sources: Sequence[int], degrees: Sequence[int],
+               destinations: Sequence[int], weights: object) -> Any:  # fmt: skip
+    """``Create_dist_graph``: from any rank's edges (collective)."""
+    st = comm._state()
+    src, deg = [int(s) for s in sources], [int(d) for d in degrees]
+    if len(deg) != len(src):
+        raise ValueError(f"expecting {len(src)} degrees, got {len(deg)}")
+    dst = [int(d) for d in destinations]
+    if len(dst) != sum(deg):
+        raise ValueError(f"expecting {sum(deg)} destinations, got {len(dst)}")
+    w = _weights(weights, len(dst))
+    edges: list[tuple[int, int, int]] = []
+    pos = 0
+    for s, n in zip(src, deg, strict=True):
+        for _ in range(n):
+            edges.append((s, dst[pos], 1 if w is None else w[pos]))
+            pos += 1
+    specs = internal_allgather(st, (w is not None, edges))
+    weighted = any(flag for flag, _ in specs)
+    dist = _checked(lambda: dist_graph_edges([e for _, e in specs], st.rank, weighted,
+                                             st.size))  # fmt: skip
+    return attach(comm.Dup(), dist)
+
+
+def cart_map(st: CommState, dims: Sequence[int], periods: Sequence[bool] | bool | None) -> int:
+    """``Cart_map``: this rank's rank in such a grid, or UNDEFINED (no reordering here)."""
+    return _cart(dims, periods, st.size).map_rank(st.rank)
+
+
+def graph_map(st: CommState, index: Sequence[int], edges: Sequence[int]) -> int:
+    """``Graph_map``: this rank's rank in such a graph, or UNDEFINED (no reordering here)."""
+    index_l, edges_l = graph_from_index(index, edges)
+    topo = _checked(lambda: GraphTopo.build(index_l, edges_l, st.size))
+    return topo.map_rank(st.rank)

@@ -16,14 +16,15 @@ import pickle
 from typing import TYPE_CHECKING, Any
 
 from emucluster.coll.context import TAG_LIMIT, drive
-from emucluster.mpi import runtime
-from emucluster.mpi.collective.calls import CallContext, dump_object, object_items, wait_all
+from emucluster.mpi.collective.calls import CallContext, dump_object, object_items, waiter
 from emucluster.mpi.collective.layout import simple, vector, vector_w
+from emucluster.mpi.comm import kinds
 from emucluster.mpi.comm.comm import Comm, Intracomm
 from emucluster.mpi.constants import PROC_NULL
-from emucluster.mpi.errors import ERR_ARG, ERR_DIMS, ERR_RANK, ERR_TOPOLOGY
+from emucluster.mpi.errors import ERR_TOPOLOGY
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.request.request import CollDriver, Request
+from emucluster.mpi.topo.create import attach, topo_error
 from emucluster.mpi.topo.topology import (
     CART,
     DIST_GRAPH,
@@ -46,17 +47,9 @@ __all__ = [
     "Distgraphcomm",
     "Graphcomm",
     "Topocomm",
-    "attach",
     "neighbor_exchange",
     "topo_error",
 ]
-
-_ERROR_CLASS = {"rank": ERR_RANK, "dims": ERR_DIMS, "direction": ERR_ARG, "coords": ERR_ARG}
-
-
-def topo_error(exc: TopoError) -> MPIException:
-    """The MPI.Exception for a topology argument error."""
-    return MPIException(_ERROR_CLASS.get(exc.field, ERR_ARG), str(exc))
 
 
 class Topocomm(Intracomm):
@@ -215,13 +208,14 @@ class Topocomm(Intracomm):
 
     def _exchange_blocking(self, payloads: Callable[[int], list[bytes]]
                            ) -> list[bytes | None]:  # fmt: skip
-        return drive(self._exchange_gen(payloads), wait_all)
+        return drive(self._exchange_gen(payloads), waiter(self._engine()))
 
     def _exchange_start(self, payloads: Callable[[int], list[bytes]],
                         fill: Callable[[list[bytes | None]], None]) -> Request:  # fmt: skip
         driver = CollDriver(self._exchange_gen(payloads), fill, context=self._state().context)
-        runtime.engine().add(driver)
-        return Request._of(driver)
+        engine = self._engine()
+        engine.add(driver)
+        return Request._of(driver, engine)
 
 
 class Cartcomm(Topocomm):
@@ -408,17 +402,6 @@ class Distgraphcomm(Topocomm):
         return list(dist.sources), list(dist.destinations), weights
 
 
-def attach(part: Intracomm, topo: Topology) -> Topocomm:
-    """Wrap the communicator ``part`` (fresh from Split/Dup) as the class of ``topo``."""
-    cls: type[Topocomm] = {CART: Cartcomm, GRAPH: Graphcomm, DIST_GRAPH: Distgraphcomm}[topo.kind]
-    st = part._st
-    result = cls.__new__(cls)
-    if st is not None:
-        st.topo = topo
-        result._st = st
-    return result
-
-
 def neighbor_exchange(ctx: CollContext, sends: list[tuple[int, int]],
                       recvs: list[tuple[int, int]],
                       data: list[bytes]) -> CollGen[list[bytes | None]]:  # fmt: skip
@@ -436,3 +419,8 @@ def neighbor_exchange(ctx: CollContext, sends: list[tuple[int, int]],
             requests.append(ctx.isend(payload, peer, tag))
     yield requests
     return [None if r is None else r.result for r in incoming]
+
+
+kinds.register(CART, Cartcomm)
+kinds.register(GRAPH, Graphcomm)
+kinds.register(DIST_GRAPH, Distgraphcomm)

@@ -143,7 +143,8 @@ def test_free_with_pending_irecv_keeps_the_id_until_it_completes() -> None:
     check(
         """
         from emucluster import MPI
-        from emucluster.mpi import runtime
+        from emucluster.mpi import lifecycle
+        runtime = lifecycle.current()
         old = MPI.COMM_SELF.Dup()
         pair = old._st.context // 2
         pending = old.irecv(source=0, tag=1)
@@ -171,7 +172,8 @@ def test_disconnect_waits_for_pending_operations() -> None:
     check(
         """
         from emucluster import MPI
-        from emucluster.mpi import runtime
+        from emucluster.mpi import lifecycle
+        runtime = lifecycle.current()
         done = MPI.COMM_SELF.Dup()
         done.Ibarrier().Wait()
         done.Disconnect()  # nothing pending: returns at once
