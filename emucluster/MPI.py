@@ -22,10 +22,11 @@ from emucluster.mpi.buffer.membuf import buffer
 from emucluster.mpi.collective.calls import trace_describe as _trace_describe
 from emucluster.mpi.collective.ops import Op
 from emucluster.mpi.collective.ops import predefined_ops as _ops
-from emucluster.mpi.comm.comm import Comm, Errhandler, Intracomm, make_world
+from emucluster.mpi.comm.comm import Comm, Errhandler
 from emucluster.mpi.comm.fromgroup import COMM_TYPE_SHARED
 from emucluster.mpi.comm.group import GROUP_EMPTY, GROUP_NULL, Group
 from emucluster.mpi.comm.group import set_local_node as _set_local_node
+from emucluster.mpi.comm.intracomm import Intercomm, Intracomm, make_world
 from emucluster.mpi.constants import (
     ANY_SOURCE,
     ANY_TAG,
@@ -482,7 +483,6 @@ def _comm_lock_table(comm: Comm) -> dict[str, Lock]:
 
 from emucluster.mpi import errors as _errors  # noqa: E402
 from emucluster.mpi.buffer.serial import PICKLE as pickle  # noqa: E402
-from emucluster.mpi.comm.comm import Intercomm  # noqa: E402
 from emucluster.mpi.comm.session import MAX_PSET_NAME_LEN, SESSION_NULL, Session  # noqa: E402
 from emucluster.mpi.constants import IO, LASTUSEDCODE  # noqa: E402
 from emucluster.mpi.info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info  # noqa: E402

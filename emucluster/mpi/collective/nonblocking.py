@@ -1,5 +1,5 @@
 """The v-collectives, Reduce_scatter(_block) and every nonblocking collective of an
-intracommunicator (mixed into ``Intracomm`` beside `Collectives`).
+intracommunicator (``Intracomm`` delegates to `VectorCollectives` and `NonblockingCollectives`).
 
 Nonblocking calls are progress-driven: each starts the same algorithm generator the blocking
 call runs (`emucluster.mpi.collective.plans`) inside a Request that the progress engine advances;
@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from emucluster.mpi.buffer.spec import message
 from emucluster.mpi.collective import plans as bufcoll
-from emucluster.mpi.collective.calls import internal_allgather, run_plan, start, start_plan
+from emucluster.mpi.collective.calls import fill, internal_allgather, run_plan, start, start_plan
 from emucluster.mpi.collective.ops import BufferCombine, Op, predefined_ops
 from emucluster.mpi.constants import IN_PLACE
-from emucluster.mpi.errors import ERR_COMM, ERR_ROOT, ERR_TRUNCATE
+from emucluster.mpi.errors import ERR_ROOT
 from emucluster.mpi.errors import Exception as MPIException
 
 if TYPE_CHECKING:
-    from emucluster.mpi.buffer.spec import Msg
+    from emucluster.mpi.comm.intracomm import Intracomm
     from emucluster.mpi.comm.state import CommState
     from emucluster.mpi.request.request import Request
 
@@ -31,10 +31,15 @@ SUM = predefined_ops["SUM"]
 
 
 class _Base:
-    __slots__ = ()
+    """What the two delegates share: the communicator's state and the root and count checks."""
+
+    __slots__ = ("_st",)
+
+    def __init__(self, comm: Intracomm) -> None:
+        self._st = comm._state()
 
     def _state(self) -> CommState:
-        raise MPIException(ERR_COMM, "not a communicator")
+        return self._st
 
     def _root(self, root: int) -> CommState:
         st = self._state()
@@ -183,14 +188,6 @@ class NonblockingCollectives(_Base):
 
         def post(result: bytes | None) -> None:
             if result is not None:
-                _fill(rmsg, result)
+                fill(rmsg, result)
 
         return start(st, operation, algorithm, (bytes(smsg.view), combine), post)
-
-
-def _fill(msg: Msg, data: bytes) -> None:
-    if len(data) > len(msg.view):
-        raise MPIException(
-            ERR_TRUNCATE, f"result of {len(data)} bytes; the buffer holds {len(msg.view)}"
-        )
-    msg.view[: len(data)] = data

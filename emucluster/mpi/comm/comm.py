@@ -1,4 +1,4 @@
-"""Communicators: ``Comm`` / ``Intracomm`` with point-to-point calls, Dup, Split, Free.
+"""Communicators: ``Comm``, its identity, queries, handles, Dup, Split, Free, and delegates.
 
 A communicator is a context id pair (point-to-point traffic on the even id, collective
 traffic on the odd one, so neither can take the other's messages), the list of nodes of its
@@ -7,80 +7,67 @@ contributes its mask of free pairs, an allreduce ANDs them, and all take the low
 one. Split groups of one call share the pair; they are disjoint, so they cannot collide.
 
 Lowercase calls pickle Python objects (protocol 5); uppercase calls send the bytes of buffer
-message specs (see `emucluster.mpi.buffer.spec`). Collective calls come from `Collectives`.
+message specs (see `emucluster.mpi.buffer.spec`); both live in ``emucluster.mpi.pt2pt.calls``.
+Collective calls are ``Intracomm``'s (``emucluster.mpi.comm.intracomm``).
 """
 
 from __future__ import annotations
 
 import pickle
-import warnings
 from typing import TYPE_CHECKING, Any
 
-from emucluster.mpi import lifecycle
-from emucluster.mpi.buffer.serial import PICKLE
-from emucluster.mpi.buffer.spec import message
-from emucluster.mpi.collective.calls import Collectives, internal_allgather, internal_allreduce
-from emucluster.mpi.collective.nonblocking import NonblockingCollectives, VectorCollectives
+from emucluster.mpi import errhandler, lifecycle, predefined
+from emucluster.mpi.collective.calls import internal_allgather, internal_allreduce
 from emucluster.mpi.comm import free as commfree
 from emucluster.mpi.comm import fromgroup as commgroup
 from emucluster.mpi.comm import kinds
-from emucluster.mpi.comm.extras import COMM_KEYVALS, CommExtras
+from emucluster.mpi.comm.attrs import COMM_KEYVALS, CommAttributes
+from emucluster.mpi.comm.delegate import delegate
 from emucluster.mpi.comm.group import Group
 from emucluster.mpi.comm.state import CommState
 from emucluster.mpi.constants import (
-    ANY_SOURCE,
-    ANY_TAG,
-    APPNUM,
     CONGRUENT,
     IDENT,
-    IO,
     KEYVAL_INVALID,
-    LASTUSEDCODE,
-    PROC_NULL,
     SIMILAR,
-    TAG_UB,
-    TAG_UB_VALUE,
     UNDEFINED,
     UNEQUAL,
-    UNIVERSE_SIZE,
-    WTIME_IS_GLOBAL,
 )
 from emucluster.mpi.errhandler import Errhandler
 from emucluster.mpi.errors import (
     ERR_COMM,
-    ERR_KEYVAL,
     ERR_OTHER,
-    ERR_RANK,
-    ERR_TAG,
-    last_used_code,
 )
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.info import INFO_NULL, Info
-from emucluster.mpi.pt2pt import bsend
+from emucluster.mpi.pt2pt.calls import PointToPoint
 from emucluster.mpi.pt2pt.mprobe import MatchedProbe
 from emucluster.mpi.pt2pt.persistent import PersistentP2P
-from emucluster.mpi.request.request import BothPending, RecvPending, Request, SendPending, completed
-from emucluster.mpi.topo import create as topo_create
-from emucluster.p2p.envelope import ANY_SOURCE as CORE_ANY_SOURCE
-from emucluster.p2p.protocol import Outcome
+from emucluster.mpi.request import handles
+from emucluster.mpi.request.request import Request, completed
 from emucluster.port.progress import DeadlockError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable
 
-    from emucluster.mpi.request.status import Status
-    from emucluster.mpi.runtime import Runtime
-    from emucluster.mpi.topo.topocomm import Cartcomm, Distgraphcomm, Graphcomm
-    from emucluster.p2p.protocol import RecvOp, SendOp
+    from emucluster.mpi.comm.attributes import Callback
+    from emucluster.mpi.comm.intracomm import Intercomm, Intracomm
     from emucluster.port.progress import Progress
 
-__all__ = ["Comm", "Errhandler", "Intercomm", "Intracomm", "make_world"]
+
+__all__ = ["Comm", "Errhandler"]
+
+_PREDEFINED = ("COMM_NULL", "COMM_SELF", "COMM_WORLD")
 
 PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
-class Comm(CommExtras, PersistentP2P, MatchedProbe):
-    """A communicator (mpi4py's ``MPI.Comm``); COMM_NULL when it has no state."""
+class Comm:
+    """A communicator (mpi4py's ``MPI.Comm``); COMM_NULL when it has no state.
+
+    Its calls are delegated by concern to plain objects: point-to-point to `PointToPoint`,
+    persistent requests to `PersistentP2P`, matched probes to `MatchedProbe`, attributes to
+    `CommAttributes` (``emucluster.mpi.comm.delegate``)."""
 
     __slots__ = ("_st",)
 
@@ -199,25 +186,6 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         """Whether the communicator has a topology."""
         return self._state().topo is not None
 
-    def Get_attr(self, keyval: int) -> int | bool | None:
-        """TAG_UB, UNIVERSE_SIZE and WTIME_IS_GLOBAL; None for other keys."""
-        self._state()
-        if keyval == TAG_UB:
-            return TAG_UB_VALUE
-        if keyval == UNIVERSE_SIZE:
-            return self._state().runtime.num_nodes
-        if keyval == WTIME_IS_GLOBAL:
-            return False
-        if keyval == LASTUSEDCODE:
-            return last_used_code()
-        if keyval == IO:
-            return ANY_SOURCE  # every process may do (Python) I/O
-        if keyval == APPNUM:
-            return 0  # emurun launches one program
-        if keyval == KEYVAL_INVALID:
-            raise MPIException(ERR_KEYVAL, "Get_attr of KEYVAL_INVALID")
-        return COMM_KEYVALS.get(self._state().attrs, keyval)  # type: ignore[no-any-return]
-
     def Get_errhandler(self) -> Errhandler:
         """A new handle to the communicator's error handler (see `emucluster.mpi.errhandler`:
         failing calls raise MPI.Exception whichever is set)."""
@@ -250,7 +218,8 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
     @classmethod
     def Get_parent(cls) -> Intercomm:
         """The parent intercommunicator: COMM_NULL, as no process here was spawned."""
-        return Intercomm()
+        found: Intercomm = kinds.handle(None, kinds.INTER)
+        return found
 
     @classmethod
     def Create_from_group(cls, group: Group, stringtag: str = "org.mpi4py",
@@ -262,6 +231,151 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         assert world is not None  # built with the runtime
         st = commgroup.create_group(world, group, commgroup.string_tag(stringtag))
         return _intracomm(st)
+
+    # -- delegated by concern -------------------------------------------------------------------
+
+    send = delegate(PointToPoint, PointToPoint.send)
+    bsend = delegate(PointToPoint, PointToPoint.bsend)
+    ssend = delegate(PointToPoint, PointToPoint.ssend)
+    isend = delegate(PointToPoint, PointToPoint.isend)
+    ibsend = delegate(PointToPoint, PointToPoint.ibsend)
+    issend = delegate(PointToPoint, PointToPoint.issend)
+    recv = delegate(PointToPoint, PointToPoint.recv)
+    irecv = delegate(PointToPoint, PointToPoint.irecv)
+    sendrecv = delegate(PointToPoint, PointToPoint.sendrecv)
+    probe = delegate(PointToPoint, PointToPoint.probe)
+    iprobe = delegate(PointToPoint, PointToPoint.iprobe)
+    Send = delegate(PointToPoint, PointToPoint.Send)
+    Bsend = delegate(PointToPoint, PointToPoint.Bsend)
+    Rsend = delegate(PointToPoint, PointToPoint.Rsend)
+    Ssend = delegate(PointToPoint, PointToPoint.Ssend)
+    Isend = delegate(PointToPoint, PointToPoint.Isend)
+    Ibsend = delegate(PointToPoint, PointToPoint.Ibsend)
+    Irsend = delegate(PointToPoint, PointToPoint.Irsend)
+    Issend = delegate(PointToPoint, PointToPoint.Issend)
+    Recv = delegate(PointToPoint, PointToPoint.Recv)
+    Irecv = delegate(PointToPoint, PointToPoint.Irecv)
+    Sendrecv = delegate(PointToPoint, PointToPoint.Sendrecv)
+    Isendrecv = delegate(PointToPoint, PointToPoint.Isendrecv)
+    Isendrecv_replace = delegate(PointToPoint, PointToPoint.Isendrecv_replace)
+    Sendrecv_replace = delegate(PointToPoint, PointToPoint.Sendrecv_replace)
+    Probe = delegate(PointToPoint, PointToPoint.Probe)
+    Iprobe = delegate(PointToPoint, PointToPoint.Iprobe)
+
+    Send_init = delegate(PersistentP2P, PersistentP2P.Send_init)
+    Bsend_init = delegate(PersistentP2P, PersistentP2P.Bsend_init)
+    Ssend_init = delegate(PersistentP2P, PersistentP2P.Ssend_init)
+    Rsend_init = delegate(PersistentP2P, PersistentP2P.Rsend_init)
+    Recv_init = delegate(PersistentP2P, PersistentP2P.Recv_init)
+
+    Improbe = delegate(MatchedProbe, MatchedProbe.Improbe)
+    Mprobe = delegate(MatchedProbe, MatchedProbe.Mprobe)
+    improbe = delegate(MatchedProbe, MatchedProbe.improbe)
+    mprobe = delegate(MatchedProbe, MatchedProbe.mprobe)
+
+    Get_attr = delegate(CommAttributes, CommAttributes.Get_attr)
+    Set_attr = delegate(CommAttributes, CommAttributes.Set_attr)
+    Delete_attr = delegate(CommAttributes, CommAttributes.Delete_attr)
+
+    # -- info hints ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _hints(info: object) -> dict[str, str]:
+        if info is None or info is INFO_NULL:
+            return {}
+        if not isinstance(info, Info):
+            raise TypeError(f"expecting an Info, got {type(info).__name__}")
+        return dict(info.items())
+
+    def Get_info(self) -> Info:
+        """A new info object with the communicator's hints."""
+        return Info.Create(self._state().info)
+
+    def Set_info(self, info: Info) -> None:
+        """Replace the communicator's hints (kept, never acted on)."""
+        self._state().info = self._hints(info)
+
+    @property
+    def info(self) -> Info:
+        """The hints (a new Info object)."""
+        return self.Get_info()
+
+    @info.setter
+    def info(self, info: Info) -> None:
+        self.Set_info(info)
+
+    # -- pickling and handles -----------------------------------------------------------------
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        found = predefined.name_of(self, _PREDEFINED)
+        if found is None:
+            raise ValueError(f"cannot serialize {self!r}")
+        name, identical = found
+        if identical:
+            return predefined.lookup, (name,)
+        return type(self), (predefined.lookup(name),)
+
+    def toint(self) -> int:
+        """An integer naming this communicator in this process (0 for COMM_NULL)."""
+        return handles.handle_of(self._st)
+
+    py2f = toint
+
+    @property
+    def handle(self) -> int:
+        """The integer handle (``toint``)."""
+        return self.toint()
+
+    @classmethod
+    def fromint(cls, arg: int, /) -> Comm:
+        """The communicator named by ``arg``, as the class of its topology."""
+        found: Comm = kinds.handle(handles.lookup(arg))
+        return found
+
+    f2py = fromint
+    fromhandle = fromint
+
+    @classmethod
+    def Create_keyval(cls, copy_fn: Callback = None, delete_fn: Callback = None,
+                      nopython: bool = False) -> int:  # fmt: skip
+        """A new attribute key; ``copy_fn(comm, keyval, value)`` decides what Dup copies (None:
+        nothing is copied), ``delete_fn(comm, keyval, value)`` runs when a value goes."""
+        return COMM_KEYVALS.create(copy_fn, delete_fn)
+
+    @classmethod
+    def Free_keyval(cls, keyval: int) -> int:
+        """Retire ``keyval``; returns KEYVAL_INVALID."""
+        COMM_KEYVALS.free(keyval)
+        return KEYVAL_INVALID
+
+    # -- error handlers -----------------------------------------------------------------------
+
+    @classmethod
+    def Create_errhandler(cls, errhandler_fn: Callable[..., Any]) -> Errhandler:
+        """A user error handler: ``errhandler_fn(comm, errorcode)``."""
+        return Errhandler._create(errhandler_fn)
+
+    def Call_errhandler(self, errorcode: int) -> None:
+        """Run the communicator's error handler for ``errorcode``."""
+        errhandler.call(self._state().errhandler, self, errorcode)
+
+    # -- what emucluster does not have --------------------------------------------------------
+
+    def Attach_buffer(self, buf: Any) -> None:
+        """MPI 4.1 per-communicator buffers are not offered (use MPI.Attach_buffer)."""
+        _not_41("Comm.Attach_buffer")
+
+    def Detach_buffer(self) -> Any:
+        """MPI 4.1 per-communicator buffers are not offered."""
+        _not_41("Comm.Detach_buffer")
+
+    def Flush_buffer(self) -> None:
+        """MPI 4.1 per-communicator buffers are not offered."""
+        _not_41("Comm.Flush_buffer")
+
+    def Iflush_buffer(self) -> Any:
+        """MPI 4.1 per-communicator buffers are not offered."""
+        _not_41("Comm.Iflush_buffer")
 
     # -- communicator management --------------------------------------------------------------
 
@@ -275,7 +389,7 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         new.topo = st.topo
         new.errhandler = st.errhandler.acquire()
         new.info = dict(st.info) if info is None else self._hints(info)
-        self._copy_attrs(new)
+        CommAttributes(self).copy_into(new)
         comm = type(self).__new__(type(self))
         comm._st = new
         return comm
@@ -304,14 +418,14 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         entries = internal_allgather(st, (color, key))
         mask = internal_allreduce(st, st.runtime.free_context_mask())
         if color == UNDEFINED:
-            return Intracomm()
+            return _intracomm(None)
         if color < 0:
             raise MPIException(ERR_COMM, f"Split color {color} must be >= 0 or UNDEFINED")
         context = st.runtime.claim_context(mask)
         members = sorted((k, r) for r, (c, k) in enumerate(entries) if c == color)
         nodes = tuple(st.nodes[r] for _, r in members)
         rank = [r for _, r in members].index(st.rank)
-        return Intracomm._of(CommState(st.runtime, context, nodes, rank))
+        return _intracomm(CommState(st.runtime, context, nodes, rank))
 
     # -- groups (logic in emucluster.mpi.comm.fromgroup) --------------------------------------
 
@@ -358,379 +472,22 @@ class Comm(CommExtras, PersistentP2P, MatchedProbe):
         st = self._state()
         if st.context < 4:
             raise MPIException(ERR_COMM, "cannot free COMM_WORLD or COMM_SELF")
-        self._delete_attrs()
+        CommAttributes(self).delete_all()
         st.errhandler.release()
         rt = st.runtime
         release = commfree.release_when_idle(rt.engine, st.context, rt.release_context)
         self._st = None
         return release
 
-    # -- lowercase point-to-point (pickled objects) -------------------------------------------
 
-    def send(self, obj: Any, dest: int, tag: int = 0) -> None:
-        """Send a Python object (blocking; returns once the object may be reused)."""
-        _wait_send(self._st, self._post_send(PICKLE.dumps(obj), dest, tag, False))
-
-    def bsend(self, obj: Any, dest: int, tag: int = 0) -> None:
-        """Buffered send: returns at once; the copy leaves from the attached buffer."""
-        bsend.start(self, PICKLE.dumps(obj), dest, tag)
-
-    def ssend(self, obj: Any, dest: int, tag: int = 0) -> None:
-        """Synchronous send: returns once a receive has matched it."""
-        _wait_send(self._st, self._post_send(PICKLE.dumps(obj), dest, tag, True))
-
-    def isend(self, obj: Any, dest: int, tag: int = 0) -> Request:
-        """Nonblocking send of a Python object."""
-        op = self._post_send(PICKLE.dumps(obj), dest, tag, False)
-        return completed() if op is None else Request._of(SendPending(op), self._engine())
-
-    def ibsend(self, obj: Any, dest: int, tag: int = 0) -> Request:
-        """Nonblocking buffered send."""
-        return bsend.start(self, PICKLE.dumps(obj), dest, tag)
-
-    def issend(self, obj: Any, dest: int, tag: int = 0) -> Request:
-        """Nonblocking synchronous send."""
-        op = self._post_send(PICKLE.dumps(obj), dest, tag, True)
-        return completed() if op is None else Request._of(SendPending(op), self._engine())
-
-    def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG,
-             status: Status | None = None) -> Any:  # fmt: skip
-        """Receive a Python object (a ``buf`` is ignored, with a warning)."""
-        _warn_buf(buf)
-        op = self._post_recv(source, tag, None)
-        if op is None:
-            return completed(None).wait(status)
-        _wait_op(self._st, op)
-        return RecvPending(op, self._engine(), unpickle=True).finish(status)
-
-    def irecv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
-        """Nonblocking receive of a Python object; ``wait()`` returns it."""
-        op = self._post_recv(source, tag, None)
-        return (
-            completed(None)
-            if op is None
-            else Request._of(RecvPending(op, self._engine(), unpickle=True), self._engine())
-        )
-
-    def sendrecv(self, sendobj: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,
-                 source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
-                 status: Status | None = None) -> Any:  # fmt: skip
-        """Send one object and receive another."""
-        request = self.irecv(None, source, recvtag)
-        self.send(sendobj, dest, sendtag)
-        return request.wait(status)
-
-    def probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
-              status: Status | None = None) -> bool:  # fmt: skip
-        """Wait until a matching message is available (not received); returns True."""
-        return self.Probe(source, tag, status)
-
-    def iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
-               status: Status | None = None) -> bool:  # fmt: skip
-        """Whether a matching message is available now."""
-        return self.Iprobe(source, tag, status)
-
-    # -- uppercase point-to-point (buffers) ---------------------------------------------------
-
-    def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
-        """Send a buffer (blocking)."""
-        _wait_send(self._st, self._post_send(message(buf, writable=False).view, dest, tag, False))
-
-    def Bsend(self, buf: Any, dest: int, tag: int = 0) -> None:
-        """Buffered send: returns at once; the copy leaves from the attached buffer."""
-        bsend.start(self, bytes(message(buf, writable=False).view), dest, tag)
-
-    Rsend = Send
-
-    def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
-        """Synchronous buffer send."""
-        _wait_send(self._st, self._post_send(message(buf, writable=False).view, dest, tag, True))
-
-    def Isend(self, buf: Any, dest: int, tag: int = 0) -> Request:
-        """Nonblocking buffer send (do not modify the buffer until it completes)."""
-        op = self._post_send(message(buf, writable=False).view, dest, tag, False)
-        return completed() if op is None else Request._of(SendPending(op), self._engine())
-
-    def Ibsend(self, buf: Any, dest: int, tag: int = 0) -> Request:
-        """Nonblocking buffered send."""
-        return bsend.start(self, bytes(message(buf, writable=False).view), dest, tag)
-
-    Irsend = Isend
-
-    def Issend(self, buf: Any, dest: int, tag: int = 0) -> Request:
-        """Nonblocking synchronous buffer send."""
-        op = self._post_send(message(buf, writable=False).view, dest, tag, True)
-        return completed() if op is None else Request._of(SendPending(op), self._engine())
-
-    def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG,
-             status: Status | None = None) -> None:  # fmt: skip
-        """Receive into a buffer; ERR_TRUNCATE if the message is longer."""
-        msg = message(buf, writable=True, staged=True)
-        op = self._post_recv(source, tag, msg.view)
-        if op is None:
-            completed(None).wait(status)
-            return
-        _wait_op(self._st, op)
-        RecvPending(op, self._engine(), unpickle=False, deliver=msg.deliver).finish(status)
-
-    def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
-        """Nonblocking receive into a buffer."""
-        msg = message(buf, writable=True, staged=True)
-        op = self._post_recv(source, tag, msg.view)
-        if op is None:
-            return completed(None)
-        return Request._of(
-            RecvPending(op, self._engine(), unpickle=False, deliver=msg.deliver), self._engine()
-        )
-
-    def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,
-                 source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
-                 status: Status | None = None) -> None:  # fmt: skip
-        """Send one buffer and receive into another (both specs are checked before either
-        is posted, so a bad one leaves nothing behind)."""
-        outgoing = message(sendbuf, writable=False).view
-        request = self.Irecv(recvbuf, source, recvtag)
-        _wait_send(self._st, self._post_send(outgoing, dest, sendtag, False))
-        request.Wait(status)
-
-    def Isendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,
-                  source: int = ANY_SOURCE, recvtag: int = ANY_TAG) -> Request:  # fmt: skip
-        """Nonblocking Sendrecv: one request completing both."""
-        outgoing = message(sendbuf, writable=False).view
-        receive = self.Irecv(recvbuf, source, recvtag)
-        op = self._post_send(outgoing, dest, sendtag, False)
-        send = completed() if op is None else Request._of(SendPending(op), self._engine())
-        return Request._of(BothPending(send, receive), self._engine())
-
-    def Isendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0,
-                          source: int = ANY_SOURCE, recvtag: int = ANY_TAG) -> Request:  # fmt: skip
-        """Nonblocking Sendrecv_replace (the outgoing bytes are copied first)."""
-        outgoing = bytes(message(buf, writable=True).view)
-        receive = self.Irecv(buf, source, recvtag)
-        op = self._post_send(outgoing, dest, sendtag, False)
-        send = completed() if op is None else Request._of(SendPending(op), self._engine())
-        return Request._of(BothPending(send, receive), self._engine())
-
-    def Sendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0,
-                         source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
-                         status: Status | None = None) -> None:  # fmt: skip
-        """Send a buffer and receive into the same buffer."""
-        outgoing = bytes(message(buf, writable=True).view)
-        request = self.Irecv(buf, source, recvtag)
-        _wait_send(self._st, self._post_send(outgoing, dest, sendtag, False))
-        request.Wait(status)
-
-    def Probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
-              status: Status | None = None) -> bool:  # fmt: skip
-        """Wait until a matching message is available; returns True."""
-        st, src, tg = self._probe_args(source, tag)
-        if src is None:
-            completed(None).wait(status)
-            return True
-        engine = st.runtime.engine
-        context = st.context
-        info = engine.probe(context, src, tg)
-        if info is None:
-            try:
-                engine.wait_for(lambda: engine.probe(context, src, tg) is not None)
-            except DeadlockError as exc:
-                raise MPIException(ERR_RANK, f"Probe: {exc}") from None
-            info = engine.probe(context, src, tg)
-            assert info is not None
-        if status is not None:
-            status.set(info.source, info.tag, info.count)
-        return True
-
-    def Iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
-               status: Status | None = None) -> bool:  # fmt: skip
-        """Whether a matching message is available now."""
-        st, src, tg = self._probe_args(source, tag)
-        if src is None:
-            completed(None).wait(status)
-            return True
-        engine = st.runtime.engine
-        engine.progress()
-        info = engine.probe(st.context, src, tg)
-        if info is None:
-            return False
-        if status is not None:
-            status.set(info.source, info.tag, info.count)
-        return True
-
-    # -- internals ----------------------------------------------------------------------------
-
-    def _post_send(self, payload: bytes | memoryview, dest: int, tag: int,
-                   sync: bool) -> SendOp | None:  # fmt: skip
-        st = self._st
-        if st is None:
-            raise MPIException(ERR_COMM, "the communicator is COMM_NULL (or freed)")
-        if not 0 <= tag <= TAG_UB_VALUE:
-            raise MPIException(ERR_TAG, f"invalid tag {tag} (0..{TAG_UB_VALUE})")
-        if not 0 <= dest < st.size:
-            if dest == PROC_NULL:
-                return None
-            raise MPIException(ERR_RANK, f"invalid rank {dest} (communicator of {st.size})")
-        return st.runtime.engine.send(st.context, st.rank, tag, st.nodes[dest], payload,
-                                      sync=sync)  # fmt: skip
-
-    def _post_recv(self, source: int, tag: int, buf: memoryview | None) -> RecvOp | None:
-        st = self._st
-        if st is None:
-            raise MPIException(ERR_COMM, "the communicator is COMM_NULL (or freed)")
-        if not 0 <= tag <= TAG_UB_VALUE and tag != ANY_TAG:
-            raise MPIException(ERR_TAG, f"invalid tag {tag} (0..{TAG_UB_VALUE} or ANY_TAG)")
-        if 0 <= source < st.size:
-            src_node: int | None = st.nodes[source]
-        elif source == ANY_SOURCE:
-            source, src_node = CORE_ANY_SOURCE, None
-        elif source == PROC_NULL:
-            return None
-        else:
-            raise MPIException(ERR_RANK, f"invalid rank {source} (communicator of {st.size})")
-        return st.runtime.engine.recv(st.context, source, tag, src_node, buf)
-
-    def _probe_args(self, source: int, tag: int) -> tuple[CommState, int | None, int]:
-        st = self._state()
-        if not 0 <= tag <= TAG_UB_VALUE and tag != ANY_TAG:
-            raise MPIException(ERR_TAG, f"invalid tag {tag}")
-        if source == ANY_SOURCE:
-            return st, CORE_ANY_SOURCE, tag
-        if source == PROC_NULL:
-            return st, None, tag
-        if not 0 <= source < st.size:
-            raise MPIException(ERR_RANK, f"invalid rank {source} (communicator of {st.size})")
-        return st, source, tag
-
-
-class Intracomm(Comm, Collectives, VectorCollectives, NonblockingCollectives):
-    """An intracommunicator (mpi4py's ``MPI.Intracomm``): point-to-point and collectives."""
-
-    __slots__ = ()
-
-    # -- topology constructors (``emucluster.mpi.topo.create``) --------------------------------
-
-    def Create_cart(self, dims: Sequence[int], periods: Sequence[bool] | bool | None = None,
-                    reorder: bool = False) -> Cartcomm:  # fmt: skip
-        """A Cartesian communicator (COMM_NULL for ranks beyond ``prod(dims)``; collective)."""
-        found: Cartcomm = topo_create.cart(self, dims, periods)
-        return found
-
-    def Create_graph(self, index: Sequence[int], edges: Sequence[int],
-                     reorder: bool = False) -> Graphcomm:  # fmt: skip
-        """A graph communicator (COMM_NULL for ranks beyond the graph's nodes; collective)."""
-        found: Graphcomm = topo_create.graph(self, index, edges)
-        return found
-
-    def Create_dist_graph_adjacent(self, sources: Sequence[int] | None,
-                                   destinations: Sequence[int] | None,
-                                   sourceweights: object = None, destweights: object = None,
-                                   info: object = None, reorder: bool = False,
-                                   ) -> Distgraphcomm:  # fmt: skip
-        """A distributed graph communicator from each rank's own neighbours (collective)."""
-        found: Distgraphcomm = topo_create.dist_graph_adjacent(
-            self, sources, destinations, sourceweights, destweights
-        )
-        return found
-
-    def Create_dist_graph(self, sources: Sequence[int], degrees: Sequence[int],
-                          destinations: Sequence[int], weights: object = None,
-                          info: object = None, reorder: bool = False) -> Distgraphcomm:  # fmt: skip
-        """A distributed graph communicator from any rank's edges (collective)."""
-        found: Distgraphcomm = topo_create.dist_graph(self, sources, degrees, destinations,
-                                                      weights)  # fmt: skip
-        return found
-
-    def Cart_map(self, dims: Sequence[int], periods: Sequence[bool] | bool | None = None) -> int:
-        """This rank's rank in such a grid, or UNDEFINED (no reordering here)."""
-        return topo_create.cart_map(self._state(), dims, periods)
-
-    def Graph_map(self, index: Sequence[int], edges: Sequence[int]) -> int:
-        """This rank's rank in such a graph, or UNDEFINED (no reordering here)."""
-        return topo_create.graph_map(self._state(), index, edges)
-
-    @classmethod
-    def _of(cls, st: CommState) -> Intracomm:
-        comm = cls()
-        comm._st = st
-        return comm
-
-
-class Intercomm(Comm):
-    """Intercommunicators (mpi4py's ``MPI.Intercomm``): only the null handle exists here
-    (no spawn, no Create_intercomm); calls on it raise ERR_COMM."""
-
-    __slots__ = ()
-
-    def __new__(cls, comm: Comm | None = None) -> Intercomm:
-        """COMM_NULL; TypeError for an intracommunicator."""
-        if comm is not None and comm._st is not None:
-            raise TypeError("Intercomm() takes an intercommunicator")
-        self = super().__new__(cls, comm)
-        assert isinstance(self, Intercomm)
-        return self
-
-    def Get_remote_group(self) -> Group:
-        """The remote group (ERR_COMM: COMM_NULL)."""
-        self._state()
-        raise AssertionError("unreachable: an Intercomm is always null here")
-
-    @property
-    def remote_group(self) -> Group:
-        """The remote group."""
-        return self.Get_remote_group()
-
-    def Get_remote_size(self) -> int:
-        """The remote size (ERR_COMM: COMM_NULL)."""
-        self._state()
-        raise AssertionError("unreachable: an Intercomm is always null here")
-
-    @property
-    def remote_size(self) -> int:
-        """The remote size."""
-        return self.Get_remote_size()
-
-    def Merge(self, high: bool = False) -> Intracomm:
-        """Merge into an intracommunicator (ERR_COMM: COMM_NULL)."""
-        self._state()
-        raise AssertionError("unreachable: an Intercomm is always null here")
+def _not_41(what: str) -> None:
+    raise NotImplementedError(f"{what} (MPI 4.1) is not offered by emucluster, which is MPI 3.1")
 
 
 def _intracomm(st: CommState | None) -> Intracomm:
-    return Intracomm() if st is None else Intracomm._of(st)
+    """An ``Intracomm`` handle to ``st`` (its topology's class; a null Intracomm for None)."""
+    found: Intracomm = kinds.handle(st, kinds.NO_TOPOLOGY)
+    return found
 
 
 kinds.register(kinds.NO_COMM, Comm)
-kinds.register(kinds.NO_TOPOLOGY, Intracomm)
-
-
-def make_world(rt: Runtime) -> tuple[Intracomm, Intracomm]:
-    """COMM_WORLD (contexts 0/1, rank == node) and COMM_SELF (contexts 2/3) of ``rt``."""
-    node = rt.node
-    world = CommState(rt, 0, tuple(range(rt.num_nodes)), node, name="MPI_COMM_WORLD")
-    rt.world = world
-    self_ = CommState(rt, 2, (node,), 0, name="MPI_COMM_SELF")
-    return Intracomm._of(world), Intracomm._of(self_)
-
-
-def _warn_buf(buf: Any) -> None:
-    if buf is not None:
-        warnings.warn("the buf argument of recv is ignored: any size is received",
-                      UserWarning, stacklevel=3)  # fmt: skip
-
-
-def _wait_op(st: CommState | None, op: RecvOp | SendOp) -> None:
-    if op.done:
-        return
-    assert st is not None  # an operation was posted on it
-    try:
-        st.runtime.engine.wait_for(lambda: op.done)
-    except DeadlockError as exc:
-        raise MPIException(ERR_RANK, str(exc)) from None
-
-
-def _wait_send(st: CommState | None, op: SendOp | None) -> None:
-    if op is None:
-        return
-    _wait_op(st, op)
-    if op.outcome is not Outcome.OK:
-        SendPending(op).finish(None)

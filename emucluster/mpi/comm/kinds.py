@@ -17,8 +17,9 @@ from emucluster.mpi.errors import Exception as MPIException
 if TYPE_CHECKING:
     from emucluster.mpi.comm.state import CommState
 
-__all__ = ["NO_COMM", "NO_TOPOLOGY", "handle", "register"]
+__all__ = ["INTER", "NO_COMM", "NO_TOPOLOGY", "handle", "register"]
 
+INTER = -3  # the key of ``Intercomm`` (only its null handle exists here)
 NO_COMM = -2  # the key of the class COMM_NULL is shown as (``Comm``)
 NO_TOPOLOGY = -1  # the key of the class of a communicator without topology (``Intracomm``)
 
@@ -31,9 +32,11 @@ def register(kind: int, cls: Any) -> None:
     _classes[kind] = cls
 
 
-def handle(st: CommState | None) -> Any:
-    """A new handle to ``st`` (COMM_NULL for None) of the class its topology registered."""
-    kind = NO_COMM if st is None else NO_TOPOLOGY if st.topo is None else st.topo.kind
+def handle(st: CommState | None, null: int = NO_COMM) -> Any:
+    """A new handle to ``st`` of the class its topology registered; for None, the null handle
+    of the class registered under ``null`` (``Comm`` by default, ``Intracomm`` for a Split
+    that gave this rank no communicator)."""
+    kind = null if st is None else NO_TOPOLOGY if st.topo is None else st.topo.kind
     cls = _classes.get(kind)
     if cls is None:
         raise MPIException(ERR_INTERN, f"no communicator class registered for kind {kind}")

@@ -15,12 +15,14 @@ from emucluster.mpi.buffer.spec import message
 from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG
 from emucluster.mpi.errors import ERR_RANK, ERR_REQUEST, ERR_TRUNCATE
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.pt2pt.calls import PointToPoint
 from emucluster.mpi.request.request import RecvPending, Request, completed
 from emucluster.port.progress import DeadlockError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from emucluster.mpi.comm.comm import Comm
     from emucluster.mpi.request.status import Status
     from emucluster.p2p.protocol import RecvOp
     from emucluster.port.progress import Progress
@@ -183,15 +185,18 @@ def _no_proc() -> Message:
 
 
 class MatchedProbe:
-    """``Mprobe`` / ``Improbe`` / ``mprobe`` / ``improbe`` of ``Comm`` (mixed in)."""
+    """``Mprobe`` / ``Improbe`` / ``mprobe`` / ``improbe`` of a communicator (``Comm``
+    delegates here)."""
 
-    __slots__ = ()
+    __slots__ = ("_p2p",)
+
+    def __init__(self, comm: Comm) -> None:
+        self._p2p = PointToPoint(comm)
 
     def Improbe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
                 status: Status | None = None) -> Message | None:  # fmt: skip
         """Claim a matching message if one is there now; None if not."""
-        comm: Any = self
-        st, src, tg = comm._probe_args(source, tag)
+        st, src, tg = self._p2p._probe_args(source, tag)
         if src is None:
             completed(None).wait(status)
             return _no_proc()
@@ -210,8 +215,7 @@ class MatchedProbe:
     def Mprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
                status: Status | None = None) -> Message:  # fmt: skip
         """Wait for a matching message and claim it."""
-        comm: Any = self
-        st, src, tg = comm._probe_args(source, tag)
+        st, src, tg = self._p2p._probe_args(source, tag)
         if src is not None:
             engine = st.runtime.engine
             context = st.context

@@ -18,6 +18,7 @@ from emucluster.mpi.request.request import Request
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from emucluster.mpi.comm.comm import Comm
     from emucluster.mpi.request.request import Pending
     from emucluster.mpi.request.status import Status
 
@@ -114,36 +115,35 @@ def _persistent(starter: Callable[[], Request]) -> Prequest:
 
 
 class PersistentP2P:
-    """The ``*_init`` calls of ``Comm`` (mixed in; ``self`` is a Comm)."""
+    """The ``*_init`` calls of a communicator (``Comm`` delegates here)."""
 
-    __slots__ = ()
+    __slots__ = ("_comm",)
+
+    def __init__(self, comm: Comm) -> None:
+        comm._state()  # COMM_NULL raises here, at the call, not at Start
+        self._comm = comm
 
     def Send_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
         """A persistent standard send."""
-        comm: Any = self
-        comm._state()
+        comm = self._comm
         return _persistent(lambda: comm.Isend(buf, dest, tag))
 
     def Bsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
         """A persistent buffered send."""
-        comm: Any = self
-        comm._state()
+        comm = self._comm
         return _persistent(lambda: comm.Ibsend(buf, dest, tag))
 
     def Ssend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
         """A persistent synchronous send."""
-        comm: Any = self
-        comm._state()
+        comm = self._comm
         return _persistent(lambda: comm.Issend(buf, dest, tag))
 
     def Rsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
         """A persistent ready send."""
-        comm: Any = self
-        comm._state()
+        comm = self._comm
         return _persistent(lambda: comm.Irsend(buf, dest, tag))
 
     def Recv_init(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
         """A persistent receive."""
-        comm: Any = self
-        comm._state()
+        comm = self._comm
         return _persistent(lambda: comm.Irecv(buf, source, tag))

@@ -32,7 +32,7 @@ from emucluster.mpi.topo.topology import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from emucluster.mpi.comm.comm import Intracomm
+    from emucluster.mpi.comm.intracomm import Intracomm
     from emucluster.mpi.comm.state import CommState
     from emucluster.mpi.topo.topology import Topology
 

@@ -19,7 +19,7 @@ from emucluster.coll.context import TAG_LIMIT, drive
 from emucluster.mpi.collective.calls import CallContext, dump_object, object_items, waiter
 from emucluster.mpi.collective.layout import simple, vector, vector_w
 from emucluster.mpi.comm import kinds
-from emucluster.mpi.comm.comm import Comm, Intracomm
+from emucluster.mpi.comm.intracomm import Intracomm
 from emucluster.mpi.constants import PROC_NULL
 from emucluster.mpi.errors import ERR_TOPOLOGY
 from emucluster.mpi.errors import Exception as MPIException
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from emucluster.coll.context import CollContext, CollGen, CollRequest
+    from emucluster.mpi.comm.comm import Comm
 
 __all__ = [
     "Cartcomm",
