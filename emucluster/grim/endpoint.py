@@ -46,6 +46,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import socket
 import sys
 import threading
 import time
@@ -334,10 +335,8 @@ class Endpoint(RemoteMemory):
 
     def nic_stats(self) -> dict[str, object]:
         """The NIC's counters (management request over a second connection)."""
-        import socket as _socket
-
         path = HostConfig.from_env().nic_socket or ""
-        with _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET) as sock:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
             sock.settimeout(10)
             sock.connect(path)
             for rec in hl.encode_record(hl.StatsReq()):

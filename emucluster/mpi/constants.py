@@ -17,6 +17,15 @@ __all__ = [
     "LASTUSEDCODE",
     "MAX_ERROR_STRING",
     "MAX_PROCESSOR_NAME",
+    "MODE_APPEND",
+    "MODE_CREATE",
+    "MODE_DELETE_ON_CLOSE",
+    "MODE_EXCL",
+    "MODE_RDONLY",
+    "MODE_RDWR",
+    "MODE_SEQUENTIAL",
+    "MODE_UNIQUE_OPEN",
+    "MODE_WRONLY",
     "PROC_NULL",
     "ROOT",
     "SIMILAR",
@@ -76,3 +85,8 @@ class Sentinel:
 
 IN_PLACE = Sentinel("IN_PLACE")
 BOTTOM = Sentinel("BOTTOM")
+
+# MPI-IO access modes (MPICH's values), for programs that name them.
+MODE_RDONLY, MODE_RDWR, MODE_WRONLY, MODE_CREATE = 2, 8, 4, 1
+MODE_EXCL, MODE_DELETE_ON_CLOSE, MODE_UNIQUE_OPEN = 64, 16, 32
+MODE_SEQUENTIAL, MODE_APPEND = 256, 128

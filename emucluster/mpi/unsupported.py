@@ -1,4 +1,4 @@
-"""What emucluster does not offer (dynamic processes, MPI-IO, one-sided).
+"""What emucluster does not offer (dynamic processes, MPI-IO, one-sided, generalized requests).
 
 Each name exists so unmodified programs import and test for it as with mpi4py; using one
 raises ``NotImplementedError`` at once (mpi4py's answer for a call its MPI lacks), never
@@ -9,12 +9,19 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from emucluster.mpi.buffer.spec import MessageSpecError, message
 from emucluster.mpi.errors import ERR_ARG
+from emucluster.mpi.info import INFO_NULL, Info
+from emucluster.mpi.request.request import Request
 
 __all__ = [
     "FILE_NULL",
     "WIN_NULL",
+    "Close_port",
     "File",
+    "Get_hw_resource_info",
+    "Grequest",
+    "Open_port",
     "Win",
     "not_offered",
 ]
@@ -97,10 +104,39 @@ WIN_NULL = Win()
 
 def _rma_specs(origin: Any, target: Any, *, writable: bool) -> None:
     """mpi4py's checks of an RMA origin message and target spec (ValueError-compatible)."""
-    from emucluster.mpi.buffer.spec import MessageSpecError, message  # buffers imports much
-
     message(origin, writable=writable)
     if target is None or isinstance(target, int):
         return
     if not isinstance(target, list | tuple) or len(target) > 3:
         raise MessageSpecError(ERR_ARG, f"target: expecting integral or list/tuple, {target!r}")
+
+
+class Grequest(Request):
+    """Generalized requests: not offered (``Start`` raises NotImplementedError)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _check(cls, pending: object) -> None:
+        if pending is not None:
+            raise TypeError("Grequest() takes a generalized request")
+
+    @classmethod
+    def Start(cls, *args: object, **kwargs: object) -> Grequest:
+        """Not offered."""
+        not_offered("generalized requests (Grequest.Start)")
+
+
+def Open_port(info: Info = INFO_NULL) -> str:
+    """Not offered (dynamic processes)."""
+    not_offered("dynamic processes (Open_port)")
+
+
+def Close_port(port_name: str) -> None:
+    """Not offered (dynamic processes)."""
+    not_offered("dynamic processes (Close_port)")
+
+
+def Get_hw_resource_info() -> Info:
+    """Not offered (info objects)."""
+    not_offered("hardware resource info (Get_hw_resource_info)")

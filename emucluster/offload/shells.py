@@ -57,7 +57,8 @@ class HostServices:
         engine = self.engine
         if engine.singleton:
             return None
-        from emucluster.offload.nicvm import shell as nicvm_shell  # see the module docstring
+        # start-up cost: the NICVM shell loads the compiler (lark); see the module docstring
+        from emucluster.offload.nicvm import shell as nicvm_shell
 
         return nicvm_shell.install(engine)
 

@@ -35,7 +35,28 @@ from emucluster.mpi.errors import Exception as MPIException
 if TYPE_CHECKING:
     from emucluster.mpi.datatype.datatype import Datatype
 
-__all__ = ["MAX_USER_OPS", "BufferCombine", "ObjectCombine", "Op", "predefined_ops"]
+__all__ = [
+    "BAND",
+    "BOR",
+    "BXOR",
+    "LAND",
+    "LOR",
+    "LXOR",
+    "MAX",
+    "MAXLOC",
+    "MAX_USER_OPS",
+    "MIN",
+    "MINLOC",
+    "NO_OP",
+    "OP_NULL",
+    "PROD",
+    "REPLACE",
+    "SUM",
+    "BufferCombine",
+    "ObjectCombine",
+    "Op",
+    "predefined_ops",
+]
 
 MAX_USER_OPS = 32  # mpi4py's registry of user-defined operations holds 32
 _user_slots: set[object] = set()  # keys of the user operations not yet freed
@@ -312,3 +333,21 @@ _CASTABLE = frozenset("bBhHiIlLqQfd?")
 
 def _predefined(name: str) -> Op:
     return predefined_ops[name]
+
+
+# The predefined operations by their MPI names (``MPI.SUM``), bound once.
+SUM = predefined_ops["SUM"]
+PROD = predefined_ops["PROD"]
+MAX = predefined_ops["MAX"]
+MIN = predefined_ops["MIN"]
+LAND = predefined_ops["LAND"]
+LOR = predefined_ops["LOR"]
+LXOR = predefined_ops["LXOR"]
+BAND = predefined_ops["BAND"]
+BOR = predefined_ops["BOR"]
+BXOR = predefined_ops["BXOR"]
+MAXLOC = predefined_ops["MAXLOC"]
+MINLOC = predefined_ops["MINLOC"]
+REPLACE = predefined_ops["REPLACE"]
+NO_OP = predefined_ops["NO_OP"]
+OP_NULL = predefined_ops["OP_NULL"]

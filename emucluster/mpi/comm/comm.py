@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from emucluster.port.progress import Progress
 
 
-__all__ = ["Comm", "Errhandler"]
+__all__ = ["COMM_NULL", "Comm", "Errhandler"]
 
 _PREDEFINED = ("COMM_NULL", "COMM_SELF", "COMM_WORLD")
 
@@ -491,3 +491,6 @@ def _intracomm(st: CommState | None) -> Intracomm:
 
 
 kinds.register(kinds.NO_COMM, Comm)
+
+COMM_NULL = Comm()
+"""The null communicator (``MPI.COMM_NULL``)."""

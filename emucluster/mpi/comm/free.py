@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from emucluster.mpi.request.request import CollDriver
+from emucluster.offload.app_bypass import shell as appbypass
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -79,8 +80,6 @@ def pending_on(engine: Progress, context: int) -> list[Callable[[], bool]]:
         if isinstance(task, CollDriver) and task.context == context and not task.finished
     ]  # fmt: skip
     checks += [_done(op) for op in engine.posted_receives((context, context + 1))]
-    from emucluster.offload.app_bypass import shell as appbypass
-
     bypass = appbypass.active()
     if bypass is not None and bypass.engine is engine:
         descriptors = bypass.core.descriptors

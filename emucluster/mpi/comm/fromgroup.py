@@ -16,6 +16,7 @@ from emucluster.mpi.comm.state import COLL_SEQ_MOD, CommState
 from emucluster.mpi.constants import UNDEFINED
 from emucluster.mpi.errors import ERR_ARG, ERR_GROUP
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.info import Info
 
 if TYPE_CHECKING:
     from emucluster.mpi.comm.group import Group
@@ -90,8 +91,6 @@ def split_type(st: CommState, split: int, key: int, info: object = None) -> Comm
 
 
 def _by_node(st: CommState, split: int, info: object) -> bool:
-    from emucluster.mpi.info import Info
-
     if split == COMM_TYPE_SHARED:
         return True
     if split in (COMM_TYPE_HW_GUIDED, COMM_TYPE_RESOURCE_GUIDED):

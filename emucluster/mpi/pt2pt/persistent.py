@@ -108,42 +108,37 @@ class Prequest(Request):
         cls.Startall(requests)
 
 
-def _persistent(starter: Callable[[], Request]) -> Prequest:
-    request = Prequest()
-    request._pending = PersistentPending(starter)
-    return request
-
-
 class PersistentP2P:
     """The ``*_init`` calls of a communicator (``Comm`` delegates here)."""
 
-    __slots__ = ("_comm",)
+    __slots__ = ("_comm", "_engine")
 
     def __init__(self, comm: Comm) -> None:
-        comm._state()  # COMM_NULL raises here, at the call, not at Start
+        self._engine = comm._state().runtime.engine  # COMM_NULL raises here, not at Start
         self._comm = comm
+
+    def _persistent(self, starter: Callable[[], Request]) -> Prequest:
+        request = Prequest()
+        request._pending = PersistentPending(starter)
+        request._engine = self._engine
+        return request
 
     def Send_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
         """A persistent standard send."""
-        comm = self._comm
-        return _persistent(lambda: comm.Isend(buf, dest, tag))
+        return self._persistent(lambda: self._comm.Isend(buf, dest, tag))
 
     def Bsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
         """A persistent buffered send."""
-        comm = self._comm
-        return _persistent(lambda: comm.Ibsend(buf, dest, tag))
+        return self._persistent(lambda: self._comm.Ibsend(buf, dest, tag))
 
     def Ssend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
         """A persistent synchronous send."""
-        comm = self._comm
-        return _persistent(lambda: comm.Issend(buf, dest, tag))
+        return self._persistent(lambda: self._comm.Issend(buf, dest, tag))
 
     def Rsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
         """A persistent ready send."""
-        comm = self._comm
-        return _persistent(lambda: comm.Irsend(buf, dest, tag))
+        return self._persistent(lambda: self._comm.Irsend(buf, dest, tag))
 
     def Recv_init(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
         """A persistent receive."""
-        comm = self._comm
-        return _persistent(lambda: comm.Irecv(buf, source, tag))
+        return self._persistent(lambda: self._comm.Irecv(buf, source, tag))

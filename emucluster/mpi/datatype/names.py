@@ -1,0 +1,222 @@
+"""The predefined datatypes and combiners by their MPI names (``MPI.INT``, ``MPI.COMBINER_VECTOR``).
+
+Each name is bound once, here, to the object of the predefined table
+(``emucluster.mpi.datatype.datatype.predefined``) or the combiner table
+(``emucluster.mpi.datatype.constructors.COMBINERS``); the facade re-exports them. MPI 4.1 names
+this emulator has no type for are DATATYPE_NULL (or UNDEFINED), as mpi4py shows them.
+"""
+
+from __future__ import annotations
+
+from emucluster.mpi.constants import UNDEFINED
+from emucluster.mpi.datatype.constructors import COMBINERS as _combiners
+from emucluster.mpi.datatype.datatype import predefined as _dt
+
+__all__ = [
+    "AINT",
+    "BFLOAT16_T",
+    "BOOL",
+    "BYTE",
+    "CHAR",
+    "CHAR16_T",
+    "CHAR32_T",
+    "CHARACTER",
+    "COMBINER_CONTIGUOUS",
+    "COMBINER_DARRAY",
+    "COMBINER_DUP",
+    "COMBINER_F90_COMPLEX",
+    "COMBINER_F90_INTEGER",
+    "COMBINER_F90_REAL",
+    "COMBINER_HINDEXED",
+    "COMBINER_HINDEXED_BLOCK",
+    "COMBINER_HINDEXED_INTEGER",
+    "COMBINER_HVECTOR",
+    "COMBINER_HVECTOR_INTEGER",
+    "COMBINER_INDEXED",
+    "COMBINER_INDEXED_BLOCK",
+    "COMBINER_NAMED",
+    "COMBINER_RESIZED",
+    "COMBINER_STRUCT",
+    "COMBINER_STRUCT_INTEGER",
+    "COMBINER_SUBARRAY",
+    "COMBINER_VALUE_INDEX",
+    "COMBINER_VECTOR",
+    "COMPLEX",
+    "COMPLEX4",
+    "COMPLEX8",
+    "COMPLEX16",
+    "COMPLEX32",
+    "COUNT",
+    "CXX_BOOL",
+    "CXX_DOUBLE_COMPLEX",
+    "CXX_FLOAT_COMPLEX",
+    "C_BOOL",
+    "C_COMPLEX",
+    "C_DOUBLE_COMPLEX",
+    "C_FLOAT_COMPLEX",
+    "C_LONG_DOUBLE_COMPLEX",
+    "DATATYPE_NULL",
+    "DOUBLE",
+    "DOUBLE_COMPLEX",
+    "DOUBLE_INT",
+    "DOUBLE_PRECISION",
+    "FLOAT",
+    "FLOAT16_T",
+    "FLOAT32_T",
+    "FLOAT64_T",
+    "FLOAT_INT",
+    "INT",
+    "INT8_T",
+    "INT16_T",
+    "INT32_T",
+    "INT64_T",
+    "INTEGER",
+    "INTEGER1",
+    "INTEGER2",
+    "INTEGER4",
+    "INTEGER8",
+    "INTEGER16",
+    "INT_INT",
+    "LB",
+    "LOGICAL",
+    "LOGICAL1",
+    "LOGICAL2",
+    "LOGICAL4",
+    "LOGICAL8",
+    "LOGICAL16",
+    "LONG",
+    "LONG_DOUBLE",
+    "LONG_DOUBLE_INT",
+    "LONG_INT",
+    "LONG_LONG",
+    "LONG_LONG_INT",
+    "OFFSET",
+    "PACKED",
+    "REAL",
+    "REAL2",
+    "REAL4",
+    "REAL8",
+    "REAL16",
+    "SHORT",
+    "SHORT_INT",
+    "SIGNED_CHAR",
+    "TWOINT",
+    "TYPECLASS_LOGICAL",
+    "UB",
+    "UINT8_T",
+    "UINT16_T",
+    "UINT32_T",
+    "UINT64_T",
+    "UNSIGNED",
+    "UNSIGNED_CHAR",
+    "UNSIGNED_INT",
+    "UNSIGNED_LONG",
+    "UNSIGNED_LONG_LONG",
+    "UNSIGNED_SHORT",
+    "WCHAR",
+]
+
+BYTE = _dt["BYTE"]
+PACKED = _dt["PACKED"]
+CHAR = _dt["CHAR"]
+WCHAR = _dt["WCHAR"]
+SIGNED_CHAR = _dt["SIGNED_CHAR"]
+UNSIGNED_CHAR = _dt["UNSIGNED_CHAR"]
+SHORT = _dt["SHORT"]
+UNSIGNED_SHORT = _dt["UNSIGNED_SHORT"]
+INT = _dt["INT"]
+UNSIGNED = _dt["UNSIGNED"]
+UNSIGNED_INT = _dt["UNSIGNED_INT"]
+LONG = _dt["LONG"]
+UNSIGNED_LONG = _dt["UNSIGNED_LONG"]
+LONG_LONG = _dt["LONG_LONG"]
+LONG_LONG_INT = _dt["LONG_LONG_INT"]
+UNSIGNED_LONG_LONG = _dt["UNSIGNED_LONG_LONG"]
+FLOAT = _dt["FLOAT"]
+DOUBLE = _dt["DOUBLE"]
+LONG_DOUBLE = _dt["LONG_DOUBLE"]
+C_BOOL = _dt["C_BOOL"]
+BOOL = _dt["BOOL"]
+CXX_BOOL = _dt["CXX_BOOL"]
+INT8_T = _dt["INT8_T"]
+INT16_T = _dt["INT16_T"]
+INT32_T = _dt["INT32_T"]
+INT64_T = _dt["INT64_T"]
+UINT8_T = _dt["UINT8_T"]
+UINT16_T = _dt["UINT16_T"]
+UINT32_T = _dt["UINT32_T"]
+UINT64_T = _dt["UINT64_T"]
+AINT = _dt["AINT"]
+OFFSET = _dt["OFFSET"]
+COUNT = _dt["COUNT"]
+C_COMPLEX = _dt["C_COMPLEX"]
+C_FLOAT_COMPLEX = _dt["C_FLOAT_COMPLEX"]
+C_DOUBLE_COMPLEX = _dt["C_DOUBLE_COMPLEX"]
+C_LONG_DOUBLE_COMPLEX = _dt["C_LONG_DOUBLE_COMPLEX"]
+CXX_FLOAT_COMPLEX = _dt["CXX_FLOAT_COMPLEX"]
+CXX_DOUBLE_COMPLEX = _dt["CXX_DOUBLE_COMPLEX"]
+COMPLEX = _dt["COMPLEX"]
+DOUBLE_COMPLEX = _dt["DOUBLE_COMPLEX"]
+CHARACTER = _dt["CHARACTER"]
+LOGICAL = _dt["LOGICAL"]
+INTEGER = _dt["INTEGER"]
+REAL = _dt["REAL"]
+DOUBLE_PRECISION = _dt["DOUBLE_PRECISION"]
+SHORT_INT = _dt["SHORT_INT"]
+TWOINT = _dt["TWOINT"]
+INT_INT = _dt["INT_INT"]
+LONG_INT = _dt["LONG_INT"]
+FLOAT_INT = _dt["FLOAT_INT"]
+DOUBLE_INT = _dt["DOUBLE_INT"]
+LONG_DOUBLE_INT = _dt["LONG_DOUBLE_INT"]
+DATATYPE_NULL = _dt["DATATYPE_NULL"]
+
+
+# Predefined types this emulator does not have (mpi4py shows them as DATATYPE_NULL then).
+FLOAT16_T = DATATYPE_NULL
+FLOAT32_T = DATATYPE_NULL
+FLOAT64_T = DATATYPE_NULL
+BFLOAT16_T = DATATYPE_NULL
+LOGICAL1 = _dt["LOGICAL1"]
+LOGICAL2 = _dt["LOGICAL2"]
+LOGICAL4 = _dt["LOGICAL4"]
+LOGICAL8 = _dt["LOGICAL8"]
+LOGICAL16 = DATATYPE_NULL
+INTEGER1 = _dt["INTEGER1"]
+INTEGER2 = _dt["INTEGER2"]
+INTEGER4 = _dt["INTEGER4"]
+INTEGER8 = _dt["INTEGER8"]
+INTEGER16 = DATATYPE_NULL
+REAL2 = _dt["REAL2"]
+REAL4 = _dt["REAL4"]
+REAL8 = _dt["REAL8"]
+REAL16 = _dt["REAL16"]
+COMPLEX4 = DATATYPE_NULL
+COMPLEX8 = _dt["COMPLEX8"]
+COMPLEX16 = _dt["COMPLEX16"]
+COMPLEX32 = _dt["COMPLEX32"]
+UB = DATATYPE_NULL
+LB = DATATYPE_NULL
+CHAR16_T = DATATYPE_NULL
+CHAR32_T = DATATYPE_NULL
+COMBINER_NAMED = _combiners["NAMED"]
+TYPECLASS_LOGICAL = UNDEFINED  # MPI 4.1; MPICH 4 has none
+COMBINER_DUP = _combiners["DUP"]
+COMBINER_CONTIGUOUS = _combiners["CONTIGUOUS"]
+COMBINER_VECTOR = _combiners["VECTOR"]
+COMBINER_HVECTOR = _combiners["HVECTOR"]
+COMBINER_INDEXED = _combiners["INDEXED"]
+COMBINER_HINDEXED = _combiners["HINDEXED"]
+COMBINER_INDEXED_BLOCK = _combiners["INDEXED_BLOCK"]
+COMBINER_STRUCT = _combiners["STRUCT"]
+COMBINER_SUBARRAY = _combiners["SUBARRAY"]
+COMBINER_DARRAY = _combiners["DARRAY"]
+COMBINER_F90_REAL = _combiners["F90_REAL"]
+COMBINER_F90_COMPLEX = _combiners["F90_COMPLEX"]
+COMBINER_F90_INTEGER = _combiners["F90_INTEGER"]
+COMBINER_RESIZED = _combiners["RESIZED"]
+COMBINER_HINDEXED_BLOCK = _combiners["HINDEXED_BLOCK"]
+COMBINER_VALUE_INDEX = UNDEFINED
+COMBINER_HVECTOR_INTEGER = UNDEFINED
+COMBINER_HINDEXED_INTEGER = UNDEFINED
+COMBINER_STRUCT_INTEGER = UNDEFINED
