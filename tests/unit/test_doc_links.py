@@ -107,3 +107,11 @@ def test_a_planted_broken_link_is_found(tmp_path: Path) -> None:
 )
 def test_slug_follows_github(heading: str, anchor: str) -> None:
     assert slug(heading) == anchor
+
+
+def test_every_figure_is_on_the_results_page() -> None:
+    """docs/results.md shows every PNG of docs/figures (a new figure gets its paragraph)."""
+    text = _prose((ROOT / "docs" / "results.md").read_text(encoding="utf-8"))
+    shown = {Path(target).name for target in LINK.findall(text) if target.endswith(".png")}
+    figures = {path.name for path in (ROOT / "docs" / "figures").glob("*.png")}
+    assert figures - shown == set()
