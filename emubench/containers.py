@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="few iterations: a smoke run")
     p.add_argument("--nic-priority", choices=("rt", "nice", "none"), default="nice",
                    help="both sides (default nice: containers get no real-time budget unless "
-                   "EMU_RT_RUNTIME is set, and then are throttled; see the README)")  # fmt: skip
+                   "EMU_RT_RUNTIME is set, and then throttled; docs/guide/hosts.md)")  # fmt: skip
     p.add_argument("--bind-to", choices=("none", "core"), default="none",
                    help="both sides (default none: with core, every container's single node "
                    "is bound to CPU 0)")  # fmt: skip

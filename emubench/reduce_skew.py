@@ -26,9 +26,9 @@ last node starts timing just before its reduce, the root sends a notification wh
 completes, and the last node stops timing on its arrival and subtracts the one-way latency.
 
 Each host first asks the kernel for a short time slice (``--slice-us``, `launcher.tuning.
-set_slice`) so that many busy hosts on few cores share them finely (see the README). Rank 0
-writes JSON: parameters, environment (wait policy, nicd scheduling, slice), per-rank raw samples
-and the application-bypass counters.
+set_slice`) so that many busy hosts on few cores share them finely (docs/guide/app-bypass.md).
+Rank 0 writes JSON: parameters, environment (wait policy, nicd scheduling, slice), per-rank raw
+samples and the application-bypass counters.
 
 ``emubench reduce-skew sweep --out docs/figures/reduce_skew.json`` runs the
 jobs of every figure through emurun (repeated; medians of the per-repeat means; each job's

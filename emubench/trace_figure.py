@@ -1,4 +1,4 @@
-"""``emubench trace``: the README timeline and the cost of tracing.
+"""``emubench trace``: the broadcast timeline of docs/results.md and the cost of tracing.
 
 ``picture``: one skewed broadcast on N nodes, traced, once with ``--bcast nic-mcast`` and once
 with ``--bcast binomial``, the same skews (seeded, per rank) in both. Each panel is exactly one

@@ -1,5 +1,5 @@
-"""The README broadcast picture: the measured broadcast is the job's last Bcast, timed from
-the root's call to the last return; its view keeps nothing of the calls around it."""
+"""The broadcast picture of docs/results.md: the measured broadcast is the job's last Bcast,
+timed from the root's call to the last return; its view keeps nothing of the calls around it."""
 
 from __future__ import annotations
 

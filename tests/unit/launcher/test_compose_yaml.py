@@ -185,8 +185,8 @@ def test_the_token_is_made_per_job_and_never_written_down() -> None:
 def test_the_documented_command_takes_the_exit_code_from_the_head() -> None:
     header = COMPOSE.read_text().split("\nx-emucluster", 1)[0]
     assert "--exit-code-from head" in header
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Cluster of containers", 1)[1].split("\n## ", 1)[0]
+    guide = (ROOT / "docs" / "guide" / "hosts.md").read_text()
+    section = guide.split("## Cluster of containers", 1)[1].split("\n## ", 1)[0]
     assert "--exit-code-from head" in section
     assert "docker-compose up" in section
     assert "docker compose up" in section
