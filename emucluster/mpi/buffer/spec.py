@@ -13,7 +13,8 @@ Accepted forms (mpi4py's "message" argument of the uppercase calls)::
     datatype may also be a type code (``'i'``, ``'f8'``), as ``Datatype.fromcode`` takes
     None                         an empty message (also ``[None, datatype]``)
 
-Receive buffers must be writable.
+Receive buffers must be writable. Reading a buffer's bytes (`view.byte_view`, `typed_view`
+and their errors, below the datatypes) is re-exported here for the callers of this module.
 """
 
 from __future__ import annotations

@@ -30,9 +30,9 @@ __all__ = [
     "TYPECLASS_COMPLEX", "TYPECLASS_INTEGER", "TYPECLASS_REAL",
     "ArgumentError", "Contents", "Derived",
     "contiguous", "darray", "decode_kwargs", "envelope", "f90_type", "hindexed",
-    "hindexed_block", "hvector", "indexed", "indexed_block", "is_predefined", "large_count_parts",
-    "live",
-    "match_size", "resized", "struct", "subarray", "value_index", "vector",
+    "hindexed_block", "hvector", "indexed", "indexed_block", "is_predefined_combiner",
+    "large_count_parts", "live", "match_size", "resized", "struct", "subarray", "value_index",
+    "vector",
 ]  # fmt: skip
 
 T = TypeVar("T")
@@ -294,7 +294,7 @@ def envelope(combiner: str, contents: Contents) -> tuple[int, int, int, int, int
     return len(ints), len(addrs), 0, len(types), COMBINERS[combiner]
 
 
-def is_predefined(combiner: str) -> bool:
+def is_predefined_combiner(combiner: str) -> bool:
     """Whether a type made by ``combiner`` is predefined (named, or made by Create_f90_*)."""
     return combiner in _PREDEFINED_COMBINERS
 

@@ -21,10 +21,34 @@ import numpy as np
 from emucluster.mpi.buffer.view import byte_view
 from emucluster.mpi.comm.attributes import Callback, Keyvals
 from emucluster.mpi.constants import KEYVAL_INVALID
-from emucluster.mpi.datatype import constructors
-from emucluster.mpi.datatype import pack as packing
-from emucluster.mpi.datatype.constructors import ORDER_C, Contents, Derived
+from emucluster.mpi.datatype.constructors import (
+    COMBINERS,
+    INT_MAX,
+    NULL_TYPE,
+    ORDER_C,
+    Contents,
+    Derived,
+    contiguous,
+    darray,
+    decode_kwargs,
+    envelope,
+    f90_type,
+    hindexed,
+    hindexed_block,
+    hvector,
+    indexed,
+    indexed_block,
+    is_predefined_combiner,
+    large_count_parts,
+    match_size,
+    resized,
+    struct,
+    subarray,
+    value_index,
+    vector,
+)
 from emucluster.mpi.datatype.named import ALIASES, NAMED, NULL
+from emucluster.mpi.datatype.pack import check_rep, pack, pack_size, unpack
 from emucluster.mpi.datatype.typecodes import CodeSource, code_name, type_char, type_code, type_str
 from emucluster.mpi.datatype.typemap import TypeMap, register_basic
 from emucluster.mpi.errors import ERR_TYPE
@@ -72,7 +96,7 @@ class Datatype:
         """The type map constructors build on; None for DATATYPE_NULL or a freed type."""
         return None if self._null else self._map
 
-    # -- mpi4py surface ------------------------------------------------------------------------
+    # -- mpi4py surface ---------------------------------------------------------------------------
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Datatype):
@@ -153,7 +177,7 @@ class Datatype:
     def name(self, value: str) -> None:
         self.Set_name(value)
 
-    # -- type codes (typecodes.py) ----------------------------------------------------------------
+    # -- type codes (`typecodes`) -----------------------------------------------------------------
 
     @property
     def typechar(self) -> str:
@@ -184,7 +208,7 @@ class Datatype:
             return None
         return CodeSource(t._name, t._combiner, t._map.size)
 
-    # -- constructors (constructors.py) ----------------------------------------------------------
+    # -- constructors (`constructors`) ------------------------------------------------------------
 
     def Dup(self) -> Datatype:
         """A new type with the same type map (combiner DUP) and the attributes each keyval's
@@ -197,39 +221,38 @@ class Datatype:
 
     def Create_contiguous(self, count: int) -> Datatype:
         """``count`` consecutive elements."""
-        derived = constructors.contiguous(self._old(), count)
-        parts = constructors.large_count_parts(count)
+        derived = contiguous(self._old(), count)
+        parts = large_count_parts(count)
         if parts is None:
             return _made(derived, [self])
         q, r = parts  # MPI 3.1 has no large counts: described as MPICH 3 does
-        limit = constructors.INT_MAX
-        types = [self.Create_vector(q, limit, limit), self.Create_contiguous(r)]
+        types = [self.Create_vector(q, INT_MAX, INT_MAX), self.Create_contiguous(r)]
         return _made(derived, types)
 
     def Create_vector(self, count: int, blocklength: int, stride: int) -> Datatype:
         """``count`` blocks of ``blocklength`` elements, ``stride`` elements apart."""
-        return _made(constructors.vector(self._old(), count, blocklength, stride), [self])
+        return _made(vector(self._old(), count, blocklength, stride), [self])
 
     def Create_hvector(self, count: int, blocklength: int, stride: int) -> Datatype:
         """``count`` blocks of ``blocklength`` elements, ``stride`` bytes apart."""
-        return _made(constructors.hvector(self._old(), count, blocklength, stride), [self])
+        return _made(hvector(self._old(), count, blocklength, stride), [self])
 
     def Create_indexed(self, blocklengths: Sequence[int], displacements: Sequence[int]) -> Datatype:
         """Blocks of ``blocklengths[i]`` elements at ``displacements[i]`` elements."""
-        return _made(constructors.indexed(self._old(), blocklengths, displacements), [self])
+        return _made(indexed(self._old(), blocklengths, displacements), [self])
 
     def Create_hindexed(self, blocklengths: Sequence[int],
                         displacements: Sequence[int]) -> Datatype:  # fmt: skip
         """Blocks of ``blocklengths[i]`` elements at ``displacements[i]`` bytes."""
-        return _made(constructors.hindexed(self._old(), blocklengths, displacements), [self])
+        return _made(hindexed(self._old(), blocklengths, displacements), [self])
 
     def Create_indexed_block(self, blocklength: int, displacements: Sequence[int]) -> Datatype:
         """Blocks of ``blocklength`` elements at ``displacements[i]`` elements."""
-        return _made(constructors.indexed_block(self._old(), blocklength, displacements), [self])
+        return _made(indexed_block(self._old(), blocklength, displacements), [self])
 
     def Create_hindexed_block(self, blocklength: int, displacements: Sequence[int]) -> Datatype:
         """Blocks of ``blocklength`` elements at ``displacements[i]`` bytes."""
-        return _made(constructors.hindexed_block(self._old(), blocklength, displacements), [self])
+        return _made(hindexed_block(self._old(), blocklength, displacements), [self])
 
     @classmethod
     def Create_struct(cls, blocklengths: Sequence[int], displacements: Sequence[int],
@@ -237,31 +260,30 @@ class Datatype:
         """Blocks of ``blocklengths[i]`` elements of ``datatypes[i]`` at byte offsets."""
         types = list(datatypes)
         olds, aligns = [t._old() for t in types], [_alignment(t) for t in types]
-        derived = constructors.struct(blocklengths, displacements, olds, aligns)
+        derived = struct(blocklengths, displacements, olds, aligns)
         return _made(derived, types)
 
     def Create_subarray(self, sizes: Sequence[int], subsizes: Sequence[int],
                         starts: Sequence[int], order: int = ORDER_C) -> Datatype:  # fmt: skip
         """The ``subsizes`` block at ``starts`` of an array of ``sizes`` (C or Fortran order);
         the extent is the whole array's."""
-        return _made(constructors.subarray(self._old(), sizes, subsizes, starts, order), [self])
+        return _made(subarray(self._old(), sizes, subsizes, starts, order), [self])
 
     def Create_darray(self, size: int, rank: int, gsizes: Sequence[int],
                       distribs: Sequence[int], dargs: Sequence[int], psizes: Sequence[int],
                       order: int = ORDER_C) -> Datatype:  # fmt: skip
         """Process ``rank``'s part of a distributed ``gsizes`` array (see mpi/darray.py); the
         extent is the whole array's."""
-        derived = constructors.darray(self._old(), size, rank, gsizes, distribs, dargs, psizes,
-                                      order)  # fmt: skip
+        derived = darray(self._old(), size, rank, gsizes, distribs, dargs, psizes, order)
         return _made(derived, [self])
 
     def Create_resized(self, lb: int, extent: int) -> Datatype:
         """Same data with lower bound ``lb`` and extent ``extent``."""
-        return _made(constructors.resized(self.typemap, lb, extent), [self])
+        return _made(resized(self.typemap, lb, extent), [self])
 
     Resized = Create_resized
 
-    # -- Fortran 90 parameterized types, value-index pairs, size matching -----------------------
+    # -- Fortran 90 parameterized types, value-index pairs, size matching -------------------------
 
     @classmethod
     def Create_f90_integer(cls, r: int) -> Datatype:
@@ -283,14 +305,14 @@ class Datatype:
         """The predefined (value, index) pair type for MAXLOC/MINLOC, or DATATYPE_NULL."""
         if not value or not index:
             raise MPIException(ERR_TYPE, "Get_value_index: DATATYPE_NULL")
-        return predefined[constructors.value_index(_predefined_key(value), _predefined_key(index))]
+        return predefined[value_index(_predefined_key(value), _predefined_key(index))]
 
     @classmethod
     def Match_size(cls, typeclass: int, size: int) -> Datatype:
         """The predefined Fortran type of ``typeclass`` (TYPECLASS_*) and ``size`` bytes."""
-        return predefined[constructors.match_size(typeclass, size)]
+        return predefined[match_size(typeclass, size)]
 
-    # -- introspection ---------------------------------------------------------------------------
+    # -- introspection ----------------------------------------------------------------------------
 
     def _how(self) -> tuple[str, Contents]:
         self._check()
@@ -298,7 +320,7 @@ class Datatype:
 
     def Get_envelope(self) -> tuple[int, int, int, int, int]:
         """(integers, addresses, large counts, datatypes, combiner) of Get_contents."""
-        return constructors.envelope(*self._how())
+        return envelope(*self._how())
 
     @property
     def envelope(self) -> tuple[int, int, int, int, int]:
@@ -320,7 +342,7 @@ class Datatype:
     @property
     def combiner(self) -> int:
         """The combiner (``MPI.COMBINER_*``)."""
-        return constructors.COMBINERS[self._how()[0]]
+        return COMBINERS[self._how()[0]]
 
     @property
     def is_named(self) -> bool:
@@ -330,7 +352,7 @@ class Datatype:
     @property
     def is_predefined(self) -> bool:
         """Whether this is a predefined type (named, or made by Create_f90_*)."""
-        return constructors.is_predefined(self._how()[0])
+        return is_predefined_combiner(self._how()[0])
 
     def decode(self) -> tuple[Datatype, str, dict[str, Any]]:
         """(old type, combiner name, constructor keyword arguments), as mpi4py's decode."""
@@ -339,13 +361,13 @@ class Datatype:
             return _handle(self), "NAMED", {}
         old = _handle(types[0]) if len(types) == 1 else predefined[NULL]  # mpi4py: one only
         handles = [_handle(t) for t in types] if combiner == "STRUCT" else []
-        return old, combiner, constructors.decode_kwargs(combiner, ints, addrs, handles)
+        return old, combiner, decode_kwargs(combiner, ints, addrs, handles)
 
-    # -- packing (pack.py) -----------------------------------------------------------------------
+    # -- packing (`pack`) -------------------------------------------------------------------------
 
     def Pack_size(self, count: int, comm: object = None) -> int:
         """Bytes ``Pack`` needs for ``count`` elements."""
-        return packing.pack_size(self.typemap, count)
+        return pack_size(self.typemap, count)
 
     def Pack(self, inbuf: object, outbuf: object, position: int, comm: object = None) -> int:
         """Pack all of ``inbuf`` (as elements of this type) into ``outbuf`` at ``position``;
@@ -359,30 +381,30 @@ class Datatype:
 
     def Pack_external_size(self, datarep: str, count: int) -> int:
         """Bytes ``Pack_external`` needs for ``count`` elements."""
-        packing.check_rep(datarep)
+        check_rep(datarep)
         return self.Pack_size(count)
 
     def Pack_external(self, datarep: str, inbuf: object, outbuf: object, position: int) -> int:
         """Pack in the portable big-endian ``external32`` representation."""
-        packing.check_rep(datarep)
+        check_rep(datarep)
         return self._pack(inbuf, outbuf, position, external=True)
 
     def Unpack_external(self, datarep: str, inbuf: object, position: int, outbuf: object) -> int:
         """Unpack from the ``external32`` representation."""
-        packing.check_rep(datarep)
+        check_rep(datarep)
         return self._unpack(inbuf, position, outbuf, external=True)
 
     def _pack(self, inbuf: object, outbuf: object, position: int, *, external: bool) -> int:
         m = self.typemap
         src, dst = byte_view(inbuf, writable=False), byte_view(outbuf, writable=True)
-        return packing.pack(m, src, dst, position, external=external)
+        return pack(m, src, dst, position, external=external)
 
     def _unpack(self, inbuf: object, position: int, outbuf: object, *, external: bool) -> int:
         m = self.typemap
         src, dst = byte_view(inbuf, writable=False), byte_view(outbuf, writable=True)
-        return packing.unpack(m, src, position, dst, external=external)
+        return unpack(m, src, position, dst, external=external)
 
-    # -- commit, free --------------------------------------------------------------------------
+    # -- commit, free -----------------------------------------------------------------------------
 
     def Commit(self) -> Datatype:
         """Commit the type (nothing to do); returns it."""
@@ -404,7 +426,7 @@ class Datatype:
         if not self._null and not self.is_predefined:
             self.Free()
 
-    # -- attributes (MPI_Type_{create,free}_keyval, MPI_Type_{get,set,delete}_attr) ----------
+    # -- attributes (MPI_Type_{create,free}_keyval, MPI_Type_{get,set,delete}_attr) ---------------
 
     @classmethod
     def Create_keyval(cls, copy_fn: Callback = None, delete_fn: Callback = None,
@@ -435,7 +457,7 @@ class Datatype:
         self._check()
         TYPE_KEYVALS.delete(self, self._attrs, keyval)
 
-    # -- pickling, truth, repr -----------------------------------------------------------------
+    # -- pickling, truth, repr --------------------------------------------------------------------
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         """Pickle a predefined type by name (unpickles to the same object; a copy handle to
@@ -452,7 +474,7 @@ class Datatype:
     def __repr__(self) -> str:
         return f"<emucluster.MPI.Datatype {self._name}>"
 
-    # -- internals ------------------------------------------------------------------------------
+    # -- internals --------------------------------------------------------------------------------
 
     @property
     def dtype(self) -> np.dtype[np.generic]:
@@ -498,7 +520,7 @@ class Datatype:
 
     def _check(self) -> None:
         if self._null:
-            raise MPIException(ERR_TYPE, constructors.NULL_TYPE)
+            raise MPIException(ERR_TYPE, NULL_TYPE)
 
 
 def _made(derived: Derived, types: list[Datatype]) -> Datatype:
@@ -541,7 +563,7 @@ def _alignment(t: Datatype) -> int:
 
 def _f90(combiner: str, *args: int) -> Datatype:
     """A Create_f90_* type: the predefined type of that size, unnamed, as MPICH leaves it."""
-    name, ints = constructors.f90_type(combiner, *args)
+    name, ints = f90_type(combiner, *args)
     base = predefined[name]
     new = _new(base.name, base.typemap, combiner, (ints, [], []))
     new._name = ""
