@@ -13,6 +13,8 @@ import ctypes
 
 import numpy as np
 
+from emucluster.mpi.buffer.foreign import host_buffer
+from emucluster.mpi.buffer.view import typed_view
 from emucluster.mpi.constants import BOTTOM
 
 __all__ = ["Aint_add", "Aint_diff", "Get_address", "absolute_view"]
@@ -23,8 +25,6 @@ def Get_address(location: object) -> int:
     message specs apply (TypeError / BufferError / ValueError for bad buffers)."""
     if location is BOTTOM:
         return 0
-    from emucluster.mpi.buffer.foreign import host_buffer
-    from emucluster.mpi.buffer.spec import typed_view  # buffers imports much of mpi/
 
     view = typed_view(host_buffer(location))
     if not view.c_contiguous and not view.f_contiguous:

@@ -12,6 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from emucluster.mpi.buffer.foreign import host_buffer
+from emucluster.mpi.buffer.view import typed_view
+
 __all__ = ["buffer"]
 
 
@@ -45,8 +48,6 @@ class buffer(np.ndarray):
     @classmethod
     def frombuffer(cls, obj: object, readonly: bool = False) -> buffer:
         """A view of ``obj``'s memory."""
-        from emucluster.mpi.buffer.foreign import host_buffer
-        from emucluster.mpi.buffer.spec import typed_view  # buffers imports much of mpi/
 
         view = typed_view(host_buffer(obj))
         if not view.c_contiguous:

@@ -13,23 +13,29 @@ Accepted forms (mpi4py's "message" argument of the uppercase calls)::
     datatype may also be a type code (``'i'``, ``'f8'``), as ``Datatype.fromcode`` takes
     None                         an empty message (also ``[None, datatype]``)
 
-Receive buffers must be writable.
+Receive buffers must be writable. Reading a buffer's bytes (`view.byte_view`, `typed_view`
+and their errors, below the datatypes) is re-exported here for the callers of this module.
 """
 
 from __future__ import annotations
 
-import ctypes
 import operator
 import sys
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from emucluster.mpi.buffer.dlpack import dlpack_view
 from emucluster.mpi.buffer.foreign import host_buffer
+from emucluster.mpi.buffer.view import (
+    NotABuffer,
+    NotContiguous,
+    ReadOnlyBuffer,
+    byte_view,
+    typed_view,
+)
 from emucluster.mpi.constants import BOTTOM
-from emucluster.mpi.datatype.datatype import Datatype, datatype_of_buffer, predefined
-from emucluster.mpi.datatype.typecodes import from_code
+from emucluster.mpi.datatype.datatype import Datatype, predefined
+from emucluster.mpi.datatype.formats import datatype_of_buffer
 from emucluster.mpi.errors import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
 
@@ -52,18 +58,6 @@ class UnknownTypeCode(MPIException, KeyError):
     """A type code no predefined datatype has (mpi4py raises KeyError)."""
 
 
-class NotABuffer(MPIException, TypeError):
-    """The object has no buffer interface (mpi4py raises TypeError)."""
-
-
-class ReadOnlyBuffer(MPIException, BufferError):
-    """A receive buffer that cannot be written (mpi4py raises BufferError)."""
-
-
-class NotContiguous(MPIException, BufferError):
-    """A buffer whose bytes are not contiguous, or not in native byte order (BufferError)."""
-
-
 class Msg(NamedTuple):
     """A parsed message spec."""
 
@@ -82,53 +76,6 @@ class Msg(NamedTuple):
 
 EMPTY = Msg(memoryview(bytearray(0)), predefined["BYTE"], 0, None)
 """The null message (writable: an empty receive writes nothing)."""
-
-
-def typed_view(obj: object) -> memoryview:
-    """A memoryview of ``obj`` keeping its element format: the buffer protocol, else DLPack
-    or ``__cuda_array_interface__`` (host memory here); ERR_BUFFER if it has none."""
-    if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray):
-        return dlpack_view(obj)
-    try:
-        return memoryview(obj)  # type: ignore[arg-type]
-    except TypeError as exc:
-        foreign = _foreign(obj)
-        if foreign is None:
-            raise NotABuffer(ERR_BUFFER, f"{type(obj).__name__} is not a buffer") from exc
-        return foreign
-
-
-def _foreign(obj: object) -> memoryview | None:
-    if hasattr(obj, "__dlpack__"):
-        return dlpack_view(obj)
-    cai = getattr(obj, "__cuda_array_interface__", None)
-    if not isinstance(cai, dict):
-        return None
-    dtype = np.dtype(cai["typestr"])
-    count = int(np.prod(cai["shape"], dtype=np.int64))
-    address, nbytes = int(cai["data"][0]), count * dtype.itemsize
-    if cai.get("strides") is not None:
-        raise MPIException(ERR_BUFFER, "the buffer is not contiguous")
-    if nbytes == 0:
-        return memoryview(np.empty(0, dtype))  # type: ignore[arg-type]
-    raw = (ctypes.c_ubyte * nbytes).from_address(address)
-    return memoryview(np.frombuffer(memoryview(raw).cast("B"), dtype=dtype))  # type: ignore[arg-type]
-
-
-def byte_view(obj: object, *, writable: bool) -> memoryview:
-    """A flat byte view of ``obj``'s buffer; ERR_BUFFER if it has none, is read-only when it
-    must be written, or is not contiguous."""
-    view = typed_view(obj)
-    if writable and view.readonly:
-        raise ReadOnlyBuffer(ERR_BUFFER, "the receive buffer is read-only")
-    if view.format == "B" and view.ndim == 1:
-        return view
-    if view.c_contiguous:
-        return view.cast("B")
-    if view.f_contiguous:  # Fortran order: the same bytes, in memory order
-        flat = np.asarray(view).reshape(-1, order="F").view(np.uint8)
-        return memoryview(flat)  # type: ignore[arg-type]
-    raise NotContiguous(ERR_BUFFER, "the buffer is not contiguous")
 
 
 def inferred_datatype(buf: object) -> Datatype:
@@ -291,7 +238,7 @@ def as_datatype(spec: object) -> Datatype:
         return spec
     if isinstance(spec, str):
         try:
-            return from_code(spec)
+            return Datatype.fromcode(spec)
         except ValueError:
             raise UnknownTypeCode(ERR_TYPE, f"message: unknown type code {spec!r}") from None
     raise NotABuffer(ERR_TYPE, f"message: {spec!r} is not a datatype")

@@ -1,18 +1,23 @@
-"""Derived-datatype constructors and introspection (mixed into ``Datatype``).
+"""Derived-datatype constructors: plain functions from old type maps to a new type's map.
 
-Each constructor builds the new type's `TypeMap` from the old one's (numpy, no per-element
-Python loop) and records how it was made: the combiner and the contents MPI_Type_get_contents
-returns (integers, addresses, datatypes), which ``Get_envelope``, ``Get_contents`` and
-``decode`` give back. Combiner values are MPICH's.
+Each constructor checks its arguments, then builds the new type's `TypeMap` from the old
+one's (numpy, no per-element Python loop) and says how it was made: a `Derived` record with
+the combiner and the integers and addresses MPI_Type_get_contents returns. ``Datatype``'s
+``Create_*`` methods pass their old type maps (None for DATATYPE_NULL or a freed type, refused
+with ERR_TYPE once the other arguments passed their checks, as before) and add the datatypes
+of the contents. `envelope` and `decode_kwargs` read a combiner and contents back
+(``Get_envelope``, ``decode``); `f90_type`, `value_index` and `match_size` pick predefined
+types by name (`named`). Combiner values are MPICH's.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
 
 from emucluster.mpi.datatype.darray import owned_indices
+from emucluster.mpi.datatype.named import is_named
 from emucluster.mpi.datatype.typemap import TypeMap
 from emucluster.mpi.errors import ERR_ARG, ERR_COUNT, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
@@ -20,12 +25,17 @@ from emucluster.mpi.errors import Exception as MPIException
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from emucluster.mpi.datatype.datatype import Datatype
-
 __all__ = [
-    "COMBINERS", "ORDER_C", "ORDER_F", "ORDER_FORTRAN", "TYPECLASSES", "TYPECLASS_COMPLEX",
-    "TYPECLASS_INTEGER", "TYPECLASS_REAL", "Contents", "DatatypeConstructors",
+    "COMBINERS", "INT_MAX", "NULL_TYPE", "ORDER_C", "ORDER_F", "ORDER_FORTRAN", "TYPECLASSES",
+    "TYPECLASS_COMPLEX", "TYPECLASS_INTEGER", "TYPECLASS_REAL",
+    "ArgumentError", "Contents", "Derived",
+    "contiguous", "darray", "decode_kwargs", "envelope", "f90_type", "hindexed",
+    "hindexed_block", "hvector", "indexed", "indexed_block", "is_predefined_combiner",
+    "large_count_parts", "live", "match_size", "resized", "struct", "subarray", "value_index",
+    "vector",
 ]  # fmt: skip
+
+T = TypeVar("T")
 
 Contents = tuple[list[int], list[int], list[Any]]
 """(integers, addresses, datatypes) of MPI_Type_get_contents."""
@@ -42,319 +52,214 @@ INT_MAX = 2**31 - 1
 """The largest count of the MPI 3.1 interface (C int)."""
 ORDER_C = 56
 ORDER_FORTRAN = ORDER_F = 57
+NULL_TYPE = "the datatype is DATATYPE_NULL or freed"
+"""The ERR_TYPE message of a call on DATATYPE_NULL or a freed type."""
+_PREDEFINED_COMBINERS = frozenset({"NAMED", "F90_INTEGER", "F90_REAL", "F90_COMPLEX"})
+_VALUE_INDEX = {
+    "SHORT": "SHORT_INT", "INT": "TWOINT", "LONG": "LONG_INT", "FLOAT": "FLOAT_INT",
+    "DOUBLE": "DOUBLE_INT", "LONG_DOUBLE": "LONG_DOUBLE_INT",
+}  # fmt: skip
+"""Value type -> the MAXLOC/MINLOC pair type with an INT index (MPI_Type_get_value_index)."""
 
 
 class ArgumentError(MPIException, ValueError):
     """Constructor arguments that do not fit together (mpi4py raises ValueError)."""
 
 
-class DatatypeConstructors:
-    """Constructors and introspection of ``Datatype`` (see the module docstring)."""
+class Derived(NamedTuple):
+    """A new type as a constructor makes it; the caller adds the datatypes of its contents."""
 
-    __slots__ = ()
+    name: str
+    """Its name (the constructor's, lower case)."""
+    typemap: TypeMap
+    """The type map of one element."""
+    combiner: str
+    """``COMBINERS`` key."""
+    ints: list[int]
+    """The integers of MPI_Type_get_contents."""
+    addrs: list[int]
+    """The addresses of MPI_Type_get_contents."""
 
-    # provided by Datatype
-    def _check(self) -> None:
-        raise NotImplementedError
 
-    def _derive(self, name: str, typemap: TypeMap, combiner: str,
-                contents: Contents) -> Datatype:  # fmt: skip
-        raise NotImplementedError
+def live(old: TypeMap | None) -> TypeMap:
+    """``old``; ERR_TYPE when it is None (DATATYPE_NULL or a freed type)."""
+    if old is None:
+        raise MPIException(ERR_TYPE, NULL_TYPE)
+    return old
 
-    @property
-    def typemap(self) -> TypeMap:
-        raise NotImplementedError
 
-    @property
-    def name(self) -> str:
-        raise NotImplementedError
+# -- constructors ----------------------------------------------------------------------------
 
-    # -- constructors --------------------------------------------------------------------------
 
-    def Dup(self) -> Datatype:
-        """A new type with the same type map (combiner DUP)."""
-        return self._derive(self.name, self.typemap, "DUP", ([], [], [self]))
+def contiguous(old: TypeMap | None, count: int) -> Derived:
+    """``count`` consecutive elements. Beyond INT_MAX (MPI 3.1 has no large counts) the type
+    is described as MPICH 3 does: a STRUCT of two parts (`large_count_parts`)."""
+    _counts(count)
+    m = live(old)
+    made = m.blocks([count], [0])
+    if count > INT_MAX:
+        q = count // INT_MAX
+        return Derived(
+            f"contiguous({count})", made, "STRUCT", [2, 1, 1], [0, q * INT_MAX * m.extent]
+        )
+    return Derived(f"contiguous({count})", made, "CONTIGUOUS", [count], [])
 
-    Create_dup = Dup
 
-    def Create_contiguous(self, count: int) -> Datatype:
-        """``count`` consecutive elements."""
-        _counts(count)
-        m = self.typemap
-        contents: Contents = ([count], [], [self])
-        combiner = "CONTIGUOUS"
-        if count > INT_MAX:  # MPI 3.1 has no large counts: described as MPICH 3 does
-            q, r = divmod(count, INT_MAX)
-            parts = [self.Create_vector(q, INT_MAX, INT_MAX), self.Create_contiguous(r)]
-            combiner, contents = "STRUCT", ([2, 1, 1], [0, q * INT_MAX * m.extent], parts)
-        return self._derive(f"contiguous({count})", m.blocks([count], [0]), combiner, contents)
+def large_count_parts(count: int) -> tuple[int, int] | None:
+    """(vector count q, contiguous count r) of a contiguous type beyond INT_MAX: its parts are
+    a vector of q blocks of INT_MAX elements and r contiguous ones; None within INT_MAX."""
+    return divmod(count, INT_MAX) if count > INT_MAX else None
 
-    def Create_vector(self, count: int, blocklength: int, stride: int) -> Datatype:
-        """``count`` blocks of ``blocklength`` elements, ``stride`` elements apart."""
-        _counts(count, blocklength)
-        extent = self.typemap.extent
-        return self._strided(count, blocklength, stride * extent, "VECTOR",
-                             ([count, blocklength, stride], [], [self]))  # fmt: skip
 
-    def Create_hvector(self, count: int, blocklength: int, stride: int) -> Datatype:
-        """``count`` blocks of ``blocklength`` elements, ``stride`` bytes apart."""
-        _counts(count, blocklength)
-        return self._strided(count, blocklength, stride, "HVECTOR",
-                             ([count, blocklength], [stride], [self]))  # fmt: skip
+def vector(old: TypeMap | None, count: int, blocklength: int, stride: int) -> Derived:
+    """``count`` blocks of ``blocklength`` elements, ``stride`` elements apart."""
+    _counts(count, blocklength)
+    m = live(old)
+    return _strided(
+        m, count, blocklength, stride * m.extent, "VECTOR", [count, blocklength, stride], []
+    )
 
-    def _strided(self, count: int, blocklength: int, stride: int, combiner: str,
-                 contents: Contents) -> Datatype:  # fmt: skip
-        starts = np.arange(count, dtype=np.int64) * stride
-        m = self.typemap.blocks([blocklength] * count, starts.tolist())
-        return self._derive(combiner.lower(), m, combiner, contents)
 
-    def Create_indexed(self, blocklengths: Sequence[int], displacements: Sequence[int]) -> Datatype:
-        """Blocks of ``blocklengths[i]`` elements at ``displacements[i]`` elements."""
-        bl, disp = _pairs(blocklengths, displacements)
-        extent = self.typemap.extent
-        m = self.typemap.blocks(bl, [d * extent for d in disp])
-        return self._derive("indexed", m, "INDEXED", ([len(bl), *bl, *disp], [], [self]))
+def hvector(old: TypeMap | None, count: int, blocklength: int, stride: int) -> Derived:
+    """``count`` blocks of ``blocklength`` elements, ``stride`` bytes apart."""
+    _counts(count, blocklength)
+    return _strided(
+        live(old), count, blocklength, stride, "HVECTOR", [count, blocklength], [stride]
+    )
 
-    def Create_hindexed(self, blocklengths: Sequence[int],
-                        displacements: Sequence[int]) -> Datatype:  # fmt: skip
-        """Blocks of ``blocklengths[i]`` elements at ``displacements[i]`` bytes."""
-        bl, disp = _pairs(blocklengths, displacements)
-        m = self.typemap.blocks(bl, disp)
-        return self._derive("hindexed", m, "HINDEXED", ([len(bl), *bl], disp, [self]))
 
-    def Create_indexed_block(self, blocklength: int, displacements: Sequence[int]) -> Datatype:
-        """Blocks of ``blocklength`` elements at ``displacements[i]`` elements."""
-        disp = [int(d) for d in displacements]
-        _counts(blocklength)
-        extent = self.typemap.extent
-        m = self.typemap.blocks([blocklength] * len(disp), [d * extent for d in disp])
-        return self._derive("indexed_block", m, "INDEXED_BLOCK",
-                            ([len(disp), blocklength, *disp], [], [self]))  # fmt: skip
+def _strided(m: TypeMap, count: int, blocklength: int, stride: int, combiner: str,
+             ints: list[int], addrs: list[int]) -> Derived:  # fmt: skip
+    starts = np.arange(count, dtype=np.int64) * stride
+    made = m.blocks([blocklength] * count, starts.tolist())
+    return Derived(combiner.lower(), made, combiner, ints, addrs)
 
-    def Create_hindexed_block(self, blocklength: int, displacements: Sequence[int]) -> Datatype:
-        """Blocks of ``blocklength`` elements at ``displacements[i]`` bytes."""
-        disp = [int(d) for d in displacements]
-        _counts(blocklength)
-        m = self.typemap.blocks([blocklength] * len(disp), disp)
-        return self._derive("hindexed_block", m, "HINDEXED_BLOCK",
-                            ([len(disp), blocklength], disp, [self]))  # fmt: skip
 
-    @classmethod
-    def Create_struct(cls, blocklengths: Sequence[int], displacements: Sequence[int],
-                      datatypes: Sequence[Datatype]) -> Datatype:  # fmt: skip
-        """Blocks of ``blocklengths[i]`` elements of ``datatypes[i]`` at byte offsets."""
-        bl, disp = _pairs(blocklengths, displacements)
-        types = list(datatypes)
-        if len(types) != len(bl):
-            raise ArgumentError(ERR_ARG, "Create_struct: as many datatypes as blocks needed")
-        parts = [t.typemap.blocks([n], [d]) for n, d, t in zip(bl, disp, types, strict=True)]
-        m = TypeMap.concat(parts)
-        if types:
-            align = max(_alignment(t) for t in types)
-            if align > 1 and m.extent % align:
-                m = m.resized(m.lb, m.extent + align - m.extent % align)
-        owner = types[0] if types else _byte()
-        return owner._derive("struct", m, "STRUCT", ([len(bl), *bl], disp, types))
+def indexed(old: TypeMap | None, blocklengths: Sequence[int],
+            displacements: Sequence[int]) -> Derived:  # fmt: skip
+    """Blocks of ``blocklengths[i]`` elements at ``displacements[i]`` elements."""
+    bl, disp = _pairs(blocklengths, displacements)
+    m = live(old)
+    made = m.blocks(bl, [d * m.extent for d in disp])
+    return Derived("indexed", made, "INDEXED", [len(bl), *bl, *disp], [])
 
-    def Create_subarray(self, sizes: Sequence[int], subsizes: Sequence[int],
-                        starts: Sequence[int], order: int = ORDER_C) -> Datatype:  # fmt: skip
-        """The ``subsizes`` block at ``starts`` of an array of ``sizes`` (C or Fortran order);
-        the extent is the whole array's."""
-        full, sub, first = list(sizes), list(subsizes), list(starts)
-        if not len(full) == len(sub) == len(first) or any(
-            s < 0 or b < 0 or f < 0 or f + b > s for s, b, f in zip(full, sub, first, strict=True)
-        ):
-            raise MPIException(ERR_ARG, f"Create_subarray: bad shape {full}, {sub}, {first}")
-        if order not in (ORDER_C, ORDER_F):
-            raise MPIException(ERR_ARG, f"Create_subarray: bad order {order}")
-        chosen = [np.arange(f, f + b, dtype=np.int64) for f, b in zip(first, sub, strict=True)]
-        built = self._selection(full, chosen, order)
-        ints = [len(full), *full, *sub, *first, order]
-        return self._derive("subarray", built, "SUBARRAY", (ints, [], [self]))
 
-    def Create_darray(self, size: int, rank: int, gsizes: Sequence[int],
-                      distribs: Sequence[int], dargs: Sequence[int], psizes: Sequence[int],
-                      order: int = ORDER_C) -> Datatype:  # fmt: skip
-        """Process ``rank``'s part of a distributed ``gsizes`` array (see mpi/darray.py); the
-        extent is the whole array's."""
-        g, dist, darg, p = (list(map(int, x)) for x in (gsizes, distribs, dargs, psizes))
-        if order not in (ORDER_C, ORDER_F):
-            raise ArgumentError(ERR_ARG, f"Create_darray: bad order {order}")
-        try:
-            owned = owned_indices(int(size), int(rank), g, dist, darg, p)
-        except ValueError as exc:
-            raise ArgumentError(ERR_ARG, f"Create_darray: {exc}") from None
-        built = self._selection(g, owned, order)
-        ints = [int(size), int(rank), len(g), *g, *dist, *darg, *p, order]
-        return self._derive("darray", built, "DARRAY", (ints, [], [self]))
+def hindexed(old: TypeMap | None, blocklengths: Sequence[int],
+             displacements: Sequence[int]) -> Derived:  # fmt: skip
+    """Blocks of ``blocklengths[i]`` elements at ``displacements[i]`` bytes."""
+    bl, disp = _pairs(blocklengths, displacements)
+    made = live(old).blocks(bl, disp)
+    return Derived("hindexed", made, "HINDEXED", [len(bl), *bl], disp)
 
-    def _selection(self, full: list[int], chosen: list[np.ndarray], order: int) -> TypeMap:
-        """The elements at the cartesian product of ``chosen`` indices of a ``full`` array,
-        in memory order, with the whole array's extent."""
-        flat_order: Literal["C", "F"] = "C" if order == ORDER_C else "F"
-        m = self.typemap
-        if full:
-            grids = np.meshgrid(*chosen, indexing="ij")
-            index = np.ravel_multi_index(tuple(x.ravel(order=flat_order) for x in grids),
-                                         tuple(full), order=flat_order)  # fmt: skip
-        else:
-            index = np.zeros(1, np.int64)
-        total = int(np.prod(full, dtype=np.int64)) * m.extent
-        return m.replicate(np.asarray(index, np.int64) * m.extent).resized(m.lb, total)
 
-    def Create_resized(self, lb: int, extent: int) -> Datatype:
-        """Same data with lower bound ``lb`` and extent ``extent``."""
-        m = self.typemap.resized(int(lb), int(extent))
-        return self._derive("resized", m, "RESIZED", ([], [int(lb), int(extent)], [self]))
+def indexed_block(old: TypeMap | None, blocklength: int, displacements: Sequence[int]) -> Derived:
+    """Blocks of ``blocklength`` elements at ``displacements[i]`` elements."""
+    disp = [int(d) for d in displacements]
+    _counts(blocklength)
+    m = live(old)
+    made = m.blocks([blocklength] * len(disp), [d * m.extent for d in disp])
+    return Derived("indexed_block", made, "INDEXED_BLOCK", [len(disp), blocklength, *disp], [])
 
-    Resized = Create_resized
 
-    # -- Fortran 90 parameterized types, value-index pairs, size matching -----------------------
+def hindexed_block(old: TypeMap | None, blocklength: int, displacements: Sequence[int]) -> Derived:
+    """Blocks of ``blocklength`` elements at ``displacements[i]`` bytes."""
+    disp = [int(d) for d in displacements]
+    _counts(blocklength)
+    made = live(old).blocks([blocklength] * len(disp), disp)
+    return Derived("hindexed_block", made, "HINDEXED_BLOCK", [len(disp), blocklength], disp)
 
-    @classmethod
-    def Create_f90_integer(cls, r: int) -> Datatype:
-        """The smallest integer type with ``r`` decimal digits (INTEGER1..8)."""
-        size = next((n for n, digits in ((1, 2), (2, 4), (4, 9), (8, 18)) if r <= digits), 0)
-        return _f90("INTEGER", size, "F90_INTEGER", [int(r)])
 
-    @classmethod
-    def Create_f90_real(cls, p: int, r: int) -> Datatype:
-        """The smallest real type with precision ``p`` and exponent range ``r``."""
-        return _f90("REAL", _real_size(p, r), "F90_REAL", [int(p), int(r)])
+def struct(blocklengths: Sequence[int], displacements: Sequence[int],
+           olds: Sequence[TypeMap | None], alignments: Sequence[int]) -> Derived:  # fmt: skip
+    """Blocks of ``blocklengths[i]`` elements of ``olds[i]`` at byte offsets; the extent is
+    rounded up to the largest of the old types' ``alignments``, as a C struct's is."""
+    bl, disp = _pairs(blocklengths, displacements)
+    if len(olds) != len(bl):
+        raise ArgumentError(ERR_ARG, "Create_struct: as many datatypes as blocks needed")
+    maps = [live(m) for m in olds]
+    made = TypeMap.concat([m.blocks([n], [d]) for n, d, m in zip(bl, disp, maps, strict=True)])
+    if maps:
+        align = max(alignments)
+        if align > 1 and made.extent % align:
+            made = made.resized(made.lb, made.extent + align - made.extent % align)
+    return Derived("struct", made, "STRUCT", [len(bl), *bl], disp)
 
-    @classmethod
-    def Create_f90_complex(cls, p: int, r: int) -> Datatype:
-        """The complex type of two Create_f90_real(p, r) parts."""
+
+def subarray(old: TypeMap | None, sizes: Sequence[int], subsizes: Sequence[int],
+             starts: Sequence[int], order: int) -> Derived:  # fmt: skip
+    """The ``subsizes`` block at ``starts`` of an array of ``sizes`` (C or Fortran order); the
+    extent is the whole array's."""
+    full, sub, first = list(sizes), list(subsizes), list(starts)
+    if not len(full) == len(sub) == len(first) or any(
+        s < 0 or b < 0 or f < 0 or f + b > s for s, b, f in zip(full, sub, first, strict=True)
+    ):
+        raise MPIException(ERR_ARG, f"Create_subarray: bad shape {full}, {sub}, {first}")
+    if order not in (ORDER_C, ORDER_F):
+        raise MPIException(ERR_ARG, f"Create_subarray: bad order {order}")
+    chosen = [np.arange(f, f + b, dtype=np.int64) for f, b in zip(first, sub, strict=True)]
+    made = _selection(live(old), full, chosen, order)
+    return Derived("subarray", made, "SUBARRAY", [len(full), *full, *sub, *first, order], [])
+
+
+def darray(old: TypeMap | None, size: int, rank: int, gsizes: Sequence[int],
+           distribs: Sequence[int], dargs: Sequence[int], psizes: Sequence[int],
+           order: int) -> Derived:  # fmt: skip
+    """Process ``rank``'s part of a distributed ``gsizes`` array (see `darray.owned_indices`);
+    the extent is the whole array's."""
+    g, dist, darg, p = (list(map(int, x)) for x in (gsizes, distribs, dargs, psizes))
+    if order not in (ORDER_C, ORDER_F):
+        raise ArgumentError(ERR_ARG, f"Create_darray: bad order {order}")
+    try:
+        owned = owned_indices(int(size), int(rank), g, dist, darg, p)
+    except ValueError as exc:
+        raise ArgumentError(ERR_ARG, f"Create_darray: {exc}") from None
+    made = _selection(live(old), g, owned, order)
+    ints = [int(size), int(rank), len(g), *g, *dist, *darg, *p, order]
+    return Derived("darray", made, "DARRAY", ints, [])
+
+
+def _selection(m: TypeMap, full: list[int], chosen: list[np.ndarray], order: int) -> TypeMap:
+    """The elements at the cartesian product of ``chosen`` indices of a ``full`` array, in
+    memory order, with the whole array's extent."""
+    flat_order: Literal["C", "F"] = "C" if order == ORDER_C else "F"
+    if full:
+        grids = np.meshgrid(*chosen, indexing="ij")
+        index = np.ravel_multi_index(tuple(x.ravel(order=flat_order) for x in grids),
+                                     tuple(full), order=flat_order)  # fmt: skip
+    else:
+        index = np.zeros(1, np.int64)
+    total = int(np.prod(full, dtype=np.int64)) * m.extent
+    return m.replicate(np.asarray(index, np.int64) * m.extent).resized(m.lb, total)
+
+
+def resized(old: TypeMap, lb: int, extent: int) -> Derived:
+    """Same data with lower bound ``lb`` and extent ``extent``."""
+    made = old.resized(int(lb), int(extent))
+    return Derived("resized", made, "RESIZED", [], [int(lb), int(extent)])
+
+
+# -- Fortran 90 parameterized types, value-index pairs, size matching -------------------------
+
+
+def f90_type(combiner: str, *args: int) -> tuple[str, list[int]]:
+    """(predefined name, contents integers) of ``Create_f90_integer(r)`` (combiner
+    F90_INTEGER), ``Create_f90_real(p, r)`` (F90_REAL) or ``Create_f90_complex(p, r)``
+    (F90_COMPLEX): the smallest type of that precision and range; ERR_ARG when none is."""
+    ints = [int(a) for a in args]
+    if combiner == "F90_INTEGER":
+        (r,) = args
+        digits = ((1, 2), (2, 4), (4, 9), (8, 18))
+        prefix, size = "INTEGER", next((n for n, d in digits if r <= d), 0)
+    else:
+        p, r = args
         size = _real_size(p, r)
-        return _f90("COMPLEX", 2 * size if size else 0, "F90_COMPLEX", [int(p), int(r)])
-
-    @classmethod
-    def Get_value_index(cls, value: Datatype, index: Datatype) -> Datatype:
-        """The predefined (value, index) pair type for MAXLOC/MINLOC, or DATATYPE_NULL."""
-        from emucluster.mpi.datatype.datatype import predefined
-
-        if not value or not index:
-            raise MPIException(ERR_TYPE, "Get_value_index: DATATYPE_NULL")
-        if index is not predefined["INT"]:
-            return _null()
-        for name in ("SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "LONG_DOUBLE"):
-            if value is predefined[name]:
-                return predefined["TWOINT" if name == "INT" else f"{name}_INT"]
-        return _null()
-
-    @classmethod
-    def Match_size(cls, typeclass: int, size: int) -> Datatype:
-        """The predefined Fortran type of ``typeclass`` (TYPECLASS_*) and ``size`` bytes."""
-        from emucluster.mpi.datatype.datatype import predefined
-
-        prefix = TYPECLASSES.get(typeclass)
-        found = predefined.get(f"{prefix}{size}") if prefix else None
-        if found is None or not found:
-            raise MPIException(ERR_ARG, f"Match_size: no type of class {typeclass}, size {size}")
-        return found
-
-    # -- introspection ---------------------------------------------------------------------------
-
-    def _how(self) -> tuple[str, Contents]:
-        self._check()
-        return self._combiner, self._contents  # type: ignore[attr-defined]
-
-    def Get_envelope(self) -> tuple[int, int, int, int, int]:
-        """(integers, addresses, large counts, datatypes, combiner) of Get_contents."""
-        combiner, (ints, addrs, types) = self._how()
-        return len(ints), len(addrs), 0, len(types), COMBINERS[combiner]
-
-    @property
-    def envelope(self) -> tuple[int, int, int, int, int]:
-        """Get_envelope()."""
-        return self.Get_envelope()
-
-    def Get_contents(self) -> tuple[list[int], list[int], list[int], list[Datatype]]:
-        """(integers, addresses, large counts, datatypes) this type was made from."""
-        combiner, (ints, addrs, types) = self._how()
-        if combiner == "NAMED":
-            raise MPIException(ERR_TYPE, "a predefined datatype has no contents")
-        return list(ints), list(addrs), [], [_handle(t) for t in types]
-
-    @property
-    def contents(self) -> tuple[list[int], list[int], list[int], list[Datatype]]:
-        """Get_contents()."""
-        return self.Get_contents()
-
-    @property
-    def combiner(self) -> int:
-        """The combiner (``MPI.COMBINER_*``)."""
-        return COMBINERS[self._how()[0]]
-
-    @property
-    def is_named(self) -> bool:
-        """Whether this is a named predefined type."""
-        return self._how()[0] == "NAMED"
-
-    @property
-    def is_predefined(self) -> bool:
-        """Whether this is a predefined type (named, or made by Create_f90_*)."""
-        return self._how()[0] in ("NAMED", "F90_INTEGER", "F90_REAL", "F90_COMPLEX")
-
-    def decode(self) -> tuple[Datatype, str, dict[str, Any]]:
-        """(old type, combiner name, constructor keyword arguments), as mpi4py's decode."""
-        combiner, (ints, addrs, types) = self._how()
-        if combiner == "NAMED":
-            return _handle(self), "NAMED", {}  # type: ignore[arg-type]
-        old = _handle(types[0]) if len(types) == 1 else _null()  # mpi4py: one old type only
-        kwargs: dict[str, Any] = {}
-        if combiner == "CONTIGUOUS":
-            kwargs = {"count": ints[0]}
-        elif combiner == "VECTOR":
-            kwargs = {"count": ints[0], "blocklength": ints[1], "stride": ints[2]}
-        elif combiner == "HVECTOR":
-            kwargs = {"count": ints[0], "blocklength": ints[1], "stride": addrs[0]}
-        elif combiner == "INDEXED":
-            n = ints[0]
-            kwargs = {"blocklengths": ints[1 : 1 + n], "displacements": ints[1 + n :]}
-        elif combiner == "HINDEXED":
-            kwargs = {"blocklengths": ints[1:], "displacements": addrs}
-        elif combiner == "INDEXED_BLOCK":
-            kwargs = {"blocklength": ints[1], "displacements": ints[2:]}
-        elif combiner == "HINDEXED_BLOCK":
-            kwargs = {"blocklength": ints[1], "displacements": addrs}
-        elif combiner == "STRUCT":
-            kwargs = {"blocklengths": ints[1:], "displacements": addrs,
-                      "datatypes": [_handle(t) for t in types]}  # fmt: skip
-        elif combiner == "SUBARRAY":
-            n = ints[0]
-            kwargs = {"sizes": ints[1 : 1 + n], "subsizes": ints[1 + n : 1 + 2 * n],
-                      "starts": ints[1 + 2 * n : 1 + 3 * n], "order": ints[-1]}  # fmt: skip
-        elif combiner == "DARRAY":
-            n = ints[2]
-            kwargs = {"size": ints[0], "rank": ints[1], "gsizes": ints[3 : 3 + n],
-                      "distribs": ints[3 + n : 3 + 2 * n], "dargs": ints[3 + 2 * n : 3 + 3 * n],
-                      "psizes": ints[3 + 3 * n : 3 + 4 * n], "order": ints[3 + 4 * n]}  # fmt: skip
-        elif combiner == "RESIZED":
-            kwargs = {"lb": addrs[0], "extent": addrs[1]}
-        elif combiner == "F90_INTEGER":
-            kwargs = {"r": ints[0]}
-        elif combiner in ("F90_REAL", "F90_COMPLEX"):
-            kwargs = {"p": ints[0], "r": ints[1]}
-        return old, combiner, kwargs
-
-
-def _handle(t: Datatype) -> Datatype:
-    """Predefined types as they are; derived ones as a new handle (the caller may free it)."""
-    return t if t.is_named else type(t)(t)
-
-
-def _alignment(t: Datatype) -> int:
-    kind = t.typemap.homogeneous()
-    if kind is None:
-        return max((_alignment(x) for x in t._how()[1][2]), default=1)
-    return min(t.dtype.alignment, 16) if t.dtype.names is None else t.dtype.alignment
-
-
-def _null() -> Datatype:
-    from emucluster.mpi.datatype.datatype import predefined
-
-    return predefined["DATATYPE_NULL"]
+        prefix = "REAL" if combiner == "F90_REAL" else "COMPLEX"
+        if combiner == "F90_COMPLEX":
+            size = 2 * size if size else 0
+    name = f"{prefix}{size}"
+    if not is_named(name):
+        raise MPIException(ERR_ARG, f"no {prefix} type for {ints}")
+    return name, ints
 
 
 def _real_size(p: int, r: int) -> int:
@@ -362,21 +267,75 @@ def _real_size(p: int, r: int) -> int:
                  if p <= pp and r <= rr), 0)  # fmt: skip
 
 
-def _f90(prefix: str, size: int, combiner: str, ints: list[int]) -> Datatype:
-    from emucluster.mpi.datatype.datatype import predefined
-
-    base = predefined.get(f"{prefix}{size}")
-    if base is None or not base:
-        raise MPIException(ERR_ARG, f"no {prefix} type for {ints}")
-    new = base._derive(base.name, base.typemap, combiner, (ints, [], []))
-    new._name = ""  # unnamed, as MPICH leaves it
-    return new
+def value_index(value: str | None, index: str | None) -> str:
+    """The predefined (value, index) pair type for MAXLOC/MINLOC of the predefined types named
+    ``value`` and ``index`` (None: not a predefined handle), or DATATYPE_NULL."""
+    if index != "INT" or value is None:
+        return "DATATYPE_NULL"
+    return _VALUE_INDEX.get(value, "DATATYPE_NULL")
 
 
-def _byte() -> Datatype:
-    from emucluster.mpi.datatype.datatype import predefined
+def match_size(typeclass: int, size: int) -> str:
+    """The predefined Fortran type of ``typeclass`` (TYPECLASS_*) and ``size`` bytes, by name;
+    ERR_ARG when there is none."""
+    prefix = TYPECLASSES.get(typeclass)
+    name = f"{prefix}{size}"
+    if prefix is None or not is_named(name):
+        raise MPIException(ERR_ARG, f"Match_size: no type of class {typeclass}, size {size}")
+    return name
 
-    return predefined["BYTE"]
+
+# -- introspection ---------------------------------------------------------------------------
+
+
+def envelope(combiner: str, contents: Contents) -> tuple[int, int, int, int, int]:
+    """(integers, addresses, large counts, datatypes, combiner) of MPI_Type_get_envelope."""
+    ints, addrs, types = contents
+    return len(ints), len(addrs), 0, len(types), COMBINERS[combiner]
+
+
+def is_predefined_combiner(combiner: str) -> bool:
+    """Whether a type made by ``combiner`` is predefined (named, or made by Create_f90_*)."""
+    return combiner in _PREDEFINED_COMBINERS
+
+
+def decode_kwargs(combiner: str, ints: list[int], addrs: list[int],
+                  types: list[T]) -> dict[str, Any]:  # fmt: skip
+    """The constructor keyword arguments that make a type of ``combiner`` with these contents
+    (mpi4py's ``decode``); ``types`` are the handles a STRUCT's ``datatypes`` get."""
+    if combiner == "CONTIGUOUS":
+        return {"count": ints[0]}
+    if combiner == "VECTOR":
+        return {"count": ints[0], "blocklength": ints[1], "stride": ints[2]}
+    if combiner == "HVECTOR":
+        return {"count": ints[0], "blocklength": ints[1], "stride": addrs[0]}
+    if combiner == "INDEXED":
+        n = ints[0]
+        return {"blocklengths": ints[1 : 1 + n], "displacements": ints[1 + n :]}
+    if combiner == "HINDEXED":
+        return {"blocklengths": ints[1:], "displacements": addrs}
+    if combiner == "INDEXED_BLOCK":
+        return {"blocklength": ints[1], "displacements": ints[2:]}
+    if combiner == "HINDEXED_BLOCK":
+        return {"blocklength": ints[1], "displacements": addrs}
+    if combiner == "STRUCT":
+        return {"blocklengths": ints[1:], "displacements": addrs, "datatypes": types}
+    if combiner == "SUBARRAY":
+        n = ints[0]
+        return {"sizes": ints[1 : 1 + n], "subsizes": ints[1 + n : 1 + 2 * n],
+                "starts": ints[1 + 2 * n : 1 + 3 * n], "order": ints[-1]}  # fmt: skip
+    if combiner == "DARRAY":
+        n = ints[2]
+        return {"size": ints[0], "rank": ints[1], "gsizes": ints[3 : 3 + n],
+                "distribs": ints[3 + n : 3 + 2 * n], "dargs": ints[3 + 2 * n : 3 + 3 * n],
+                "psizes": ints[3 + 3 * n : 3 + 4 * n], "order": ints[3 + 4 * n]}  # fmt: skip
+    if combiner == "RESIZED":
+        return {"lb": addrs[0], "extent": addrs[1]}
+    if combiner == "F90_INTEGER":
+        return {"r": ints[0]}
+    if combiner in ("F90_REAL", "F90_COMPLEX"):
+        return {"p": ints[0], "r": ints[1]}
+    return {}
 
 
 def _counts(*values: int) -> None:

@@ -1,37 +1,69 @@
-"""MPI datatypes: the predefined ones with their numpy dtypes, and contiguous derived types.
+"""``MPI.Datatype``: the handle class, its thin methods, and the predefined handles.
 
-A `Datatype` here is a numpy dtype with an MPI name: its size is the dtype's item size, and
-buffer-based calls view a message's bytes as an array of that dtype (reductions apply numpy
-ufuncs elementwise). The pair types of MAXLOC/MINLOC (DOUBLE_INT, ...) are aligned numpy
-record dtypes (value, index), as the C structs are laid out.
+A `Datatype` is a type map (`TypeMap`) plus how it was made (combiner, contents) and a numpy
+dtype of one basic element (buffer-based calls view a message's bytes as an array of it;
+reductions apply numpy ufuncs elementwise). Its methods are mpi4py's API and delegate: the
+``Create_*`` constructors and the introspection to `constructors` (plain functions on type
+maps), ``Pack``/``Unpack`` to `pack`, the codes to `typecodes`, buffers to
+`buffer.view.byte_view`. The predefined handles (``predefined``) are made here, one per entry
+of `named.NAMED`.
+
+Over 500 lines because it is the whole of mpi4py's ``Datatype`` surface, about seventy
+methods and properties; each is a line or two over the modules above.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from emucluster.mpi.buffer.view import byte_view
 from emucluster.mpi.comm.attributes import Callback, Keyvals
-from emucluster.mpi.datatype.constructors import Contents, DatatypeConstructors
-from emucluster.mpi.datatype.pack import DatatypePacking
-from emucluster.mpi.datatype.typecodes import from_code, type_char, type_code, type_str
+from emucluster.mpi.constants import KEYVAL_INVALID
+from emucluster.mpi.datatype.constructors import (
+    COMBINERS,
+    INT_MAX,
+    NULL_TYPE,
+    ORDER_C,
+    Contents,
+    Derived,
+    contiguous,
+    darray,
+    decode_kwargs,
+    envelope,
+    f90_type,
+    hindexed,
+    hindexed_block,
+    hvector,
+    indexed,
+    indexed_block,
+    is_predefined_combiner,
+    large_count_parts,
+    match_size,
+    resized,
+    struct,
+    subarray,
+    value_index,
+    vector,
+)
+from emucluster.mpi.datatype.named import ALIASES, NAMED, NULL
+from emucluster.mpi.datatype.pack import check_rep, pack, pack_size, unpack
+from emucluster.mpi.datatype.typecodes import CodeSource, code_name, type_char, type_code, type_str
 from emucluster.mpi.datatype.typemap import TypeMap, register_basic
 from emucluster.mpi.errors import ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
 
-__all__ = [
-    "TYPE_KEYVALS",
-    "Datatype",
-    "datatype_of_buffer",
-    "predefined",
-]
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["TYPE_KEYVALS", "Datatype", "predefined"]
 
 TYPE_KEYVALS = Keyvals("Datatype", first=64)
 """Datatype keyvals (``MPI_Type_create_keyval``): a space of their own, as MPI says."""
 
 
-class Datatype(DatatypeConstructors, DatatypePacking):
+class Datatype:
     """An MPI datatype (mpi4py's ``MPI.Datatype``): a type map (`TypeMap`), plus how it was
     made (combiner, contents) for Get_envelope / Get_contents / decode."""
 
@@ -60,23 +92,11 @@ class Datatype(DatatypeConstructors, DatatypePacking):
         self._attrs = other._attrs  # a new handle of the same type: the same attributes
         self._object = other._object
 
-    def _derive(self, name: str, typemap: TypeMap, combiner: str, contents: Contents) -> Datatype:
-        new = Datatype.__new__(Datatype)
-        new._name = name
-        new._null = False
-        kind = typemap.homogeneous()
-        new._dtype = _BASIC_DTYPES[kind] if kind is not None else np.dtype(np.uint8)
-        new._map = typemap
-        new._combiner = combiner
-        new._attrs = {}
-        new._object = object()
-        ints, addrs, types = contents
-        # the new type keeps its own handles of derived old types: freeing the program's
-        # handle must not free what this type was made from (MPI_Type_free semantics)
-        new._contents = (ints, addrs, [t if t._combiner == "NAMED" else Datatype(t) for t in types])
-        return new
+    def _old(self) -> TypeMap | None:
+        """The type map constructors build on; None for DATATYPE_NULL or a freed type."""
+        return None if self._null else self._map
 
-    # -- mpi4py surface ------------------------------------------------------------------------
+    # -- mpi4py surface ---------------------------------------------------------------------------
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Datatype):
@@ -157,24 +177,234 @@ class Datatype(DatatypeConstructors, DatatypePacking):
     def name(self, value: str) -> None:
         self.Set_name(value)
 
+    # -- type codes (`typecodes`) -----------------------------------------------------------------
+
     @property
     def typechar(self) -> str:
         """The struct type character (``'d'`` for DOUBLE, ``'V'`` for records)."""
-        return type_char(self)
+        return type_char(self._code_source())
 
     @property
     def typestr(self) -> str:
         """The numpy type string (``'f8'`` for DOUBLE, ``'V<extent>'`` for records)."""
-        return type_str(self)
+        return type_str(self._code_source(), self._map.extent)
 
     def tocode(self) -> str:
         """The character code or type string of a predefined type (ValueError if none)."""
-        return type_code(self)
+        return type_code(self._code_source())
 
     @classmethod
     def fromcode(cls, code: str) -> Datatype:
         """The predefined type of a character code or type string (ValueError if none)."""
-        return from_code(code)
+        return predefined[code_name(code)]
+
+    def _code_source(self) -> CodeSource | None:
+        """What the codes are read from: this type, or the base of its DUP chain; None for
+        DATATYPE_NULL."""
+        t = self
+        while t._combiner == "DUP" and not t._null:
+            t = t._contents[2][0]
+        if t._null:
+            return None
+        return CodeSource(t._name, t._combiner, t._map.size)
+
+    # -- constructors (`constructors`) ------------------------------------------------------------
+
+    def Dup(self) -> Datatype:
+        """A new type with the same type map (combiner DUP) and the attributes each keyval's
+        copy callback gives it."""
+        new = _new(self.name, self.typemap, "DUP", ([], [], [self]))
+        new._attrs = TYPE_KEYVALS.copied(self, self._attrs)
+        return new
+
+    Create_dup = Dup
+
+    def Create_contiguous(self, count: int) -> Datatype:
+        """``count`` consecutive elements."""
+        derived = contiguous(self._old(), count)
+        parts = large_count_parts(count)
+        if parts is None:
+            return _made(derived, [self])
+        q, r = parts  # MPI 3.1 has no large counts: described as MPICH 3 does
+        types = [self.Create_vector(q, INT_MAX, INT_MAX), self.Create_contiguous(r)]
+        return _made(derived, types)
+
+    def Create_vector(self, count: int, blocklength: int, stride: int) -> Datatype:
+        """``count`` blocks of ``blocklength`` elements, ``stride`` elements apart."""
+        return _made(vector(self._old(), count, blocklength, stride), [self])
+
+    def Create_hvector(self, count: int, blocklength: int, stride: int) -> Datatype:
+        """``count`` blocks of ``blocklength`` elements, ``stride`` bytes apart."""
+        return _made(hvector(self._old(), count, blocklength, stride), [self])
+
+    def Create_indexed(self, blocklengths: Sequence[int], displacements: Sequence[int]) -> Datatype:
+        """Blocks of ``blocklengths[i]`` elements at ``displacements[i]`` elements."""
+        return _made(indexed(self._old(), blocklengths, displacements), [self])
+
+    def Create_hindexed(self, blocklengths: Sequence[int],
+                        displacements: Sequence[int]) -> Datatype:  # fmt: skip
+        """Blocks of ``blocklengths[i]`` elements at ``displacements[i]`` bytes."""
+        return _made(hindexed(self._old(), blocklengths, displacements), [self])
+
+    def Create_indexed_block(self, blocklength: int, displacements: Sequence[int]) -> Datatype:
+        """Blocks of ``blocklength`` elements at ``displacements[i]`` elements."""
+        return _made(indexed_block(self._old(), blocklength, displacements), [self])
+
+    def Create_hindexed_block(self, blocklength: int, displacements: Sequence[int]) -> Datatype:
+        """Blocks of ``blocklength`` elements at ``displacements[i]`` bytes."""
+        return _made(hindexed_block(self._old(), blocklength, displacements), [self])
+
+    @classmethod
+    def Create_struct(cls, blocklengths: Sequence[int], displacements: Sequence[int],
+                      datatypes: Sequence[Datatype]) -> Datatype:  # fmt: skip
+        """Blocks of ``blocklengths[i]`` elements of ``datatypes[i]`` at byte offsets."""
+        types = list(datatypes)
+        olds, aligns = [t._old() for t in types], [_alignment(t) for t in types]
+        derived = struct(blocklengths, displacements, olds, aligns)
+        return _made(derived, types)
+
+    def Create_subarray(self, sizes: Sequence[int], subsizes: Sequence[int],
+                        starts: Sequence[int], order: int = ORDER_C) -> Datatype:  # fmt: skip
+        """The ``subsizes`` block at ``starts`` of an array of ``sizes`` (C or Fortran order);
+        the extent is the whole array's."""
+        return _made(subarray(self._old(), sizes, subsizes, starts, order), [self])
+
+    def Create_darray(self, size: int, rank: int, gsizes: Sequence[int],
+                      distribs: Sequence[int], dargs: Sequence[int], psizes: Sequence[int],
+                      order: int = ORDER_C) -> Datatype:  # fmt: skip
+        """Process ``rank``'s part of a distributed ``gsizes`` array (see mpi/darray.py); the
+        extent is the whole array's."""
+        derived = darray(self._old(), size, rank, gsizes, distribs, dargs, psizes, order)
+        return _made(derived, [self])
+
+    def Create_resized(self, lb: int, extent: int) -> Datatype:
+        """Same data with lower bound ``lb`` and extent ``extent``."""
+        return _made(resized(self.typemap, lb, extent), [self])
+
+    Resized = Create_resized
+
+    # -- Fortran 90 parameterized types, value-index pairs, size matching -------------------------
+
+    @classmethod
+    def Create_f90_integer(cls, r: int) -> Datatype:
+        """The smallest integer type with ``r`` decimal digits (INTEGER1..8)."""
+        return _f90("F90_INTEGER", r)
+
+    @classmethod
+    def Create_f90_real(cls, p: int, r: int) -> Datatype:
+        """The smallest real type with precision ``p`` and exponent range ``r``."""
+        return _f90("F90_REAL", p, r)
+
+    @classmethod
+    def Create_f90_complex(cls, p: int, r: int) -> Datatype:
+        """The complex type of two Create_f90_real(p, r) parts."""
+        return _f90("F90_COMPLEX", p, r)
+
+    @classmethod
+    def Get_value_index(cls, value: Datatype, index: Datatype) -> Datatype:
+        """The predefined (value, index) pair type for MAXLOC/MINLOC, or DATATYPE_NULL."""
+        if not value or not index:
+            raise MPIException(ERR_TYPE, "Get_value_index: DATATYPE_NULL")
+        return predefined[value_index(_predefined_key(value), _predefined_key(index))]
+
+    @classmethod
+    def Match_size(cls, typeclass: int, size: int) -> Datatype:
+        """The predefined Fortran type of ``typeclass`` (TYPECLASS_*) and ``size`` bytes."""
+        return predefined[match_size(typeclass, size)]
+
+    # -- introspection ----------------------------------------------------------------------------
+
+    def _how(self) -> tuple[str, Contents]:
+        self._check()
+        return self._combiner, self._contents
+
+    def Get_envelope(self) -> tuple[int, int, int, int, int]:
+        """(integers, addresses, large counts, datatypes, combiner) of Get_contents."""
+        return envelope(*self._how())
+
+    @property
+    def envelope(self) -> tuple[int, int, int, int, int]:
+        """Get_envelope()."""
+        return self.Get_envelope()
+
+    def Get_contents(self) -> tuple[list[int], list[int], list[int], list[Datatype]]:
+        """(integers, addresses, large counts, datatypes) this type was made from."""
+        combiner, (ints, addrs, types) = self._how()
+        if combiner == "NAMED":
+            raise MPIException(ERR_TYPE, "a predefined datatype has no contents")
+        return list(ints), list(addrs), [], [_handle(t) for t in types]
+
+    @property
+    def contents(self) -> tuple[list[int], list[int], list[int], list[Datatype]]:
+        """Get_contents()."""
+        return self.Get_contents()
+
+    @property
+    def combiner(self) -> int:
+        """The combiner (``MPI.COMBINER_*``)."""
+        return COMBINERS[self._how()[0]]
+
+    @property
+    def is_named(self) -> bool:
+        """Whether this is a named predefined type."""
+        return self._how()[0] == "NAMED"
+
+    @property
+    def is_predefined(self) -> bool:
+        """Whether this is a predefined type (named, or made by Create_f90_*)."""
+        return is_predefined_combiner(self._how()[0])
+
+    def decode(self) -> tuple[Datatype, str, dict[str, Any]]:
+        """(old type, combiner name, constructor keyword arguments), as mpi4py's decode."""
+        combiner, (ints, addrs, types) = self._how()
+        if combiner == "NAMED":
+            return _handle(self), "NAMED", {}
+        old = _handle(types[0]) if len(types) == 1 else predefined[NULL]  # mpi4py: one only
+        handles = [_handle(t) for t in types] if combiner == "STRUCT" else []
+        return old, combiner, decode_kwargs(combiner, ints, addrs, handles)
+
+    # -- packing (`pack`) -------------------------------------------------------------------------
+
+    def Pack_size(self, count: int, comm: object = None) -> int:
+        """Bytes ``Pack`` needs for ``count`` elements."""
+        return pack_size(self.typemap, count)
+
+    def Pack(self, inbuf: object, outbuf: object, position: int, comm: object = None) -> int:
+        """Pack all of ``inbuf`` (as elements of this type) into ``outbuf`` at ``position``;
+        returns the new position."""
+        return self._pack(inbuf, outbuf, position, external=False)
+
+    def Unpack(self, inbuf: object, position: int, outbuf: object, comm: object = None) -> int:
+        """Unpack ``outbuf``'s worth of elements from ``inbuf`` at ``position``; returns the
+        new position."""
+        return self._unpack(inbuf, position, outbuf, external=False)
+
+    def Pack_external_size(self, datarep: str, count: int) -> int:
+        """Bytes ``Pack_external`` needs for ``count`` elements."""
+        check_rep(datarep)
+        return self.Pack_size(count)
+
+    def Pack_external(self, datarep: str, inbuf: object, outbuf: object, position: int) -> int:
+        """Pack in the portable big-endian ``external32`` representation."""
+        check_rep(datarep)
+        return self._pack(inbuf, outbuf, position, external=True)
+
+    def Unpack_external(self, datarep: str, inbuf: object, position: int, outbuf: object) -> int:
+        """Unpack from the ``external32`` representation."""
+        check_rep(datarep)
+        return self._unpack(inbuf, position, outbuf, external=True)
+
+    def _pack(self, inbuf: object, outbuf: object, position: int, *, external: bool) -> int:
+        m = self.typemap
+        src, dst = byte_view(inbuf, writable=False), byte_view(outbuf, writable=True)
+        return pack(m, src, dst, position, external=external)
+
+    def _unpack(self, inbuf: object, position: int, outbuf: object, *, external: bool) -> int:
+        m = self.typemap
+        src, dst = byte_view(inbuf, writable=False), byte_view(outbuf, writable=True)
+        return unpack(m, src, position, dst, external=external)
+
+    # -- commit, free -----------------------------------------------------------------------------
 
     def Commit(self) -> Datatype:
         """Commit the type (nothing to do); returns it."""
@@ -191,16 +421,12 @@ class Datatype(DatatypeConstructors, DatatypePacking):
         TYPE_KEYVALS.delete_all(self, self._attrs)
         self._null = True
 
-    def Dup(self) -> Datatype:
-        """A new type with the same type map (combiner DUP) and the attributes each keyval's
-        copy callback gives it."""
-        new = DatatypeConstructors.Dup(self)
-        new._attrs = TYPE_KEYVALS.copied(self, self._attrs)
-        return new
+    def free(self) -> None:
+        """Free a derived type; predefined types and DATATYPE_NULL are left alone (mpi4py)."""
+        if not self._null and not self.is_predefined:
+            self.Free()
 
-    Create_dup = Dup
-
-    # -- attributes (MPI_Type_{create,free}_keyval, MPI_Type_{get,set,delete}_attr) ----------
+    # -- attributes (MPI_Type_{create,free}_keyval, MPI_Type_{get,set,delete}_attr) ---------------
 
     @classmethod
     def Create_keyval(cls, copy_fn: Callback = None, delete_fn: Callback = None,
@@ -212,8 +438,6 @@ class Datatype(DatatypeConstructors, DatatypePacking):
     @classmethod
     def Free_keyval(cls, keyval: int) -> int:
         """Retire ``keyval``; returns KEYVAL_INVALID."""
-        from emucluster.mpi.constants import KEYVAL_INVALID
-
         TYPE_KEYVALS.free(keyval)
         return KEYVAL_INVALID
 
@@ -233,15 +457,12 @@ class Datatype(DatatypeConstructors, DatatypePacking):
         self._check()
         TYPE_KEYVALS.delete(self, self._attrs, keyval)
 
-    def free(self) -> None:
-        """Free a derived type; predefined types and DATATYPE_NULL are left alone (mpi4py)."""
-        if not self._null and not self.is_predefined:
-            self.Free()
+    # -- pickling, truth, repr --------------------------------------------------------------------
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         """Pickle a predefined type by name (unpickles to the same object; a copy handle to
         a new handle) and a derived one by how it was made (decode, then the constructor)."""
-        key = _predefined_key(self)
+        key = _pickle_key(self)
         if key is not None:
             return (_named, (key, self is predefined[key]))
         old, combiner, kwargs = self.decode()
@@ -253,7 +474,7 @@ class Datatype(DatatypeConstructors, DatatypePacking):
     def __repr__(self) -> str:
         return f"<emucluster.MPI.Datatype {self._name}>"
 
-    # -- internals ------------------------------------------------------------------------------
+    # -- internals --------------------------------------------------------------------------------
 
     @property
     def dtype(self) -> np.dtype[np.generic]:
@@ -299,12 +520,66 @@ class Datatype(DatatypeConstructors, DatatypePacking):
 
     def _check(self) -> None:
         if self._null:
-            raise MPIException(ERR_TYPE, "the datatype is DATATYPE_NULL or freed")
+            raise MPIException(ERR_TYPE, NULL_TYPE)
 
 
-def _predefined_key(dt: Datatype) -> str | None:
+def _made(derived: Derived, types: list[Datatype]) -> Datatype:
+    """The handle of a type a constructor made from ``types``."""
+    return _new(derived.name, derived.typemap, derived.combiner,
+                (derived.ints, derived.addrs, types))  # fmt: skip
+
+
+def _new(name: str, typemap: TypeMap, combiner: str, contents: Contents) -> Datatype:
+    """A new derived type's handle: ``typemap``, made by ``combiner`` from ``contents``."""
+    new = Datatype.__new__(Datatype)
+    new._name = name
+    new._null = False
+    kind = typemap.homogeneous()
+    new._dtype = _BASIC_DTYPES[kind] if kind is not None else np.dtype(np.uint8)
+    new._map = typemap
+    new._combiner = combiner
+    new._attrs = {}
+    new._object = object()
+    ints, addrs, types = contents
+    # the new type keeps its own handles of derived old types: freeing the program's
+    # handle must not free what this type was made from (MPI_Type_free semantics)
+    new._contents = (ints, addrs, [t if t._combiner == "NAMED" else Datatype(t) for t in types])
+    return new
+
+
+def _handle(t: Datatype) -> Datatype:
+    """Predefined types as they are; derived ones as a new handle (the caller may free it)."""
+    return t if t.is_named else Datatype(t)
+
+
+def _alignment(t: Datatype) -> int:
+    """The alignment a C struct member of type ``t`` has (a struct's extent is rounded to the
+    largest); a mixed type's is its parts' largest."""
+    kind = t._map.homogeneous()
+    if kind is None:
+        return max((_alignment(x) for x in t._contents[2]), default=1)
+    return min(t.dtype.alignment, 16) if t.dtype.names is None else t.dtype.alignment
+
+
+def _f90(combiner: str, *args: int) -> Datatype:
+    """A Create_f90_* type: the predefined type of that size, unnamed, as MPICH leaves it."""
+    name, ints = f90_type(combiner, *args)
+    base = predefined[name]
+    new = _new(base.name, base.typemap, combiner, (ints, [], []))
+    new._name = ""
+    return new
+
+
+def _predefined_key(t: Datatype) -> str | None:
+    """The ``predefined`` key whose handle ``t`` is (this very object), else None."""
+    found = predefined.get(t._name[4:]) if t._name.startswith("MPI_") else None
+    return t._name[4:] if found is t else None
+
+
+def _pickle_key(dt: Datatype) -> str | None:
+    """The ``predefined`` key a handle of a predefined type (this or a copy) pickles by."""
     if dt._null and dt._name == "MPI_DATATYPE_NULL":
-        return "DATATYPE_NULL"
+        return NULL
     if dt._combiner != "NAMED" or not dt._name.startswith("MPI_"):
         return None
     key = dt._name[4:]
@@ -325,140 +600,17 @@ def _rebuild(old: Datatype, combiner: str, kwargs: dict[str, object]) -> Datatyp
     return getattr(old, f"Create_{combiner.lower()}")(**kwargs)  # type: ignore[no-any-return]
 
 
-def _pair(value: str) -> np.dtype[np.generic]:
-    return np.dtype([("value", value), ("index", "i4")], align=True)
+def _make_predefined() -> dict[str, Datatype]:
+    table: dict[str, Datatype] = {}
+    for key, dtype in NAMED.items():
+        table[key] = table[ALIASES[key]] if key in ALIASES else Datatype(f"MPI_{key}", dtype)
+    table[NULL] = Datatype()
+    return table
 
 
-_TABLE: list[tuple[str, str | np.dtype[np.generic]]] = [
-    ("BYTE", "u1"),
-    ("PACKED", "u1"),
-    ("CHAR", "S1"),
-    ("WCHAR", "U1"),
-    ("SIGNED_CHAR", "i1"),
-    ("UNSIGNED_CHAR", "u1"),
-    ("SHORT", "h"),
-    ("UNSIGNED_SHORT", "H"),
-    ("INT", "i"),
-    ("UNSIGNED", "I"),
-    ("UNSIGNED_INT", "I"),
-    ("LONG", "l"),
-    ("UNSIGNED_LONG", "L"),
-    ("LONG_LONG", "q"),
-    ("LONG_LONG_INT", "q"),
-    ("UNSIGNED_LONG_LONG", "Q"),
-    ("FLOAT", "f"),
-    ("DOUBLE", "d"),
-    ("LONG_DOUBLE", "g"),
-    ("C_BOOL", "?"),
-    ("BOOL", "?"),
-    ("CXX_BOOL", "?"),
-    ("INT8_T", "i1"),
-    ("INT16_T", "i2"),
-    ("INT32_T", "i4"),
-    ("INT64_T", "i8"),
-    ("UINT8_T", "u1"),
-    ("UINT16_T", "u2"),
-    ("UINT32_T", "u4"),
-    ("UINT64_T", "u8"),
-    ("AINT", "i8"),
-    ("OFFSET", "i8"),
-    ("COUNT", "i8"),
-    ("C_COMPLEX", "F"),
-    ("C_FLOAT_COMPLEX", "F"),
-    ("C_DOUBLE_COMPLEX", "D"),
-    ("C_LONG_DOUBLE_COMPLEX", "G"),
-    ("CXX_FLOAT_COMPLEX", "F"),
-    ("CXX_DOUBLE_COMPLEX", "D"),
-    ("COMPLEX", "F"),
-    ("DOUBLE_COMPLEX", "D"),
-    ("CHARACTER", "S1"),
-    ("LOGICAL", "i4"),
-    ("INTEGER", "i4"),
-    ("REAL", "f4"),
-    ("DOUBLE_PRECISION", "f8"),
-    ("LOGICAL1", "?"),
-    ("LOGICAL2", "i2"),
-    ("LOGICAL4", "i4"),
-    ("LOGICAL8", "i8"),
-    ("INTEGER1", "i1"),
-    ("INTEGER2", "i2"),
-    ("INTEGER4", "i4"),
-    ("INTEGER8", "i8"),
-    ("REAL2", "f2"),
-    ("REAL4", "f4"),
-    ("REAL8", "f8"),
-    ("REAL16", "g"),
-    ("COMPLEX8", "c8"),
-    ("COMPLEX16", "c16"),
-    ("COMPLEX32", "G"),
-    ("SHORT_INT", _pair("h")),
-    ("TWOINT", _pair("i")),
-    ("INT_INT", _pair("i")),
-    ("LONG_INT", _pair("l")),
-    ("FLOAT_INT", _pair("f")),
-    ("DOUBLE_INT", _pair("d")),
-    ("LONG_DOUBLE_INT", _pair("g")),
-]
-
-predefined: dict[str, Datatype] = {
-    name: Datatype(f"MPI_{name}", np.dtype(spec)) for name, spec in _TABLE
-}
-"""Every predefined datatype by its ``MPI`` attribute name."""
-predefined["INT_INT"] = predefined["TWOINT"]  # one type, two names (MPI_2INT)
-predefined["DATATYPE_NULL"] = Datatype()
+predefined = _make_predefined()
+"""Every predefined datatype by its ``MPI`` attribute name (aliases share one handle)."""
 _BASIC_DTYPES: dict[int, np.dtype[np.generic]] = {
     int(t.typemap.kinds[0]): t.dtype for t in predefined.values() if t
 }
-
-# struct/memoryview format character -> the type a plain buffer of it carries
-_BY_FORMAT: dict[str, Datatype] = {
-    "B": predefined["BYTE"],
-    "b": predefined["SIGNED_CHAR"],
-    "c": predefined["CHAR"],
-    "1s": predefined["CHAR"],
-    "?": predefined["C_BOOL"],
-    "h": predefined["SHORT"],
-    "H": predefined["UNSIGNED_SHORT"],
-    "i": predefined["INT"],
-    "I": predefined["UNSIGNED"],
-    "l": predefined["LONG"],
-    "L": predefined["UNSIGNED_LONG"],
-    "q": predefined["LONG_LONG"],
-    "Q": predefined["UNSIGNED_LONG_LONG"],
-    "n": predefined["LONG"],
-    "N": predefined["UNSIGNED_LONG"],
-    "f": predefined["FLOAT"],
-    "d": predefined["DOUBLE"],
-    "g": predefined["LONG_DOUBLE"],
-    "Zf": predefined["C_FLOAT_COMPLEX"],
-    "Zd": predefined["C_DOUBLE_COMPLEX"],
-    "Zg": predefined["C_LONG_DOUBLE_COMPLEX"],
-}
-_PAIRS = [predefined[n] for n in ("SHORT_INT", "TWOINT", "LONG_INT", "FLOAT_INT", "DOUBLE_INT",
-                                  "LONG_DOUBLE_INT")]  # fmt: skip
-
-
-def datatype_of_buffer(obj: object, view: memoryview) -> Datatype:
-    """The datatype a buffer carries when the program names none (mpi4py infers it too)."""
-    fmt = view.format
-    if fmt and fmt[0] in "@=<":
-        fmt = fmt[1:]
-    found = _BY_FORMAT.get(fmt)
-    if found is not None:
-        return found
-    dtype = getattr(obj, "dtype", None)
-    if isinstance(dtype, np.dtype) and dtype.names is not None:
-        for pair in _PAIRS:
-            if _same_layout(dtype, pair.dtype):
-                return pair
-    raise MPIException(ERR_TYPE, f"no MPI datatype for buffer format {view.format!r}")
-
-
-def _same_layout(a: np.dtype[np.generic], b: np.dtype[np.generic]) -> bool:
-    if a.itemsize != b.itemsize or a.names is None or b.names is None:
-        return False
-    if len(a.names) != len(b.names) or a.fields is None or b.fields is None:
-        return False
-    fields_a = [a.fields[n][:2] for n in a.names]
-    fields_b = [b.fields[n][:2] for n in b.names]
-    return all(fa[0] == fb[0] and fa[1] == fb[1] for fa, fb in zip(fields_a, fields_b, strict=True))
+"""Basic kind of the type maps -> the dtype of its predefined type."""

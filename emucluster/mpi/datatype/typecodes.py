@@ -5,16 +5,29 @@ A predefined type has a struct-style character (``'i'``), a numpy type string (`
 a code (the type string for fixed-width types, else the character). A DUP or F90 type takes
 its base's or its size's; any other derived type has none (character ``'V'``, type string
 ``'V<extent>'``). ``fromcode`` maps a code back to the predefined type mpi4py would pick.
+The lookups are plain functions of names: ``Datatype`` passes a `CodeSource` (its own name,
+combiner and size, or its DUP base's) and gets back a string, or a predefined type's name.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
-if TYPE_CHECKING:
-    from emucluster.mpi.datatype.datatype import Datatype
+from emucluster.mpi.datatype.named import is_named
 
-__all__ = ["from_code", "type_char", "type_code", "type_str"]
+__all__ = ["CodeSource", "code_name", "type_char", "type_code", "type_str"]
+
+
+class CodeSource(NamedTuple):
+    """What a datatype's codes are read from: the type itself, or the base of a DUP chain."""
+
+    name: str
+    """The handle's name (``MPI_INT``; a renamed or derived type's own name)."""
+    combiner: str
+    """How it was made (``NAMED``, ``F90_REAL``, ...; never ``DUP``)."""
+    size: int
+    """Bytes of data in one element."""
+
 
 # predefined name -> struct character (mpi4py DatatypeChar)
 _CHAR: dict[str, str] = {
@@ -97,30 +110,16 @@ _BY_SIZE: dict[str, dict[int, str]] = {
 _STR_BY_SIZE = {"i": "i{}", "f": "f{}", "c": "c{}"}
 
 
-def _predefined_name(dt: Datatype) -> str | None:
-    name = dt.Get_name()
-    return name[4:] if name.startswith("MPI_") and dt.is_named else None
-
-
-def _derived(dt: Datatype, which: int) -> str | None:
-    """Character (0), type string (1) or code (2) of a DUP or F90 type; None for others."""
-    combiner, (_ints, _addrs, types) = dt._how()
-    if combiner == "DUP":
-        return _lookup(types[0], which)
-    kind = _F90_KIND.get(combiner)
-    if kind is None:
-        return None
-    if which == 0:
-        return _BY_SIZE[kind].get(dt.size)
-    return _STR_BY_SIZE[kind].format(dt.size)
-
-
-def _lookup(dt: Datatype, which: int) -> str | None:
-    if not dt:
-        return None
-    name = _predefined_name(dt)
+def _lookup(src: CodeSource, which: int) -> str | None:
+    """Character (0), type string (1) or code (2) of ``src``; None when it has none."""
+    name = src.name[4:] if src.name.startswith("MPI_") and src.combiner == "NAMED" else None
     if name is None:
-        return _derived(dt, which)
+        kind = _F90_KIND.get(src.combiner)
+        if kind is None:
+            return None
+        if which == 0:
+            return _BY_SIZE[kind].get(src.size)
+        return _STR_BY_SIZE[kind].format(src.size)
     char = _CHAR.get(name)
     if which == 0:
         return char
@@ -132,39 +131,35 @@ def _lookup(dt: Datatype, which: int) -> str | None:
     return char
 
 
-def type_char(dt: Datatype) -> str:
-    """``Datatype.typechar``: '' for DATATYPE_NULL, 'V' when there is no character."""
-    if not dt:
+def type_char(src: CodeSource | None) -> str:
+    """``Datatype.typechar``: '' for DATATYPE_NULL (None), 'V' when there is no character."""
+    if src is None:
         return ""
-    return _lookup(dt, 0) or "V"
+    return _lookup(src, 0) or "V"
 
 
-def type_str(dt: Datatype) -> str:
-    """``Datatype.typestr``: '' for DATATYPE_NULL, ``V<extent>`` when there is none."""
-    if not dt:
+def type_str(src: CodeSource | None, extent: int) -> str:
+    """``Datatype.typestr``: '' for DATATYPE_NULL (None), ``V<extent>`` when there is none."""
+    if src is None:
         return ""
-    return _lookup(dt, 1) or f"V{dt.extent}"
+    return _lookup(src, 1) or f"V{extent}"
 
 
-def type_code(dt: Datatype) -> str:
+def type_code(src: CodeSource | None) -> str:
     """``Datatype.tocode()``; ValueError when the type has no code."""
-    code = _lookup(dt, 2)
+    code = _lookup(src, 2) if src is not None else None
     if code is None:
         raise ValueError("cannot map to character code or type string")
     return code
 
 
-_TABLE: dict[str, Datatype] | None = None
+_BY_CODE: dict[str, str] = {c: n for c, n in _CODES if is_named(n)}
 
 
-def from_code(code: str) -> Datatype:
-    """``Datatype.fromcode()``; ValueError for an unknown code."""
-    global _TABLE
-    if _TABLE is None:
-        from emucluster.mpi.datatype.datatype import predefined
-
-        _TABLE = {c: predefined[n] for c, n in _CODES if predefined.get(n)}
+def code_name(code: str) -> str:
+    """The predefined type ``Datatype.fromcode(code)`` is, by name; ValueError for an unknown
+    code."""
     try:
-        return _TABLE[code]
+        return _BY_CODE[code]
     except (KeyError, TypeError):
         raise ValueError(f"cannot map code {code!r} to MPI datatype") from None

@@ -11,8 +11,13 @@ import pytest
 from emucluster.mpi.buffer.address import Get_address
 from emucluster.mpi.buffer.dlpack import dlpack_view
 from emucluster.mpi.buffer.spec import message
-from emucluster.mpi.datatype.datatype import predefined
-from emucluster.mpi.datatype.typecodes import from_code
+from emucluster.mpi.datatype.constructors import ORDER_C
+from emucluster.mpi.datatype.darray import (
+    DISTRIBUTE_BLOCK,
+    DISTRIBUTE_CYCLIC,
+    DISTRIBUTE_DFLT_DARG,
+)
+from emucluster.mpi.datatype.datatype import Datatype, predefined
 from emucluster.mpi.errors import ERR_BUFFER
 from emucluster.mpi.errors import Exception as MPIException
 
@@ -52,14 +57,14 @@ def test_struct_of_mixed_kinds_and_resized_bounds() -> None:
 def test_type_codes_round_trip() -> None:
     for name in ("INT", "DOUBLE", "INT32_T", "C_BOOL", "REAL16", "UNSIGNED_LONG"):
         t = predefined[name]
-        assert from_code(t.tocode()).typechar == t.typechar
+        assert Datatype.fromcode(t.tocode()).typechar == t.typechar
     assert (INT.typestr, INT.Dup().tocode()) == ("i4", "i")
     vec = INT.Create_vector(2, 1, 2)
     assert (vec.typechar, vec.typestr) == ("V", "V12")
     with pytest.raises(ValueError, match="cannot map"):
         vec.tocode()
     with pytest.raises(ValueError, match="cannot map"):
-        from_code("abc@xyz")
+        Datatype.fromcode("abc@xyz")
 
 
 def test_message_specs_as_mpi4py_reads_them() -> None:
@@ -146,13 +151,6 @@ def test_freeing_an_old_type_keeps_the_derived_one() -> None:
 
 
 def test_darray_owns_blocks_and_cycles_of_the_global_array() -> None:
-    from emucluster.mpi.datatype.constructors import ORDER_C
-    from emucluster.mpi.datatype.darray import (
-        DISTRIBUTE_BLOCK,
-        DISTRIBUTE_CYCLIC,
-        DISTRIBUTE_DFLT_DARG,
-    )
-
     dflt = DISTRIBUTE_DFLT_DARG
     # 2 x 2 processes over a 4 x 6 array: rank 3 owns rows 2-3 (block) and columns 1, 3, 5
     t = INT.Create_darray(4, 3, [4, 6], [DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC], [dflt, dflt],
