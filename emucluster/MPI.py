@@ -120,7 +120,7 @@ from emucluster.mpi.datatype.darray import (
 from emucluster.mpi.datatype.datatype import (
     Datatype,
 )
-from emucluster.mpi.datatype.names import (
+from emucluster.mpi.datatype.handles import (
     AINT,
     BFLOAT16_T,
     BOOL,

@@ -15,12 +15,12 @@ start-up cost, stated beside it in a comment that says so (``# optional dependen
 from __future__ import annotations
 
 import ast
-import pathlib
 from typing import TYPE_CHECKING
 
 from tests.unit.test_layering import PACKAGES, ROOT, _module_name, _resolve, imported_modules
 
 if TYPE_CHECKING:
+    import pathlib
     from collections.abc import Iterator
 
 LATE_IMPORT_REASONS = ("# optional dependency:", "# start-up cost:")
