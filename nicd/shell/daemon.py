@@ -10,6 +10,8 @@ timer are being handled: those wait for the end of the turn and go to each peer 
 bundle (:mod:`nicd.link.bundle`). A burst of datagrams is followed by one ``flush`` (batched
 ACKs), the single timer is re-armed only when the core's deadline moved, and after host
 records the shell holds off when the core says the host is streaming (:mod:`nicd.core.doorbell`).
+A host connection's own state and socket calls are in :mod:`nicd.shell.hostconn`, routing
+tables from a file or a record are resolved by :mod:`nicd.shell.routes`.
 """
 
 from __future__ import annotations
@@ -469,7 +471,7 @@ def run(config: NicConfig, *, ready_line: bool = True) -> int:
     profile_dir = os.environ.get(ENV_PROFILE)
     if not profile_dir:
         return _run(config, ready_line)
-    import cProfile
+    import cProfile  # only when profiling: a developer's tool
 
     profiler = cProfile.Profile()
     try:
