@@ -1,6 +1,6 @@
 """``emubench core``: the NIC core's own Python cost per message, without sockets or scheduler.
 
-Two :class:`~nicd.nic.NicCore` s in this process exchange 8-byte GM sends the way two nicds
+Two :class:`~nicd.core.nic.NicCore` s in this process exchange 8-byte GM sends the way two nicds
 would, the shells' per-input work included (a host record through the codec, the datagram to
 the peer core, ``flush`` after each datagram, ``next_deadline`` after each input, the records
 to the host encoded). Nothing sleeps and nothing else runs, so the figures hardly move between
@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from emubench.common import command_line, environment, load_average, print_table, write_json
 from nicd import hostlink as hl
-from nicd.actions import NicAction, ToHost, Transmit
 from nicd.config import NicConfig
+from nicd.core.actions import NicAction, ToHost, Transmit
+from nicd.core.nic import NicCore
 from nicd.hostlink.codec import Assembler, encode_record
-from nicd.nic import NicCore
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -19,8 +19,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from launcher.plan import fault_seed_for
-from nicd import manage
-from nicd.ready import Ready, decode_ready_untrusted
+from nicd.core.ready import Ready, decode_ready_untrusted
+from nicd.shell import manage
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -230,9 +230,9 @@ def core_overhead(sizes: tuple[int, ...] = (8, 256, 4096, 16384), rounds: int = 
     from dataclasses import replace
 
     from nicd import hostlink as hl
-    from nicd.actions import ToHost, Transmit
     from nicd.config import NicConfig, NicvmConfig
-    from nicd.nic import NicCore
+    from nicd.core.actions import ToHost, Transmit
+    from nicd.core.nic import NicCore
 
     def pair(enabled: bool) -> tuple[NicCore, NicCore]:
         base = NicConfig(0, "/tmp", nicvm=NicvmConfig(enabled=enabled))

@@ -5,7 +5,7 @@ stopping a host also stops what it started). A direct child is watched through a
 exactly one watcher task waits on it, reads the CPU times of the zombie (which still holds
 them), then reaps it and sets ``exited``; a child forked by the fork server
 (`launcher.forkclient`) is reaped by the zygote, which reports the same status and times.
-With a lifeline (`nicd.lifeline`) the child also gets its read end and learns the launcher's
+With a lifeline (`nicd.shell.lifeline`) the child also gets its read end and learns the launcher's
 pid (``EMU_JOB_OWNER``): it stops itself when the launcher dies, and a later sweep can tell
 which launcher it belonged to."""
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from launcher.forkclient import ForkServer
-    from nicd.lifeline import Lifeline
+    from nicd.shell.lifeline import Lifeline
 
 __all__ = [
     "Child",

@@ -43,7 +43,7 @@ from launcher.forkclient import ENV_FORKSERVER
 from launcher.rendezvous import Rendezvous
 from launcher.report import ProcessUsage, job_json, render
 from launcher.tracing import CLOCK_PINGS, TraceSink, host_folder, offset_from_samples, write_clocks
-from nicd.ready import LOG_TAG_START, decode_ready_untrusted, log_tag
+from nicd.core.ready import LOG_TAG_START, decode_ready_untrusted, log_tag
 
 if TYPE_CHECKING:
     from launcher.plan import LaunchPlan

@@ -30,8 +30,8 @@ from launcher.agent.nodes import LocalNodes
 from launcher.children import write_all
 from launcher.errors import EXIT_INTERNAL
 from launcher.remote import Agent
-from nicd.lifeline import Lifeline
-from nicd.ready import socket_path
+from nicd.core.ready import socket_path
+from nicd.shell.lifeline import Lifeline
 
 if TYPE_CHECKING:
     from launcher.job import Job

@@ -1,7 +1,7 @@
 """The address exchange: nicd ready lines in, one routing table out.
 
 Every nicd announces itself with one stdout line ``NICD_READY {"node": N, "udp": [host,
-port], "socket": path}`` (the codec is nicd's own, :mod:`nicd.ready`). The launcher feeds the
+port], "socket": path}`` (the codec is nicd's own, :mod:`nicd.core.ready`). The launcher feeds the
 first line of each nicd to :meth:`Rendezvous.on_line`; once every node has spoken,
 :meth:`Rendezvous.routes` is the table (node -> UDP address) installed in every nicd.
 Nothing assumes localhost: a node's address is whatever it advertised, so a hostfile or
@@ -15,7 +15,7 @@ exists only when it is complete.
 from __future__ import annotations
 
 from launcher.errors import RendezvousError
-from nicd.ready import Address, BadReadyLine, Ready, decode_ready_untrusted
+from nicd.core.ready import Address, BadReadyLine, Ready, decode_ready_untrusted
 
 __all__ = ["Rendezvous"]
 

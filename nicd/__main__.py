@@ -1,4 +1,9 @@
-"""``nicd``: command line -> NicConfig -> daemon.run()."""
+"""``nicd``: command line -> NicConfig -> :func:`nicd.shell.daemon.run`.
+
+A shell (it reads argv and the environment), at the top of the package rather than in
+``nicd/shell/`` because ``python -m nicd`` runs ``nicd/__main__.py``; the console script
+``nicd`` calls :func:`main` here too.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,6 @@ import logging
 import os
 import sys
 
-from nicd import lifeline
 from nicd.config import (
     FAULT_ENV,
     RECOVERY_MODES,
@@ -17,8 +21,9 @@ from nicd.config import (
     NicvmConfig,
     TransportConfig,
 )
+from nicd.core.ready import READY_PREFIX, log_tag
 from nicd.errors import UsageError
-from nicd.ready import READY_PREFIX, log_tag
+from nicd.shell import lifeline
 
 __all__ = ["build_parser", "config_from_args", "main"]
 
@@ -200,7 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         config = config_from_args(args)
-        from nicd.daemon import run
+        # Start-up cost: the daemon brings uvloop and every core; --help and the tests that
+        # only build the parser do without (the fork server's preload still imports it).
+        from nicd.shell.daemon import run
 
         return run(config)
     except UsageError as exc:

@@ -205,7 +205,7 @@ class NicvmConfig:
 
 @dataclass(frozen=True, slots=True)
 class CoalesceConfig:
-    """Doorbell coalescing of host records (:mod:`nicd.doorbell`; ``nicd --host-coalesce-us``,
+    """Doorbell coalescing of host records (:mod:`nicd.core.doorbell`; ``nicd --host-coalesce-us``,
     0 turns it off)."""
 
     hold_s: float = 100e-6
@@ -257,7 +257,7 @@ class NicConfig:
     """Host records read from one connection per wake-up of the event loop: a host that
     floods its NIC waits its turn, and the link is served in between."""
     host_coalesce: CoalesceConfig = field(default_factory=CoalesceConfig)
-    """When the shell holds off reading a streaming host's records (:mod:`nicd.doorbell`)."""
+    """When the shell holds off reading a streaming host's records (:mod:`nicd.core.doorbell`)."""
     sent_delay_s: float = 0.002
     """SENT events wait up to this long to be coalesced (or ride along with the next
     delivery to the same host, or go at once when half the port's send tokens are owed):

@@ -30,15 +30,15 @@ from launcher import plan as planmod
 from launcher.children import Child, LineReader, spawn, stop_children
 from launcher.errors import EXIT_INTERNAL, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND
 from launcher.forkclient import ForkServer, ForkServerError
-from nicd import manage
-from nicd.ready import decode_ready_untrusted, socket_path
+from nicd.core.ready import decode_ready_untrusted, socket_path
+from nicd.shell import manage
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from launcher.plan import LaunchPlan
-    from nicd.lifeline import Lifeline
-    from nicd.ready import Address
+    from nicd.core.ready import Address
+    from nicd.shell.lifeline import Lifeline
 
     Say = Callable[[str, bool], None]
     """Report a line (``always``: even with --quiet)."""

@@ -33,8 +33,8 @@ from launcher.plan import LaunchPlan, resolve_program
 from launcher.tracing import trace_chunks
 from nicd import errors as nicd_errors
 from nicd.config import FaultConfig
-from nicd.lifeline import Lifeline
-from nicd.ready import socket_path
+from nicd.core.ready import socket_path
+from nicd.shell.lifeline import Lifeline
 
 __all__ = ["AgentOptions", "plan_from_launch", "run_agent"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from nicd.actions import NicSend
+from nicd.core.actions import NicSend
 from nicd.hostlink.grim import ReplyKind, RmStatus
 
 __all__ = ["NicSendQuota", "busy_reply"]

@@ -3,12 +3,12 @@
 translation cache with host upcalls on misses, notification words, and the active-message
 handler registry (served by node ``REGISTRY_NODE``'s NIC).
 
-A :class:`~nicd.service.NicService`. Inputs: the transport's admission question for a
+A :class:`~nicd.core.service.NicService`. Inputs: the transport's admission question for a
 message's first packet (:meth:`admit`), a whole message delivered to a local endpoint
 (:meth:`on_deliver`), a GRIM host record (:meth:`on_host`), a port closing. Outputs are
-:data:`GrimOut`: :class:`~nicd.actions.NicSend` (a message the NIC itself sends from
-``NIC_PORT``), :class:`~nicd.actions.ToPort` (a record for a port's host) and
-:class:`~nicd.actions.ResumePort`.
+:data:`GrimOut`: :class:`~nicd.core.actions.NicSend` (a message the NIC itself sends from
+``NIC_PORT``), :class:`~nicd.core.actions.ToPort` (a record for a port's host) and
+:class:`~nicd.core.actions.ResumePort`.
 
 A translation miss refuses the message like a port without receive buffers (NO_BUFFER: the
 sender backs off, GRIM 4.3.3) and asks the host for the translation (the "kernel" upcall of
@@ -28,7 +28,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, ClassVar, get_args
 
 from emutrace.kinds import K_RM_OP
-from nicd.actions import NicSend, ResumePort, ToPort
+from nicd.core.actions import NicSend, ResumePort, ToPort
+from nicd.core.service import NicService
 from nicd.errors import BadPacket
 from nicd.grim.amregistry import Registry
 from nicd.grim.xlate import Translation, TranslationCache
@@ -36,6 +37,7 @@ from nicd.hostlink.grim import (
     NIC_PORT,
     NOTIFY_P,
     READ_META,
+    REGISTRY_NODE,
     GrimRecord,
     ReplyKind,
     RmFlags,
@@ -51,26 +53,24 @@ from nicd.hostlink.grim import (
 )
 from nicd.link.reliable import Admission
 from nicd.link.wire import MsgType
-from nicd.service import NicService
 
 if TYPE_CHECKING:
     from emutrace.recorder import Facts
     from nicd import hostlink as hl
-    from nicd.actions import CoreAction, Deliver, TransportAction
-    from nicd.gm import PortState, PortTable
+    from nicd.core.actions import CoreAction, Deliver, TransportAction
+    from nicd.gm.ports import PortState, PortTable
     from nicd.link.reliable import Verdict
     from nicd.link.wire import DataPacket
 
 __all__ = [
     "DYNAMIC_ENTRIES",
-    "REGISTRY_NODE",
+    "REGISTRY_NODE",  # nicd.hostlink.grim's: re-exported until emucluster takes nicd.contract's
     "STATIC_ENTRIES",
     "GrimNic",
     "GrimOut",
     "reply_kind_status",
 ]
 
-REGISTRY_NODE = 0  # whose NIC hosts the AM handler registry
 STATIC_ENTRIES = 32  # static translation-cache entries per port
 DYNAMIC_ENTRIES = 16  # dynamic (filled on miss) entries per port
 _WORD = struct.Struct("<I")  # notification words: 32-bit, little-endian (the hosts' order)

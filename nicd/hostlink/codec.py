@@ -15,9 +15,16 @@ from collections.abc import Callable, Mapping
 import msgpack
 
 from nicd.errors import ProtocolViolation, UsageError
-from nicd.hostlink import gm, grim, mcast, nicvm
+from nicd.hostlink.gm import DECODERS as GM_DECODERS
+from nicd.hostlink.gm import ENCODERS as GM_ENCODERS
+from nicd.hostlink.grim import DECODERS as GRIM_DECODERS
+from nicd.hostlink.grim import ENCODERS as GRIM_ENCODERS
 from nicd.hostlink.grim import GrimRecord
+from nicd.hostlink.mcast import DECODERS as MCAST_DECODERS
+from nicd.hostlink.mcast import ENCODERS as MCAST_ENCODERS
 from nicd.hostlink.mcast import McastRecord, McastSendReq, MultiSendReq
+from nicd.hostlink.nicvm import DECODERS as NICVM_DECODERS
+from nicd.hostlink.nicvm import ENCODERS as NICVM_ENCODERS
 from nicd.hostlink.nicvm import NicvmRecord
 from nicd.hostlink.records import Chunked, Encoder, GmRecord, HostOp, RecvEvent, SendReq
 
@@ -55,12 +62,12 @@ def _merged_ops(tables: tuple[Mapping[HostOp, Decoder], ...]) -> dict[int, Decod
 
 
 ENCODERS: dict[type, Encoder] = _merged(
-    (gm.ENCODERS, grim.ENCODERS, mcast.ENCODERS, nicvm.ENCODERS)
+    (GM_ENCODERS, GRIM_ENCODERS, MCAST_ENCODERS, NICVM_ENCODERS)
 )
 """Record class -> its encoder; looked up by exact type, so nothing falls through."""
 
 DECODERS: dict[int, Decoder] = _merged_ops(
-    (gm.DECODERS, grim.DECODERS, mcast.DECODERS, nicvm.DECODERS)
+    (GM_DECODERS, GRIM_DECODERS, MCAST_DECODERS, NICVM_DECODERS)
 )
 """Opcode -> its decoder (every HostOp but CONT, which the Assembler handles)."""
 

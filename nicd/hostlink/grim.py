@@ -52,6 +52,7 @@ __all__ = [
     "NIC_PORT",
     "NOTIFY_P",
     "READ_META",
+    "REGISTRY_NODE",
     "GrimRecord",
     "ReplyKind",
     "RmFlags",
@@ -69,6 +70,9 @@ __all__ = [
 NIC_PORT = 0xFFF0
 """The NIC's own endpoint: replies the NIC generates (RM reads, statuses, the AM handler
 registry) come from it, so they never use a host's send tokens or share its streams."""
+REGISTRY_NODE = 0
+"""The node whose NIC serves the AM handler registry (:mod:`nicd.grim.amregistry`): hosts send
+their registry requests to its ``NIC_PORT``."""
 
 # RM_MAP:       op (8) | vaddr (32) | size (32) | region (16) | offset (32)
 _MAP = struct.Struct(">BIIHI")

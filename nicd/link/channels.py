@@ -36,19 +36,19 @@ from __future__ import annotations
 from enum import Enum
 from typing import TYPE_CHECKING, NamedTuple
 
-from nicd.actions import PeerDead, SendFailed, SendPacket
 from nicd.config import RECOVERY_MODES
+from nicd.core.actions import PeerDead, SendFailed, SendPacket
+from nicd.core.stats import TransportStats
 from nicd.errors import UsageError
 from nicd.link.reliable import Admission, Admit, GbnReceiver, GbnSender
 from nicd.link.rto import Rto, RttEstimator
 from nicd.link.wire import MAX_NODE, MAX_PORT, ControlPacket, MsgType
-from nicd.stats import TransportStats
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from nicd.actions import TransportAction
     from nicd.config import TransportConfig
+    from nicd.core.actions import TransportAction
     from nicd.link.wire import DataPacket
 
 __all__ = [

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
-from nicd.actions import Deliver, SendComplete, SendFailed, SendPacket
+from nicd.core.actions import Deliver, SendComplete, SendFailed, SendPacket
 from nicd.link.rto import GRANULARITY_S
 from nicd.link.selective import HoldBuffer, sacked
 from nicd.link.wire import (
@@ -60,10 +60,10 @@ from nicd.link.wire import (
 )
 
 if TYPE_CHECKING:
-    from nicd.actions import TransportAction
     from nicd.config import TransportConfig
+    from nicd.core.actions import TransportAction
+    from nicd.core.stats import TransportStats
     from nicd.link.rto import Rto
-    from nicd.stats import TransportStats
 
 __all__ = [
     "REFUSAL_HOLD",

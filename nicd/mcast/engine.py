@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from nicd.actions import SendPacket
+from nicd.core.actions import SendPacket
 from nicd.errors import BadPacket, UsageError
 from nicd.link.reliable import SEQ_MASK, Admission
 from nicd.link.rto import RttEstimator
@@ -58,7 +58,7 @@ from nicd.mcast.send import McastSender, earliest, rewrite
 
 if TYPE_CHECKING:
     from emutrace.recorder import Facts
-    from nicd.actions import McastAction
+    from nicd.core.actions import McastAction
     from nicd.link.wire import ControlPacket
 
 __all__ = ["GroupSpec", "GroupView", "McastAdmit", "McastEngine"]

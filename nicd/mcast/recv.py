@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from nicd.actions import Deliver, SendPacket
+from nicd.core.actions import Deliver, SendPacket
 from nicd.link.reliable import Admission, unwrap
 from nicd.link.wire import MCAST_EPOCH_MASK, FragFlags, McastAckKind, mcast_ack_packet
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from emutrace.kinds import K_MCAST_FWD
-from nicd.actions import McastChildDead, McastDone, SendPacket
+from nicd.core.actions import McastChildDead, McastDone, SendPacket
 from nicd.link.reliable import SEQ_MASK, unwrap
 from nicd.link.rto import Rto
 from nicd.link.wire import DataPacket, McastAckKind
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from emutrace.recorder import Facts
-    from nicd.actions import McastAction
+    from nicd.core.actions import McastAction
     from nicd.link.rto import RttEstimator
     from nicd.mcast.config import McastConfig, McastStats
 

@@ -1,6 +1,6 @@
 """The NIC's multicast service: host group/multicast/multisend records in, engine actions out.
 
-:class:`McastNic` is what :class:`nicd.nic.NicCore` composes for seed 001: it owns the
+:class:`McastNic` is what :class:`nicd.core.nic.NicCore` composes for seed 001: it owns the
 :class:`~nicd.mcast.McastEngine`, turns the host records of HostOp 60-69 into engine calls,
 answers a new multicast message's FIRST fragment from its group's port (a receive token, as a
 unicast message takes), and turns the engine's outcomes into what the rest of the NIC already
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from nicd import hostlink as hl
-from nicd.actions import (
+from nicd.core.actions import (
     Deliver,
     McastChildDead,
     McastDone,
@@ -39,14 +39,14 @@ from nicd.actions import (
     ToHost,
     ToPort,
 )
+from nicd.core.service import NicService
 from nicd.errors import UsageError
 from nicd.link.wire import ControlPacket, MsgType
 from nicd.mcast.engine import GroupSpec, McastEngine
-from nicd.service import NicService
 
 if TYPE_CHECKING:
-    from nicd.actions import CoreAction, McastAction
-    from nicd.gm import PortState, PortTable
+    from nicd.core.actions import CoreAction, McastAction
+    from nicd.gm.ports import PortState, PortTable
     from nicd.link.reliable import Admission
     from nicd.link.wire import DataPacket
     from nicd.mcast.config import McastConfig

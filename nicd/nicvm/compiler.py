@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
-from nicd.nicvm import ast
+import nicd.nicvm.ast as ast
 from nicd.nicvm.ast import Type
 from nicd.nicvm.builtins import BUILTINS, CONSTANTS
 from nicd.nicvm.errors import NicvmLimitError, NicvmSemanticError

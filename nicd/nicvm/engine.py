@@ -21,7 +21,7 @@ exactly one ``NicvmDone`` to its connection while it is open. Sends of modules n
 host's send tokens (the thesis gives them a dedicated token); their handles are this engine's.
 Remote uploads (``NICVM_SOURCE`` packets) are refused and counted unless ``allow_remote_upload``.
 
-A :class:`~nicd.service.NicService`: the engine's only handle on the rest of the NIC is the
+A :class:`~nicd.core.service.NicService`: the engine's only handle on the rest of the NIC is the
 ``send`` callable NicCore gives it (module sends must learn at once whether the transport took
 them); everything else it asks for (an ACK now, a receive token back, a report to a port) is
 a returned action. :class:`NicvmOff` answers the same records when NICVM is disabled.
@@ -38,19 +38,30 @@ import msgpack
 
 from emutrace.kinds import K_NICVM_RUN
 from nicd import hostlink as hl
-from nicd.actions import AckNow, CoreAction, GiveBack, SendFailed, ToHost, ToPort, TransportAction
+from nicd.core.actions import (
+    AckNow,
+    CoreAction,
+    GiveBack,
+    SendFailed,
+    ToHost,
+    ToPort,
+    TransportAction,
+)
+from nicd.core.service import NicService
 from nicd.errors import BadPacket, UsageError
 from nicd.link.wire import MsgType
-from nicd.nicvm import NicvmError, Outcome, Packet, Result, run
+from nicd.nicvm.builtins import Result
+from nicd.nicvm.errors import NicvmError
 from nicd.nicvm.packet import check_name, decode_preamble_untrusted, encode_preamble
-from nicd.service import NicService
+from nicd.nicvm.vm import Outcome, Packet, run
 
 if TYPE_CHECKING:
     from emutrace.recorder import Facts
-    from nicd.actions import Deliver, SendComplete
     from nicd.config import NicvmConfig
-    from nicd.gm import PortState
-    from nicd.nicvm import Module, SendDescriptor
+    from nicd.core.actions import Deliver, SendComplete
+    from nicd.gm.ports import PortState
+    from nicd.nicvm.machine import SendDescriptor
+    from nicd.nicvm.program import Module
 
 __all__ = ["NICVM_RECORDS", "NICVM_TYPES", "EngineAction", "Loaded", "NicvmEngine", "NicvmOff"]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
-from nicd.nicvm import ast
+import nicd.nicvm.ast as ast
 from nicd.nicvm.errors import NicvmLimitError, NicvmSyntaxError
 from nicd.nicvm.limits import MAX_NESTING, MAX_SOURCE_BYTES
 

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from nicd import hostlink as hl
-from nicd.actions import RaiseSignal
 from nicd.config import NicConfig
-from nicd.daemon import _HostConn, _Shell
-from nicd.nic import NicCore
+from nicd.core.actions import RaiseSignal
+from nicd.core.nic import NicCore
+from nicd.shell.daemon import _Shell
+from nicd.shell.hostconn import HostConn
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -41,10 +42,10 @@ def shell(tmp_path: Path) -> Iterator[_Shell]:
         loop.close()
 
 
-def _connect(shell: _Shell) -> tuple[_HostConn, socket.socket]:
+def _connect(shell: _Shell) -> tuple[HostConn, socket.socket]:
     host, nic = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     nic.setblocking(False)
-    conn = _HostConn(shell._next_conn, nic, shell.core.config.max_message)
+    conn = HostConn(shell._next_conn, nic, shell.core.config.max_message)
     shell._next_conn += 1
     shell.conns[conn.conn_id] = conn
     shell.loop.add_reader(nic.fileno(), shell._readable, conn)

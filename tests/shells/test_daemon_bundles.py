@@ -12,9 +12,10 @@ import pytest
 
 from nicd import hostlink as hl
 from nicd.config import NicConfig
-from nicd.daemon import _HostConn, _Shell
+from nicd.core.nic import NicCore
 from nicd.link.bundle import is_bundle, split_bundle_untrusted
-from nicd.nic import NicCore
+from nicd.shell.daemon import _Shell
+from nicd.shell.hostconn import HostConn
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -33,7 +34,7 @@ class _Node:
         self.host, nic = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.host.settimeout(TIMEOUT_S)
         nic.setblocking(False)
-        self.conn = _HostConn(1, nic, self.shell.core.config.max_message)
+        self.conn = HostConn(1, nic, self.shell.core.config.max_message)
         self.shell.conns[1] = self.conn
         self.assembler = hl.Assembler()
 

@@ -28,8 +28,8 @@ from launcher.errors import EXIT_INTERNAL, EXIT_TIMEOUT
 from launcher.localhost import LocalGate
 from launcher.plan import LaunchPlan, Program
 from launcher.report import ProcessUsage
-from nicd import manage
-from nicd.ready import Ready, encode_ready, socket_path
+from nicd.core.ready import Ready, encode_ready, socket_path
+from nicd.shell import manage
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence

@@ -1,4 +1,4 @@
-"""Which descriptors nicd agrees to map as registered memory (nicd/memfd.py), and the host's
+"""Which descriptors nicd agrees to map as registered memory (nicd/shell/memfd.py), and the host's
 sealed segment (emucluster/port/sharedmem.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import tempfile
 import pytest
 
 from emucluster.port.sharedmem import SealedSegment
-from nicd.memfd import map_sealed_memfd
+from nicd.shell.memfd import map_sealed_memfd
 
 
 def test_a_sealed_segment_maps_and_shares_its_bytes() -> None:

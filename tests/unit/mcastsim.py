@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from nicd.actions import Deliver, McastAction, McastChildDead, McastDone, SendPacket
+from nicd.core.actions import Deliver, McastAction, McastChildDead, McastDone, SendPacket
 from nicd.errors import BadPacket
 from nicd.link.wire import ControlPacket, DataPacket, MsgType, decode_untrusted, encode
 from nicd.mcast.config import McastConfig

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nicd import hostlink as hl
-from nicd.actions import (
+from nicd.config import NicConfig, TransportConfig
+from nicd.core.actions import (
     Deliver,
     NicAction,
     PeerDead,
@@ -42,12 +43,11 @@ from nicd.actions import (
     Transmit,
     TransportAction,
 )
-from nicd.config import NicConfig, TransportConfig
+from nicd.core.nic import NicCore
 from nicd.errors import BadPacket
-from nicd.gm import PortState, PortTable
+from nicd.gm.ports import PortState, PortTable
 from nicd.link.channels import Admission, Transport
 from nicd.link.wire import ControlPacket, DataPacket, MsgType, decode_untrusted, encode
-from nicd.nic import NicCore
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -5,6 +5,10 @@ DESIGN §2: ``nicd`` (the NIC) imports nothing of ``emucluster``, ``launcher`` o
 ``emubench``; and nothing imports ``emubench`` (the benchmarks sit above everything). Every
 ``.py`` file is parsed and every import counts, wherever it is: module level, inside a function,
 under ``if TYPE_CHECKING:``, relative, or a literal ``importlib.import_module("...")``.
+
+What ``emucluster`` takes from ``nicd`` goes through one module, :mod:`nicd.contract` (host
+records, message types, what a host needs of GRIM and NICVM): no other module of nicd may be
+imported there.
 """
 
 from __future__ import annotations
@@ -49,15 +53,21 @@ def _resolve(module: str | None, level: int, importer: str, is_package: bool) ->
 
 
 def imported_modules(
-    source: str, importer: str, is_package: bool = False
+    source: str, importer: str, is_package: bool = False, *, by_name: str = ""
 ) -> Iterator[tuple[int, str]]:
-    """(line, absolute module name) of every import in ``source``, at any depth."""
+    """(line, absolute module name) of every import in ``source``, at any depth; a
+    ``from <by_name> import x`` counts as importing ``<by_name>.x``."""
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name
         elif isinstance(node, ast.ImportFrom):
-            yield node.lineno, _resolve(node.module, node.level, importer, is_package)
+            module = _resolve(node.module, node.level, importer, is_package)
+            if by_name and module == by_name:
+                for alias in node.names:
+                    yield node.lineno, f"{module}.{alias.name}"
+            else:
+                yield node.lineno, module
         elif isinstance(node, ast.Call) and node.args:
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
@@ -83,6 +93,25 @@ def violations(root: pathlib.Path) -> list[str]:
                 if top in FORBIDDEN[package]:
                     rel = path.relative_to(root).as_posix()
                     found.append(f"{rel}:{line}: {package} imports {module}")
+    return found
+
+
+CONTRACT = "nicd.contract"
+"""The one module of nicd that emucluster may import."""
+
+
+def contract_violations(root: pathlib.Path) -> list[str]:
+    """Every import of a module of nicd other than the contract under ``root``'s emucluster,
+    as ``file:line: imports module``."""
+    found: list[str] = []
+    for path in sorted((root / "emucluster").rglob("*.py")):
+        importer = _module_name(path, root)
+        source = path.read_text(encoding="utf-8")
+        is_package = path.name == "__init__.py"
+        for line, module in imported_modules(source, importer, is_package, by_name="nicd"):
+            if module.split(".")[0] == "nicd" and module != CONTRACT:
+                rel = path.relative_to(root).as_posix()
+                found.append(f"{rel}:{line}: imports {module}")
     return found
 
 
@@ -149,3 +178,55 @@ def test_relative_imports_resolve_against_the_importer() -> None:
     assert _resolve("wire", 2, "nicd.link.reliable", is_package=False) == "nicd.wire"
     assert _resolve(None, 1, "nicd.link", is_package=True) == "nicd.link"
     assert _resolve("port", 0, "x", is_package=False) == "port"
+
+
+# -- emucluster takes nicd through the contract ---------------------------------------------
+
+
+@pytest.mark.xfail(strict=False, reason="emucluster switches to the contract at integration")
+def test_emucluster_imports_only_the_contract_of_nicd() -> None:
+    assert contract_violations(ROOT) == []
+
+
+def test_the_contract_module_is_there() -> None:
+    assert (ROOT / "nicd" / "contract.py").is_file()
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from nicd.link.wire import MsgType\n", "imports nicd.link.wire"),
+        ("from nicd import hostlink as hl\n", "imports nicd.hostlink"),
+        ("import nicd.grim.xlate\n", "imports nicd.grim.xlate"),
+        ("import nicd\n", "imports nicd"),
+        ("def f():\n    from nicd.nicvm import compile_module\n", "imports nicd.nicvm"),
+        (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from nicd.gm import ports\n",
+            "imports nicd.gm",
+        ),
+        ("import importlib\nimportlib.import_module('nicd.core.nic')\n", "imports nicd.core.nic"),
+    ],
+)
+def test_the_contract_checker_catches_a_planted_import(
+    tmp_path: pathlib.Path, source: str, expected: str
+) -> None:
+    found = contract_violations(_tree(tmp_path, {"emucluster/deep/bad.py": source}))
+    assert len(found) == 1, found
+    assert found[0].startswith("emucluster/deep/bad.py:")
+    assert found[0].endswith(expected)
+
+
+def test_the_contract_checker_reports_the_line(tmp_path: pathlib.Path) -> None:
+    source = "import os\n\nfrom nicd.contract import MsgType\nfrom nicd.link import wire\n"
+    found = contract_violations(_tree(tmp_path, {"emucluster/bad.py": source}))
+    assert found == ["emucluster/bad.py:4: imports nicd.link"]
+
+
+def test_the_contract_checker_allows_the_contract(tmp_path: pathlib.Path) -> None:
+    files = {
+        "emucluster/a.py": "from nicd.contract import MsgType, SendReq\n",
+        "emucluster/b.py": "from nicd import contract as hl\nimport nicd.contract\n",
+        "emucluster/c.py": "from . import a\nfrom emucluster.b import hl\n",
+        "launcher/d.py": "from nicd.core.ready import Ready\n",  # only emucluster is held to it
+    }
+    assert contract_violations(_tree(tmp_path, files)) == []

@@ -1,8 +1,12 @@
 """Sans-IO cores import no I/O, clock, thread or signal module and use no global ``random``.
 
 STYLE §2: only the shells own loops, sockets and clocks; randomness arrives as a seeded
-``random.Random``. This parses each core module that exists (others appear as they are
-written) and lists every offending import or use, with its line.
+``random.Random``. Purity is checked by folder: every ``.py`` under a core folder must be pure,
+so a module added to or moved into one is checked from its first commit; a short list names
+the single core modules that still sit beside shells. A listed folder or module that does not
+exist fails (a core that moves must be listed at its new place, not dropped from the check),
+and every module of nicd must live in a room that says what it is (a core folder, the shell
+folder, or one of the few named modules at its top).
 """
 
 from __future__ import annotations
@@ -30,26 +34,22 @@ BANNED_MODULES = frozenset(
 )
 ALLOWED_FROM_RANDOM = frozenset({"Random"})  # a seeded generator may be built; nothing else
 
-# Every .py under these folders is a core: a module moved between them stays checked.
-CORE_PACKAGES = (
+CORE_FOLDERS = (
+    "nicd/core",
+    "nicd/gm",
     "nicd/link",
     "nicd/mcast",
     "nicd/grim",
     "nicd/nicvm",
     "nicd/hostlink",
     "emucluster/coll",
+    "emucluster/p2p",
 )
-# Core modules that sit beside shells at the top of their package.
+"""Every ``.py`` under these folders is a core."""
+
 CORE_MODULES = (
-    "nicd/actions.py",
-    "nicd/doorbell.py",
-    "nicd/gm.py",
-    "nicd/nic.py",
-    "nicd/service.py",
-    "nicd/stats.py",
-    "emucluster/p2p/matching.py",
-    "emucluster/p2p/envelope.py",
-    "emucluster/p2p/protocol.py",
+    "nicd/config.py",  # not cores but declarations every core imports, at the top of nicd
+    "nicd/errors.py",
     "emucluster/mpi/topo/topology.py",
     "emucluster/port/state.py",
     "emucluster/grim/amcore.py",
@@ -59,24 +59,69 @@ CORE_MODULES = (
     "emucluster/offload/nic_mcast/bcast.py",
     "emucluster/offload/nic_mcast/trees.py",
     "emucluster/offload/nicvm/bcast.py",
-    "nicd/ready.py",
     "launcher/plan.py",
     "launcher/rendezvous.py",
 )
+"""Core modules that still sit beside shells, outside a core folder."""
+
+NICD_SHELL_FOLDERS = ("nicd/shell",)
+"""nicd's I/O: the daemon and its OS helpers."""
+NICD_TOP = frozenset(
+    {
+        "nicd/__init__.py",
+        "nicd/__main__.py",  # the command line: ``python -m nicd`` runs nicd/__main__.py
+        "nicd/config.py",
+        "nicd/errors.py",
+        "nicd/contract.py",  # names only: what a host may take from nicd
+        "nicd/lifeline.py",  # until emucluster takes the lifeline from the contract
+    }
+)
+"""The modules allowed at the top of nicd, outside every room."""
 
 
-def core_files() -> list[str]:
-    """The core modules, relative to the repository root (all must exist: a core that moves
-    must be listed at its new place, not silently dropped from the check)."""
+def _under(path: str, folders: tuple[str, ...]) -> bool:
+    return any(path.startswith(folder + "/") for folder in folders)
+
+
+def core_files(root: pathlib.Path = ROOT) -> list[str]:
+    """The core modules under ``root``, relative to it: the listed ones and every ``.py``
+    under a core folder."""
     found = list(CORE_MODULES)
-    for package in CORE_PACKAGES:
-        found += sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / package).rglob("*.py"))
+    for folder in CORE_FOLDERS:
+        found += sorted(p.relative_to(root).as_posix() for p in (root / folder).rglob("*.py"))
     return found
 
 
+def missing_cores(root: pathlib.Path = ROOT) -> list[str]:
+    """Every listed core folder that is no folder of ``.py`` files under ``root``, and every
+    listed core module that is no file."""
+    missing = [m for m in CORE_MODULES if not (root / m).is_file()]
+    missing += [f for f in CORE_FOLDERS if not any((root / f).rglob("*.py"))]
+    return missing
+
+
+def nicd_modules_out_of_place(root: pathlib.Path = ROOT) -> list[str]:
+    """Every module of nicd under ``root`` that is in no core folder, no shell folder and not
+    among the few named at its top."""
+    out = []
+    for path in sorted((root / "nicd").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if not (rel in NICD_TOP or _under(rel, CORE_FOLDERS) or _under(rel, NICD_SHELL_FOLDERS)):
+            out.append(rel)
+    return out
+
+
 def test_every_listed_core_exists() -> None:
-    missing = [path for path in (*CORE_MODULES, *CORE_PACKAGES) if not (ROOT / path).exists()]
-    assert not missing, missing
+    assert missing_cores() == []
+
+
+def test_every_nicd_module_lives_in_a_room() -> None:
+    assert nicd_modules_out_of_place() == []
+
+
+def test_no_core_folder_is_a_shell_folder() -> None:
+    assert not set(CORE_FOLDERS) & set(NICD_SHELL_FOLDERS)
+    assert not [m for m in CORE_MODULES if _under(m, NICD_SHELL_FOLDERS)]
 
 
 def impurities(source: str, filename: str = "<source>") -> list[str]:
@@ -135,8 +180,10 @@ def impurities(source: str, filename: str = "<source>") -> list[str]:
 
 
 def test_some_core_modules_exist() -> None:
-    assert "nicd/link/wire.py" in core_files()
-    assert "nicd/link/faults.py" in core_files()
+    cores = core_files()
+    for module in ("nicd/link/wire.py", "nicd/core/nic.py", "nicd/gm/service.py"):
+        assert module in cores
+    assert not [m for m in cores if _under(m, NICD_SHELL_FOLDERS)]
 
 
 @pytest.mark.parametrize("path", core_files())
@@ -227,3 +274,34 @@ def test_checker_ignores_relative_imports_and_lookalike_names() -> None:
         "time = now\n"
     )
     assert impurities(src) == []
+
+
+# -- the folder rules on a planted tree -------------------------------------------------------
+
+
+def _plant(root: pathlib.Path, files: list[str]) -> pathlib.Path:
+    for name in files:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text('"""x."""\n')
+    return root
+
+
+def test_a_listed_core_that_does_not_exist_is_missing(tmp_path: pathlib.Path) -> None:
+    everything = [*CORE_MODULES, *(f"{folder}/a.py" for folder in CORE_FOLDERS)]
+    assert missing_cores(_plant(tmp_path, everything)) == []
+    (tmp_path / "nicd/gm/a.py").unlink()  # an empty core folder counts as missing
+    (tmp_path / "launcher/plan.py").unlink()
+    assert missing_cores(tmp_path) == ["launcher/plan.py", "nicd/gm"]
+
+
+def test_a_new_module_under_a_core_folder_is_checked(tmp_path: pathlib.Path) -> None:
+    _plant(tmp_path, ["nicd/gm/new/deep.py", "nicd/shell/io.py"])
+    cores = core_files(tmp_path)
+    assert "nicd/gm/new/deep.py" in cores
+    assert "nicd/shell/io.py" not in cores
+
+
+def test_a_nicd_module_outside_every_room_is_out_of_place(tmp_path: pathlib.Path) -> None:
+    _plant(tmp_path, [*NICD_TOP, "nicd/core/nic.py", "nicd/shell/daemon.py", "nicd/stray.py",
+                      "nicd/newroom/x.py"])  # fmt: skip
+    assert nicd_modules_out_of_place(tmp_path) == ["nicd/newroom/x.py", "nicd/stray.py"]

@@ -19,10 +19,10 @@ from emutrace.kinds import (
     NACK_REASONS,
 )
 from nicd.config import FaultConfig, NicConfig
+from nicd.core.nic import NicCore
 from nicd.link import wire
 from nicd.link.faults import FaultPlan
 from nicd.mcast.engine import GroupSpec, McastEngine
-from nicd.nic import NicCore
 
 
 def _data(seq: int, src: int = 0, dst: int = 1) -> bytes:

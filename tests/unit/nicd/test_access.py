@@ -4,9 +4,9 @@ opens; a NICVM module is purged or replaced only by the port that loaded it."""
 from __future__ import annotations
 
 from nicd import hostlink as hl
-from nicd.actions import NicAction, ToHost
 from nicd.config import NicConfig
-from nicd.nic import NicCore
+from nicd.core.actions import NicAction, ToHost
+from nicd.core.nic import NicCore
 from nicd.nicvm.modules import BCAST_BINARY_TREE, NOOP
 
 LAUNCHER, HOST, INTRUDER = 1, 2, 3

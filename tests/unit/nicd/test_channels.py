@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings, target
 from hypothesis import strategies as st
 
-from nicd.actions import PeerDead, SendFailed, SendPacket
 from nicd.config import TransportConfig
+from nicd.core.actions import PeerDead, SendFailed, SendPacket
 from nicd.errors import UsageError
 from nicd.link.channels import (
     END_STATES,

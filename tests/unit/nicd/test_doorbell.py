@@ -1,10 +1,10 @@
-"""Doorbell coalescing (nicd.doorbell) on a fake clock: a streaming host makes the shell hold
+"""Doorbell coalescing (nicd.core.doorbell) on a fake clock: a streaming host makes the shell hold
 off; a ping-pong, a blocking-send loop and a collective's few sends never do."""
 
 from __future__ import annotations
 
 from nicd.config import CoalesceConfig
-from nicd.doorbell import DoorbellCoalescer
+from nicd.core.doorbell import DoorbellCoalescer
 
 US = 1e-6
 CONFIG = CoalesceConfig(hold_s=100 * US, gap_s=50 * US, streak=8)

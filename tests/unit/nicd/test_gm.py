@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nicd.errors import UsageError
-from nicd.gm import PortTable
+from nicd.gm.ports import PortTable
 from nicd.link.channels import Admission
 from nicd.link.wire import DataPacket, MsgType
 from tests.unit.factories import data_packet

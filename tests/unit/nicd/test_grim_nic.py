@@ -7,7 +7,7 @@ from __future__ import annotations
 import struct
 
 from nicd import hostlink as hl
-from nicd.actions import ToHost
+from nicd.core.actions import ToHost
 from nicd.grim.amregistry import decode_reply, encode_request
 from nicd.hostlink.grim import (
     NIC_PORT,

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from nicd import hostlink as hl
-from nicd.actions import ToHost
 from nicd.config import NicConfig, TransportConfig
+from nicd.core.actions import ToHost
+from nicd.core.nic import NicCore
 from nicd.link.wire import FragFlags, encode
-from nicd.nic import NicCore
 from tests.unit.factories import data_packet
 from tests.unit.netsim import NicNet
 

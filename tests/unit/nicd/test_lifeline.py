@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from nicd import lifeline
+from nicd.shell import lifeline
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 WAIT_S = 60.0
 CHILD = """
 import sys, time
-from nicd import lifeline
+from nicd.shell import lifeline
 print(lifeline.watch(), flush=True)
 time.sleep(float(sys.argv[1]))
 """

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from emucluster.offload.nic_mcast.trees import binomial_tree, flat_tree, postal_tree
-from nicd.actions import Deliver, McastAction, McastChildDead, McastDone, SendPacket
+from nicd.core.actions import Deliver, McastAction, McastChildDead, McastDone, SendPacket
 from nicd.errors import UsageError
 from nicd.link.reliable import Admission
 from nicd.link.wire import (

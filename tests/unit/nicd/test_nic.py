@@ -8,10 +8,10 @@ NicNet (tests/unit/nicd/test_nic_signals.py, test_grim_nic.py, ...)."""
 from __future__ import annotations
 
 from nicd import hostlink as hl
-from nicd.actions import NicAction, ToHost, Transmit
 from nicd.config import NicConfig
+from nicd.core.actions import NicAction, ToHost, Transmit
+from nicd.core.nic import NicCore
 from nicd.link.wire import DataPacket, decode_untrusted
-from nicd.nic import NicCore
 
 A = ("127.0.0.1", 1001)
 B = ("127.0.0.1", 1002)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from nicd import hostlink as hl
 from nicd.config import NicConfig, NicvmConfig
+from nicd.core.nic import NicCore
 from nicd.grim.amregistry import encode_request
 from nicd.hostlink.grim import NIC_PORT
 from nicd.link.wire import (
@@ -24,7 +25,6 @@ from nicd.link.wire import (
     NackReason,
     encode,
 )
-from nicd.nic import NicCore
 from nicd.nicvm.modules import BCAST_BINARY_TREE
 from nicd.nicvm.packet import encode_preamble
 from tests.unit.hostlink_strategies import records

@@ -5,10 +5,10 @@ Two cores on netsim's NicNet; each step returns what node 1 gave its host, in or
 from __future__ import annotations
 
 from nicd import hostlink as hl
-from nicd.actions import RaiseSignal, ToHost
 from nicd.config import NicConfig
+from nicd.core.actions import RaiseSignal, ToHost
+from nicd.core.nic import NicCore
 from nicd.link.wire import MsgType
-from nicd.nic import NicCore
 from tests.unit.netsim import NicNet
 
 CONN = 1

@@ -9,8 +9,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nicd.nicvm import Outcome, Packet, compile_module, run
+from nicd.nicvm.compiler import compile_module
 from nicd.nicvm.parse import parse
+from nicd.nicvm.vm import Outcome, Packet, run
 from tests.unit.nicvm_reference import Outcome as RefOutcome
 from tests.unit.nicvm_reference import evaluate
 

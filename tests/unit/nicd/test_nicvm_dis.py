@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from nicd.nicvm import compile_module, disassemble
+from nicd.nicvm.compiler import compile_module
+from nicd.nicvm.dis import disassemble
 from nicd.nicvm.modules import BCAST_BINARY_TREE
 from nicd.nicvm.opcodes import OPS, Op, Operand
 

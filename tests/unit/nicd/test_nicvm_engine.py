@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nicd import hostlink as hl
-from nicd.actions import NicAction, ToHost, Transmit
 from nicd.config import NicConfig, NicvmConfig
+from nicd.core.actions import NicAction, ToHost, Transmit
 from nicd.errors import ProtocolViolation
 from nicd.link.wire import MsgType
 from nicd.nicvm.limits import DEFAULT_FUEL

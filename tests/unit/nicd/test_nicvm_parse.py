@@ -7,14 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emucluster import nicvm as host_nicvm
-from nicd.nicvm import (
-    NicvmError,
-    NicvmLimitError,
-    NicvmSemanticError,
-    NicvmSyntaxError,
-    compile_module,
-    limits,
-)
+from nicd.nicvm import limits
+from nicd.nicvm.compiler import compile_module
+from nicd.nicvm.errors import NicvmError, NicvmLimitError, NicvmSemanticError, NicvmSyntaxError
 from nicd.nicvm.modules import BCAST_BINARY_TREE, NOOP, SCALE_F64
 
 GOOD = [

@@ -6,18 +6,12 @@ import struct
 
 import pytest
 
-from nicd.nicvm import (
-    SEND_TYPE,
-    Fault,
-    Outcome,
-    Packet,
-    Result,
-    SendDescriptor,
-    compile_module,
-    limits,
-    run,
-)
+from nicd.nicvm import limits
+from nicd.nicvm.builtins import SEND_TYPE, Result
+from nicd.nicvm.compiler import compile_module
+from nicd.nicvm.machine import Fault, SendDescriptor
 from nicd.nicvm.modules import BCAST_BINARY_TREE, NOOP, SCALE_F64
+from nicd.nicvm.vm import Outcome, Packet, run
 
 BCAST = compile_module(BCAST_BINARY_TREE)
 

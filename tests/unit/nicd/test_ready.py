@@ -1,4 +1,4 @@
-"""nicd.ready: the NICD_READY line (exact bytes, round trip, garbage gives only BadReadyLine),
+"""nicd.core.ready: the NICD_READY line (exact bytes, round trip, garbage gives only BadReadyLine),
 the socket path, the log tag and the ``--routes`` file format."""
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nicd.daemon import load_routes
-from nicd.errors import UsageError
-from nicd.ready import (
+from nicd.core.ready import (
     LOG_TAG_START,
     READY_PREFIX,
     UNSPECIFIED_HOSTS,
@@ -26,6 +24,8 @@ from nicd.ready import (
     log_tag,
     socket_path,
 )
+from nicd.errors import UsageError
+from nicd.shell.routes import load_routes
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -157,7 +157,7 @@ def test_any_routes_text_decodes_or_raises_usage_error(text: str) -> None:
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", ""])
 def test_an_unspecified_address_is_never_announced(host: str) -> None:
-    from nicd.ready import announce_host
+    from nicd.core.ready import announce_host
 
     with pytest.raises(BadReadyLine, match="bad host"):
         decode_ready_untrusted(line(1, host))

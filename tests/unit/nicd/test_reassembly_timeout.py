@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from nicd import hostlink as hl
-from nicd.actions import ToHost, Transmit
 from nicd.config import NicConfig, TransportConfig
+from nicd.core.actions import ToHost, Transmit
+from nicd.core.nic import NicCore
 from nicd.link.wire import encode
-from nicd.nic import NicCore
 from tests.unit.factories import data_packet
 
 ADDRS = {0: ("127.0.0.1", 1001), 1: ("127.0.0.1", 1002), 2: ("127.0.0.1", 1003)}

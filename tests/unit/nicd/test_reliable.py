@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from nicd.actions import Deliver, SendComplete, SendFailed, SendPacket
+from nicd.core.actions import Deliver, SendComplete, SendFailed, SendPacket
+from nicd.core.stats import TransportStats
 from nicd.link.reliable import (
     REFUSAL_HOLD,
     SEQ_MASK,
@@ -18,7 +19,6 @@ from nicd.link.reliable import (
 )
 from nicd.link.rto import Rto, RttEstimator
 from nicd.link.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
-from nicd.stats import TransportStats
 from tests.unit.factories import data_packet
 from tests.unit.netsim import test_config
 

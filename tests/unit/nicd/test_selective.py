@@ -12,13 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nicd.actions import SendPacket
+from nicd.core.actions import SendPacket
+from nicd.core.stats import TransportStats
 from nicd.errors import UsageError
 from nicd.link.channels import Transport
 from nicd.link.reliable import Admission, GbnReceiver, Verdict
 from nicd.link.selective import HoldBuffer, sacked
 from nicd.link.wire import ControlPacket, DataPacket, FragFlags, MsgType
-from nicd.stats import TransportStats
 from tests.unit.factories import data_packet
 from tests.unit.netsim import LINK_DELAY_S, BadNetwork, Net, Transit, perfect, test_config
 

@@ -14,14 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nicd import hostlink as hl
-from nicd.actions import ToHost, Transmit
 from nicd.config import NicConfig
-from nicd.daemon import load_routes, resolve_routes
+from nicd.core.actions import ToHost, Transmit
+from nicd.core.nic import NicCore
+from nicd.core.ready import decode_routes_untrusted
 from nicd.errors import ProtocolViolation, UsageError
-from nicd.gmservice import HOST_MSG_TYPES
+from nicd.gm.service import HOST_MSG_TYPES
 from nicd.link.wire import MsgType
-from nicd.nic import NicCore
-from nicd.ready import decode_routes_untrusted
+from nicd.shell.routes import load_routes, resolve_routes
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -10,7 +10,7 @@ rendezvous, test clusters). :func:`socket_path` is where node N's PCI socket liv
 directory; :func:`log_tag` is how nicd's stderr lines begin, so a launcher forwarding them
 need not tag them again. :func:`encode_routes` writes the JSON table ``nicd --routes FILE``
 reads with :func:`decode_routes_untrusted` (``{"0": ["10.0.0.7", 40000], ...}``); without
-that flag the launcher installs the table over the PCI socket (:mod:`nicd.manage`).
+that flag the launcher installs the table over the PCI socket (:mod:`nicd.shell.manage`).
 
 Invariants: ``decode_ready_untrusted(encode_ready(r)) == r`` for every valid ``r``, and the
 same for routes; the ready decoder raises BadReadyLine and nothing else, whatever it is given,

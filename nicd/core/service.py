@@ -1,9 +1,9 @@
 """NicService: what a feature plugged into NicCore owns and answers (GRIM, multicast, NICVM).
 
-:class:`~nicd.nic.NicCore` builds its dispatch dicts once from the services it composes:
+:class:`~nicd.core.nic.NicCore` builds its dispatch dicts once from the services it composes:
 ``packet_types`` (link packets the service takes instead of the transport), ``msg_types``
 (whole messages it executes on delivery) and ``record_types`` (host records it answers).
-Every input takes ``now`` keyword-only and returns :data:`~nicd.actions.CoreAction` s, which
+Every input takes ``now`` keyword-only and returns :data:`~nicd.core.actions.CoreAction` s, which
 NicCore runs in one flat loop; a service never calls the transport, the port table's token
 counters or another service (it returns ``ResumePort``, ``GiveBack``, ``AckNow``, ``NicSend``
 or ``ToPort`` instead). A service subclasses this Protocol to inherit its do-nothing defaults.
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from nicd import hostlink as hl
-    from nicd.actions import CoreAction, Deliver, SendComplete, SendFailed
-    from nicd.gm import PortState
+    from nicd.core.actions import CoreAction, Deliver, SendComplete, SendFailed
+    from nicd.gm.ports import PortState
     from nicd.link.wire import ControlPacket, DataPacket, MsgType
 
 __all__ = ["NicService"]

@@ -4,8 +4,9 @@ Opening a port, receive tokens, signals, the checks every host send passes (:met
 plain delivery to the host (and RM-P placement, GRIM 4.5), and completions: a send's token
 comes back at once and its SENT event goes lazily, batched with others or riding along with
 a delivery. NicCore composes it with the other services; like them it returns
-:data:`~nicd.actions.CoreAction` s and never calls the transport (a host send is a
-:class:`~nicd.actions.PortSend`, a port ready for more is a :class:`~nicd.actions.ResumePort`).
+:data:`~nicd.core.actions.CoreAction` s and never calls the transport (a host send is a
+:class:`~nicd.core.actions.PortSend`, a port ready for more is a
+:class:`~nicd.core.actions.ResumePort`).
 
 Invariants: every send a host starts ends in exactly one SENT or ERROR event to it while its
 port is open; host misuse is a ``Refused`` record and a counted drop; a ``RaiseSignal``
@@ -18,18 +19,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nicd import hostlink as hl
-from nicd.actions import PortSend, RaiseSignal, ResumePort, SendComplete, ToHost
+from nicd.core.actions import PortSend, RaiseSignal, ResumePort, SendComplete, ToHost
+from nicd.core.service import NicService
 from nicd.errors import UsageError
 from nicd.link.wire import SIGNAL_TYPES, MsgType
-from nicd.service import NicService
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from nicd.actions import CoreAction, Deliver, SendFailed
     from nicd.config import NicConfig
-    from nicd.gm import PortState, PortTable
-    from nicd.stats import LinkStats
+    from nicd.core.actions import CoreAction, Deliver, SendFailed
+    from nicd.core.stats import LinkStats
+    from nicd.gm.ports import PortState, PortTable
 
 __all__ = ["HOST_MSG_TYPES", "NIC_MSG_TYPES", "GmService"]
 

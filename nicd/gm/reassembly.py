@@ -1,17 +1,29 @@
 """Watch over the messages this NIC is reassembling, so none holds a receive token forever.
 
 A multi-fragment message takes its port's receive token when its FIRST fragment is admitted
-and gives it up as a delivery when its LAST arrives. If its sender dies or goes silent in
-between, nothing else would ever end it (GRIM 4.3.3 buffers only at the sender; the receiver
-just waits). This table remembers, per incoming stream, when the partial message last heard a
-packet and whether it took a token; NicCore discards the ones silent for
-``reassembly_timeout_s`` and returns their tokens. A stream holds at most one partial at a
-time, so the table never holds more entries than there are incoming streams. Sans-IO.
+(:meth:`Partials.admit`, the transport's admission question) and gives it up as a delivery
+when its LAST arrives. If its sender dies or goes silent in between, nothing else would ever
+end it (GRIM 4.3.3 buffers only at the sender; the receiver just waits). This table remembers,
+per incoming stream, when the partial message last heard a packet and whether it took a token;
+NicCore discards the ones silent for ``reassembly_timeout_s`` and returns their tokens. A
+stream holds at most one partial at a time, so the table never holds more entries than there
+are incoming streams. Sans-IO.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+from nicd.link.reliable import Admission
+from nicd.link.wire import HAS_LAST
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from nicd.core.stats import LinkStats
+    from nicd.gm.ports import PortTable
+    from nicd.link.reliable import Verdict
+    from nicd.link.wire import DataPacket
 
 __all__ = ["PartialKey", "Partials"]
 
@@ -35,14 +47,38 @@ class _Partial:
 
 
 class Partials:
-    """The partial messages of one NIC, by stream."""
+    """The partial messages of one NIC, by stream; ``ports`` holds their receive tokens and
+    ``link`` counts the drops."""
 
-    def __init__(self, timeout_s: float) -> None:
+    def __init__(self, timeout_s: float, ports: PortTable, link: LinkStats) -> None:
         self.timeout_s = timeout_s
+        self.ports = ports
+        self.link = link
         self._by_key: dict[PartialKey, _Partial] = {}
 
     def __len__(self) -> int:
         return len(self._by_key)
+
+    def admit(
+        self, first: DataPacket, claim: Callable[[DataPacket], Verdict | None], *, now: float
+    ) -> Verdict:
+        """The transport's admission of a message's FIRST fragment: ``claim``'s verdict (a
+        feature's, GRIM's), else the port table's (a receive token). A message of several
+        fragments is watched until its delivery; a partial its sender abandoned on the same
+        stream gives its token back."""
+        key = PartialKey(first.src_node, first.src_port, first.dst_port)
+        state = self.ports.get(first.dst_port)
+        if self.forget(key) and state is not None:
+            self.ports.provide(state, 1)
+            self.link.drop("abandoned_partial")
+        tokens = 0 if state is None else state.receive_tokens
+        verdict = claim(first)
+        if verdict is None:
+            verdict = (self.ports.admit(first), [])
+        if verdict[0] is Admission.OK and first.flags not in HAS_LAST:
+            took = state is not None and state.receive_tokens < tokens
+            self.started(key, now=now, token=took)
+        return verdict
 
     def started(self, key: PartialKey, *, now: float, token: bool) -> None:
         """A message of several fragments was admitted on ``key``."""
@@ -70,12 +106,13 @@ class Partials:
             del self._by_key[key]
 
     def expired(self, now: float) -> list[tuple[PartialKey, bool]]:
-        """Forget and return the partials silent for the timeout, with whether each held a
-        token."""
+        """Forget and return the partials silent for the timeout (each a counted drop), with
+        whether each held a token."""
         limit = now - self.timeout_s
         gone = [(k, p.token) for k, p in self._by_key.items() if p.heard <= limit]
         for key, _ in gone:
             del self._by_key[key]
+            self.link.drop("reassembly_timeout")
         return gone
 
     def next_deadline(self) -> float | None:

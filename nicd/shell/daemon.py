@@ -3,18 +3,19 @@
 Signals go both ways: SIGTERM/SIGINT stop nicd, and a ``RaiseSignal`` from the core becomes
 ``os.kill(host pid, SIGUSR1)`` (the NIC-generated signal of thesis 3.4.1).
 
-Every input goes to :class:`~nicd.nic.NicCore` with ``now`` from the monotonic clock (uvloop's
+Every input goes to :class:`~nicd.core.nic.NicCore` with ``now`` from the monotonic clock (uvloop's
 ``loop.time()`` only has millisecond resolution, too coarse for loopback RTTs); the actions
 that come back are carried out at once, except frames for the link while host records or a
 timer are being handled: those wait for the end of the turn and go to each peer as one
 bundle (:mod:`nicd.link.bundle`). A burst of datagrams is followed by one ``flush`` (batched
 ACKs), the single timer is re-armed only when the core's deadline moved, and after host
-records the shell holds off when the core says the host is streaming (:mod:`nicd.doorbell`).
+records the shell holds off when the core says the host is streaming (:mod:`nicd.core.doorbell`).
+A host connection's own state and socket calls are in :mod:`nicd.shell.hostconn`, routing
+tables from a file or a record are resolved by :mod:`nicd.shell.routes`.
 """
 
 from __future__ import annotations
 
-import array
 import asyncio
 import contextlib
 import json
@@ -23,131 +24,32 @@ import os
 import signal
 import socket
 import stat
-import struct
 import time
-from collections import deque
 from typing import TYPE_CHECKING, cast
 
 from emutrace.kinds import K_HOST_IN, K_HOST_OUT, K_PKT_RECV, K_PKT_SEND, K_SIGNAL_RAISE, K_TIMER
 from emutrace.recorder import Facts, Recorder, start_from_env
 from nicd import hostlink as hl
-from nicd.actions import RaiseSignal, ToHost, Transmit
+from nicd.core.actions import RaiseSignal, ToHost, Transmit
+from nicd.core.nic import NicCore
+from nicd.core.ready import Ready, announce_host, encode_ready, socket_path
 from nicd.errors import BadPacket, ProtocolViolation, UsageError
 from nicd.link.bundle import encode_bundle, is_bundle, plan_bundles, split_bundle_untrusted
-from nicd.memfd import map_sealed_memfd
-from nicd.nic import Addr, NicCore
-from nicd.ready import (
-    Ready,
-    announce_host,
-    decode_routes_untrusted,
-    encode_ready,
-    socket_path,
-)
+from nicd.shell.hostconn import HostConn
+from nicd.shell.memfd import map_sealed_memfd
+from nicd.shell.routes import load_routes, resolve_routes
 
 if TYPE_CHECKING:
-    from nicd.actions import NicAction
     from nicd.config import NicConfig
+    from nicd.core.actions import NicAction
+    from nicd.core.routing import Addr
 
-__all__ = [
-    "load_routes",
-    "peer_pid",
-    "resolve_routes",
-    "run",
-]
+__all__ = ["ENV_PROFILE", "run"]
 
 log = logging.getLogger("nicd")
 UDP_BUFFER_BYTES = 4 * 1024 * 1024  # kernel socket buffers asked for on the link
 HOST_BUFFER_BYTES = 1024 * 1024  # ... and on each PCI connection
 LINK_RETRY_S = 0.0005  # when the link said EAGAIN, try the control queue again after this
-
-
-def resolve_routes(
-    table: dict[int, tuple[str, int]], *, numeric_only: bool = False
-) -> dict[int, Addr]:
-    """Resolve host names to IPv4 addresses as the link will see them in ``recvfrom``.
-
-    ``numeric_only`` (the event loop's path) never asks DNS: a name that is no IPv4 address
-    is refused at once. Raises UsageError, and only that, for an address that does not
-    resolve.
-    """
-    flags = socket.AI_NUMERICHOST if numeric_only else 0
-    resolved: dict[int, Addr] = {}
-    for node, (host, port) in table.items():
-        try:
-            info = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM, 0, flags)
-            resolved[int(node)] = (str(info[0][4][0]), int(port))
-        except (OSError, UnicodeError, ValueError, OverflowError, IndexError) as exc:
-            raise UsageError(f"route of node {node}: cannot resolve {host!r:.80}: {exc}") from None
-    return resolved
-
-
-def load_routes(path: str) -> dict[int, tuple[str, int]]:
-    """Read a JSON routing table ``{"0": ["host", port], ...}``; UsageError naming ``path``
-    for a file that cannot be read or is no table."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        return decode_routes_untrusted(text)
-    except (OSError, UnicodeError) as exc:
-        raise UsageError(f"{path}: {exc}") from None
-    except UsageError as exc:
-        raise UsageError(f"{path}: {exc}") from None
-
-
-def peer_pid(sock: socket.socket) -> int | None:
-    """The pid of the process at the other end of a Unix socket (SO_PEERCRED), if known."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
-    try:
-        creds = sock.getsockopt(socket.SOL_SOCKET, option, _PEERCRED.size)
-    except OSError:
-        return None
-    pid: int = _PEERCRED.unpack(creds)[0]
-    return pid or None
-
-
-_PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
-_FD_SPACE = socket.CMSG_LEN(struct.calcsize("i"))  # one descriptor a record chunk, as recv_fds(1)
-
-
-def _fds_of(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
-    """The descriptors in ``recvmsg``'s ancillary data (SCM_RIGHTS), as ``socket.recv_fds``."""
-    fds = array.array("i")
-    for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
-    return list(fds)
-
-
-class _HostConn:
-    __slots__ = ("assembler", "conn_id", "fds", "outq", "outq_bytes", "pid", "sock", "writing")
-
-    def __init__(self, conn_id: int, sock: socket.socket, max_message: int) -> None:
-        self.conn_id = conn_id
-        self.sock = sock
-        self.pid = peer_pid(sock)
-        self.assembler = hl.Assembler(max_message)
-        self.outq: deque[bytes] = deque()
-        self.outq_bytes = 0
-        """Bytes in ``outq`` (bounded: see :meth:`_Shell._write_host`)."""
-        self.writing = False
-        self.fds: list[int] = []
-        """Descriptors received with the chunks of the record being assembled (at most one
-        a chunk: recv_fds asks for one, the kernel closes any more)."""
-
-    def take_fds(self, fds: list[int]) -> None:
-        self.fds.extend(fds)
-
-    def pop_fd(self) -> int | None:
-        fd = self.fds.pop(0) if self.fds else None
-        self.close_fds()
-        return fd
-
-    def close_fds(self) -> None:
-        for fd in self.fds:
-            os.close(fd)
-        self.fds.clear()
 
 
 class _Shell(asyncio.DatagramProtocol):
@@ -159,7 +61,7 @@ class _Shell(asyncio.DatagramProtocol):
         self.link_sock = link_sock
         self._link_watched = False
         self.udp: asyncio.DatagramTransport | None = None
-        self.conns: dict[int, _HostConn] = {}
+        self.conns: dict[int, HostConn] = {}
         self._next_conn = 1
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
@@ -264,12 +166,12 @@ class _Shell(asyncio.DatagramProtocol):
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, HOST_BUFFER_BYTES)
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, HOST_BUFFER_BYTES)
-            conn = _HostConn(self._next_conn, sock, self.core.config.max_message)
+            conn = HostConn(self._next_conn, sock, self.core.config.max_message)
             self._next_conn += 1
             self.conns[conn.conn_id] = conn
             self.loop.add_reader(sock.fileno(), self._readable, conn)
 
-    def _readable(self, conn: _HostConn) -> None:
+    def _readable(self, conn: HostConn) -> None:
         started = time.monotonic()
         self._batch = {}
         try:
@@ -280,11 +182,11 @@ class _Shell(asyncio.DatagramProtocol):
         hold = self.core.on_host_batch(started, time.monotonic())
         if hold > 0.0:
             # The host is streaming: let it fill the socket while this NIC "works", so the
-            # next turn reads a batch (nicd.doorbell). A blocking sleep, as a NIC busy with a
+            # next turn reads a batch (nicd.core.doorbell). A blocking sleep, as a NIC busy with a
             # burst serves nothing else either; the link's datagrams wait in the socket.
             time.sleep(hold)
 
-    def _read_records(self, conn: _HostConn) -> None:
+    def _read_records(self, conn: HostConn) -> None:
         # A budget of records per wake-up: the reader stays registered (level-triggered), so
         # the rest waits for the next turn of the loop and the link is served in between.
         budget = self.core.config.host_records_per_wake
@@ -293,14 +195,9 @@ class _Shell(asyncio.DatagramProtocol):
                 self.core.on_host_read_yield()
                 break
             budget -= 1
-            try:
-                record, ancillary, _, _ = conn.sock.recvmsg(hl.MAX_RECORD_BYTES, _FD_SPACE)
-            except (BlockingIOError, InterruptedError):
+            record = conn.receive()
+            if record is None:
                 break
-            except OSError:
-                record, ancillary = b"", []
-            if ancillary:  # socket.recv_fds's parsing, only when something came with it
-                conn.take_fds(_fds_of(ancillary))
             if not record:
                 self._disconnect(conn)
                 break
@@ -339,7 +236,7 @@ class _Shell(asyncio.DatagramProtocol):
                 conn.close_fds()  # a descriptor that came with any other record is not wanted
             self._execute(self.core.on_host(conn.conn_id, whole, now=now))
 
-    def _disconnect(self, conn: _HostConn) -> None:
+    def _disconnect(self, conn: HostConn) -> None:
         if self.conns.pop(conn.conn_id, None) is None:
             return
         self.loop.remove_reader(conn.sock.fileno())
@@ -349,7 +246,7 @@ class _Shell(asyncio.DatagramProtocol):
         conn.close_fds()
         self._execute(self.core.on_disconnect(conn.conn_id, now=time.monotonic()))
 
-    def _write_host(self, conn: _HostConn, records: list[bytes]) -> None:
+    def _write_host(self, conn: HostConn, records: list[bytes]) -> None:
         if conn.conn_id not in self.conns:
             return
         self.core.on_host_written()
@@ -368,7 +265,7 @@ class _Shell(asyncio.DatagramProtocol):
                 self.loop.call_soon(self._disconnect, conn)
                 return
 
-    def _enqueue(self, conn: _HostConn, records: list[bytes]) -> None:
+    def _enqueue(self, conn: HostConn, records: list[bytes]) -> None:
         """Queue records for a host whose socket is full. Past the bound the connection is
         closed rather than records dropped: they are the port's events (SENT, ERROR,
         deliveries), each promised exactly once, so losing one silently would hang the host,
@@ -384,7 +281,7 @@ class _Shell(asyncio.DatagramProtocol):
             conn.outq_bytes = 0
             self._disconnect(conn)
 
-    def _writable(self, conn: _HostConn) -> None:
+    def _writable(self, conn: HostConn) -> None:
         while conn.outq:
             try:
                 conn.sock.send(conn.outq[0])
@@ -574,7 +471,7 @@ def run(config: NicConfig, *, ready_line: bool = True) -> int:
     profile_dir = os.environ.get(ENV_PROFILE)
     if not profile_dir:
         return _run(config, ready_line)
-    import cProfile
+    import cProfile  # only when profiling: a developer's tool
 
     profiler = cProfile.Profile()
     try:

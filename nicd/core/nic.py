@@ -2,11 +2,11 @@
 
 Inputs: a datagram from the link, a record from a host connection, a host disconnecting,
 a timer firing, the end of a burst (``flush``); each takes ``now`` and returns
-:data:`~nicd.actions.NicAction` s. Packets are decoded here (the packet boundary) and encoded
+:data:`~nicd.core.actions.NicAction` s. Packets are decoded here (the packet boundary) and encoded
 here, after which the seeded fault plan decides their fate.
 
-Composition: GRIM, multicast and NICVM are :class:`~nicd.service.NicService` s and the GM
-port path (:mod:`nicd.gmservice`: opening ports, tokens, host sends, plain delivery,
+Composition: GRIM, multicast and NICVM are :class:`~nicd.core.service.NicService` s and the GM
+port path (:mod:`nicd.gm.service`: opening ports, tokens, host sends, plain delivery,
 completions) takes whatever none of them claims. NicCore builds its dispatch dicts once (link
 packet type, delivered message type and host record type to the service or handler that owns
 it; an unknown record is a counted refusal). Whatever a service or the transport returns runs
@@ -15,13 +15,21 @@ delivery to route, a completion to account, a NIC send) is replaced in place by 
 expands to, so the output keeps the order the recursive version had, without recursion; besides
 this loop only NICVM module sends reach the transport (through the one ``send`` it is handed).
 The two host records that need two services (multisend and multicast sends: a GM send token,
-then multicast) are composed here.
+then multicast) are composed here. What is not composition lives beside it: the routing table
+(:mod:`nicd.core.routing`), the watch over partial messages and their receive tokens
+(:mod:`nicd.gm.reassembly`), the doorbell (:mod:`nicd.core.doorbell`).
+
+Why over 500 lines: composition is one job with many entries. Each input the shell delivers
+is a method (with the counters the shell reports), each action kind a step of the loop, and
+each step needs the same three things (the transport, the port table, the services); spread
+over files, a step would reach back into NicCore for them, and the walk of a message through
+the NIC would cross files for no gain.
 
 Invariants: nothing a peer or a host sends raises out of this class: a bad datagram is a
 counted drop, host misuse is a ``Refused`` record to that host; only datagrams from
 addresses in the routing table and addressed to this node reach the transport; every send a
 host starts ends in exactly one SENT or ERROR event to it while its port is open (see
-:mod:`nicd.gmservice` for this and the signal rule).
+:mod:`nicd.gm.service` for this and the signal rule).
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from nicd import hostlink as hl
-from nicd.actions import (
+from nicd.core.actions import (
     AckNow,
     Deliver,
     GiveBack,
@@ -48,18 +56,20 @@ from nicd.actions import (
     ToPort,
     Transmit,
 )
-from nicd.doorbell import DoorbellCoalescer
+from nicd.core.doorbell import DoorbellCoalescer
+from nicd.core.routing import SET_ONCE, Addr, RoutingTable
+from nicd.core.service import NicService
+from nicd.core.stats import LinkStats
 from nicd.errors import BadPacket, UsageError
-from nicd.gm import PortTable
-from nicd.gmservice import HOST_MSG_TYPES, GmService
+from nicd.gm.ports import PortTable
+from nicd.gm.reassembly import PartialKey, Partials
+from nicd.gm.service import HOST_MSG_TYPES, GmService
 from nicd.grim.quota import NicSendQuota, busy_reply
 from nicd.grim.service import GrimNic
 from nicd.hostlink.grim import NIC_PORT
 from nicd.link.channels import Transport
 from nicd.link.faults import FaultPlan
-from nicd.link.reliable import Admission
 from nicd.link.wire import (
-    HAS_LAST,
     ControlPacket,
     DataPacket,
     MsgType,
@@ -70,21 +80,17 @@ from nicd.link.wire import (
 from nicd.mcast.config import McastConfig
 from nicd.mcast.service import McastNic
 from nicd.nicvm.engine import NicvmEngine, NicvmOff
-from nicd.reassembly import PartialKey, Partials
-from nicd.service import NicService
-from nicd.stats import LinkStats
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
     from emutrace.recorder import Facts
-    from nicd.actions import CoreAction, TransportAction
     from nicd.config import NicConfig
+    from nicd.core.actions import CoreAction, TransportAction
     from nicd.link.reliable import Verdict
 
-__all__ = ["Addr", "NicCore"]
+__all__ = ["NicCore"]
 
-Addr = tuple[str, int]
 _FINAL = frozenset({Transmit, ToHost, RaiseSignal})  # NicActions: they go to the shell as they are
 
 
@@ -99,15 +105,11 @@ class NicCore:
         self.faults: FaultPlan[Addr] = FaultPlan(config.faults)
         self.link = LinkStats()
         self.doorbell = DoorbellCoalescer(config.host_coalesce)
-        """When the shell holds off reading a streaming host (:mod:`nicd.doorbell`)."""
-        self.partials = Partials(config.reassembly_timeout_s)
+        """When the shell holds off reading a streaming host (:mod:`nicd.core.doorbell`)."""
+        self.partials = Partials(config.reassembly_timeout_s, self.ports, self.link)
         """Messages being reassembled, so a silent sender's cannot keep a token for ever."""
         self._now = 0.0  # of the datagram being handled, for admissions
-        self._routes: dict[int, Addr] = {}
-        self._routes_sealed = False
-        """A table is in force (from the routes file or a SET_ROUTES record): no record may
-        replace it (see :meth:`_set_routes_record`)."""
-        self._nodes_by_addr: dict[Addr, int] = {}
+        self.routing = RoutingTable()
         self._fault_free = not config.faults.active
         self.control_queue: deque[Transmit] = deque()
         """ACK/NACKs the link refused, sent before anything else once it is writable."""
@@ -123,7 +125,7 @@ class NicCore:
         """The NICVM framework (thesis ch. 4); None when disabled."""
         if config.nicvm.enabled:
             self.nicvm = NicvmEngine(config.node_id, config.nicvm, self.transport.send,
-                                     lambda: len(self._routes))  # fmt: skip
+                                     lambda: len(self.routing.by_node))  # fmt: skip
         services: list[NicService] = [self.grim, self.mcast, self.nicvm or NicvmOff()]
         self._services = services
         """The features; the port path (``gm``) takes whatever none of them claims."""
@@ -183,22 +185,20 @@ class NicCore:
     def set_routes(self, routes: dict[int, Addr]) -> None:
         """Install the routing table (node id -> resolved UDP address). The table is then
         sealed against SET_ROUTES records."""
-        self._routes_sealed = True
-        self._routes = dict(routes)
-        self._nodes_by_addr = {addr: node for node, addr in routes.items()}
+        self.routing.install(routes)
         self.gm.nodes = frozenset(routes)
 
     @property
     def routes(self) -> dict[int, Addr]:
         """The routing table in force."""
-        return dict(self._routes)
+        return dict(self.routing.by_node)
 
     def on_datagram(self, data: bytes, addr: Addr, *, now: float) -> list[NicAction]:
         """A datagram arrived on the link from ``addr``."""
         link = self.link
         link.datagrams_in += 1
         link.bytes_in += len(data)
-        node = self._nodes_by_addr.get(addr)
+        node = self.routing.by_addr.get(addr)
         if node is None:
             link.drop("unknown_source")
             return []
@@ -333,7 +333,7 @@ class NicCore:
 
     def on_host_batch(self, started: float, finished: float) -> float:
         """The shell read host records at ``started`` and handled them by ``finished``:
-        seconds it holds off before reading again (see :mod:`nicd.doorbell`)."""
+        seconds it holds off before reading again (see :mod:`nicd.core.doorbell`)."""
         return self.doorbell.on_batch(started, finished)
 
     def on_bundle_out(self, frames: int) -> None:
@@ -407,7 +407,7 @@ class NicCore:
         return out
 
     def _step_packet(self, action: SendPacket, now: float) -> Sequence[CoreAction]:
-        addr = self._routes.get(action.node)
+        addr = self.routing.by_node.get(action.node)
         if addr is None:
             self.link.drop("no_route_out")
             return []
@@ -496,45 +496,25 @@ class NicCore:
         return list(self.transport.resume_port(action.port, now=now))
 
     def _admit(self, first: DataPacket) -> Verdict:
-        """The transport's admission of a message's FIRST fragment: GRIM's verdict, else the
-        port table's (a receive token). A message of several fragments is watched until its
-        delivery; a partial its sender abandoned on the same stream gives its token back."""
-        key = PartialKey(first.src_node, first.src_port, first.dst_port)
-        state = self.ports.get(first.dst_port)
-        if self.partials.forget(key) and state is not None:
-            self.ports.provide(state, 1)
-            self.link.drop("abandoned_partial")
-        tokens = 0 if state is None else state.receive_tokens
-        verdict = self.grim.admit(first)
-        if verdict is None:
-            verdict = (self.ports.admit(first), [])
-        if verdict[0] is Admission.OK and first.flags not in HAS_LAST:
-            took = state is not None and state.receive_tokens < tokens
-            self.partials.started(key, now=self._now, token=took)
-        return verdict
+        """The transport's admission of a message's FIRST fragment: GRIM's verdict, else a
+        receive token (:meth:`Partials.admit <nicd.gm.reassembly.Partials.admit>`)."""
+        return self.partials.admit(first, self.grim.admit, now=self._now)
 
     def _expire_partials(self, now: float) -> list[CoreAction]:
         """Discard the partial messages whose senders went silent; return their tokens."""
         out: list[CoreAction] = []
         for key, token in self.partials.expired(now):
-            self.link.drop("reassembly_timeout")
             self.transport.drop_partial(key.src_node, key.src_port, key.dst_port)
             if token:
                 out.append(GiveBack(key.dst_port))
         return out
 
     def _set_routes_record(self, conn: int, req: hl.SetRoutesReq, now: float) -> list[NicAction]:
-        """Only the launcher sets routes: one table, before any port opens. Every launcher
-        (emurun, its agents, NicCluster) installs the table once and only then starts hosts,
-        so no host ever gets a turn; a host (or any same-uid process) that connects earlier
-        and installs a table makes the launcher's own refused, and the job fails loudly at
-        start instead of being rerouted quietly. A secret handed to nicd would travel in
-        argv or the environment, both readable by the same uid in /proc, i.e. by exactly the
-        hosts it would keep out: more protocol for no more protection."""
-        if self._routes_sealed or self.ports.any_opened:
+        """Only the launcher sets routes, once (:meth:`RoutingTable.may_set
+        <nicd.core.routing.RoutingTable.may_set>` says why)."""
+        if not self.routing.may_set(ports_opened=self.ports.any_opened):
             self.link.drop("routes_refused")
-            why = "routes are set once, by the launcher, before any port opens"
-            return [ToHost(conn, hl.Refused(why))]
+            return [ToHost(conn, hl.Refused(SET_ONCE))]
         self.set_routes(req.routes)
         return [ToHost(conn, hl.RoutesOk())]
 
