@@ -29,10 +29,8 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from emucluster.errors import EmuclusterError
-from nicd import hostlink as hl
-from nicd.link.wire import MsgType
-from nicd.nicvm import NicvmError, compile_module
-from nicd.nicvm.packet import encode_preamble
+from nicd import contract as hl
+from nicd.contract import MsgType, NicvmError, compile_module, encode_preamble
 
 if TYPE_CHECKING:
     from emucluster.port.client import Port

@@ -59,11 +59,17 @@ from emucluster.grim.port import WAIT_S, Block, Handle, Kernel, RMError, RmReque
 from emucluster.grim.rm import RemoteMemory
 from emucluster.port import signals
 from emucluster.port.client import ErrorEvent, Port, PortError, RecvEvent, SentEvent
-from nicd import hostlink as hl
-from nicd.grim import amregistry
-from nicd.grim.service import REGISTRY_NODE
-from nicd.hostlink.grim import NIC_PORT, RmUpcallSignals, RmWatch
-from nicd.link.wire import MsgType
+from nicd import contract as hl
+from nicd.contract import (
+    AM_MAX_HANDLER_ID,
+    NIC_PORT,
+    REGISTRY_NODE,
+    MsgType,
+    RmUpcallSignals,
+    RmWatch,
+    decode_am_reply,
+    encode_am_request,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -172,8 +178,8 @@ class Endpoint(RemoteMemory):
         with self._lock:
             self._check_rank(dest_rank)
             hid = name_or_id if isinstance(name_or_id, int) else self.handler_id(name_or_id)
-            if not 1 <= hid <= amregistry.MAX_HANDLER_ID:
-                raise ValueError(f"handler id {hid} is outside 1..{amregistry.MAX_HANDLER_ID}")
+            if not 1 <= hid <= AM_MAX_HANDLER_ID:
+                raise ValueError(f"handler id {hid} is outside 1..{AM_MAX_HANDLER_ID}")
             words = tuple(args)
             if len(words) != 4 or not all(isinstance(a, int) and 0 <= a <= _U32 for a in words):
                 raise ValueError(f"args must be four 32-bit unsigned ints, not {args!r}")
@@ -421,7 +427,7 @@ class Endpoint(RemoteMemory):
     def _on_recv(self, event: RecvEvent) -> None:
         if event.src_port == NIC_PORT:
             try:
-                req, table = amregistry.decode_reply(event.payload)
+                req, table = decode_am_reply(event.payload)
             except Exception:  # BadPacket: a garbled reply is counted
                 self.counts["bad_registry_reply"] += 1
                 return
@@ -463,7 +469,7 @@ class Endpoint(RemoteMemory):
     def _ask_registry(self, op: str, names: list[str], timeout: float | None) -> dict[str, int]:
         req = self._next_req
         self._next_req = (req + 1) & _U32 or 1
-        payload = amregistry.encode_request(op, req, names)
+        payload = encode_am_request(op, req, names)
         self._submit(OutMsg(REGISTRY_NODE, NIC_PORT, MsgType.AM_DATA, payload))
         deadline = None if timeout is None else time.monotonic() + timeout
 

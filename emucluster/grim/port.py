@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from emucluster.errors import EmuclusterError
 from emucluster.port.client import Port
-from nicd.grim.xlate import AddressMap
-from nicd.hostlink.grim import RmLanded, RmStatusEvent, RmXlateReply, RmXlateReq
+from nicd.contract import AddressMap, RmLanded, RmStatusEvent, RmXlateReply, RmXlateReq
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING
 from emucluster.grim.amcore import OutMsg
 from emucluster.grim.port import Block, Handle, RMError, RmRequest
 from emucluster.grim.rmalloc import Allocator
-from nicd.grim.xlate import Translation
-from nicd.hostlink.grim import (
+from nicd.contract import (
     NOTIFY_P,
     READ_META,
+    MsgType,
     RmFlags,
     RmMapReq,
     RmStatus,
     RmStatusEvent,
     RmUnmapReq,
+    Translation,
 )
-from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
     import threading

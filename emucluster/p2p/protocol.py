@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 from emucluster.errors import EmuclusterError
 from emucluster.p2p.envelope import ANY_SOURCE, MAX_RANK, MAX_TAG, Envelope, arrival_fields_ok
 from emucluster.p2p.matching import Matcher
-from nicd.link.wire import MsgType
+from nicd.contract import MsgType
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -32,10 +32,16 @@ from emucluster.errors import EmuclusterError
 from emucluster.port.sharedmem import SealedSegment
 from emucluster.port.state import Event, PortState, RecordRefused, UnexpectedRecord
 from emucluster.port.wait import Waiter, WaitPolicy
-from nicd import hostlink as hl
-from nicd import lifeline
-from nicd.hostlink import ErrorEvent, McastErrorEvent, RecvEvent, RmWriteEvent, SentEvent
-from nicd.link.wire import MsgType
+from nicd import contract as hl
+from nicd.contract import (
+    ErrorEvent,
+    McastErrorEvent,
+    MsgType,
+    RecvEvent,
+    RmWriteEvent,
+    SentEvent,
+    watch_lifeline,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -160,7 +166,7 @@ class Port:
         path = socket_path or HostConfig.from_env().nic_socket
         if not path:
             raise PortError("no NIC socket: pass socket_path or run under emurun (EMU_NIC_SOCKET)")
-        lifeline.watch()  # started by a launcher: stop when it dies (no-op otherwise)
+        watch_lifeline()  # started by a launcher: stop when it dies (no-op otherwise)
         env_policy, spin_s = wait_policy_from_env()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:

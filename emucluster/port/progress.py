@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from emucluster.errors import EmuclusterError
 from emucluster.p2p.protocol import P2P, Grant, Release, SendData, Transmit, cts_args
 from emucluster.port.client import ErrorEvent, McastErrorEvent, Port, RecvEvent, RmWriteEvent
-from nicd.link.wire import MsgType
+from nicd.contract import MsgType
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

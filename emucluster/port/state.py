@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections import Counter, deque
 from typing import TYPE_CHECKING, TypeVar, cast
 
-from nicd import hostlink as hl
-from nicd.hostlink import ErrorEvent, McastErrorEvent, RecvEvent, RmWriteEvent, SentEvent
+from nicd import contract as hl
+from nicd.contract import ErrorEvent, McastErrorEvent, RecvEvent, RmWriteEvent, SentEvent
 
 if TYPE_CHECKING:
     from collections.abc import Callable

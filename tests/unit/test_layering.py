@@ -183,7 +183,6 @@ def test_relative_imports_resolve_against_the_importer() -> None:
 # -- emucluster takes nicd through the contract ---------------------------------------------
 
 
-@pytest.mark.xfail(strict=False, reason="emucluster switches to the contract at integration")
 def test_emucluster_imports_only_the_contract_of_nicd() -> None:
     assert contract_violations(ROOT) == []
 

@@ -35,7 +35,7 @@ from emucluster.offload.app_bypass.core import AppBypass, InstanceKey, SendUp, S
 from emucluster.port import signals
 from emucluster.port.progress import MPI_PORT
 from emucluster.port.signals import RETRY_S, in_library
-from nicd.link.wire import MsgType
+from nicd.contract import MsgType
 
 if TYPE_CHECKING:
     from collections.abc import Callable

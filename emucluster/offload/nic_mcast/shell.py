@@ -37,7 +37,7 @@ from emucluster.mpi.errors import ERR_ARG, ERR_PROC_FAILED
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.offload.nic_mcast.bcast import LARGE
 from emucluster.offload.nic_mcast.trees import PostalCosts
-from nicd.link.wire import MsgType
+from nicd.contract import MsgType
 
 if TYPE_CHECKING:
     from emucluster.coll.context import CollContext

@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING
 from emucluster import nicvm
 from emucluster.coll.tags import Tag
 from emucluster.offload.nicvm.bcast import MODULE_NAME
-from nicd import hostlink as hl
-from nicd.link.wire import MsgType
-from nicd.nicvm.modules import BCAST_BINARY_TREE
+from nicd import contract as hl
+from nicd.contract import BCAST_BINARY_TREE, MsgType
 
 if TYPE_CHECKING:
     from emucluster.coll.context import CollContext
