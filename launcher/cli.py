@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, cast
 
 from emucluster import coll, mpi4py_shim
 from emucluster.config import ENV_WAIT
-from launcher import forkclient
 from launcher.errors import EXIT_USAGE, LaunchError, UsageError
+from launcher.forkserver.client import enabled as forkserver_enabled
 from launcher.hostfile import HostSpec, map_ranks, parse_host_list, parse_hostfile
 from launcher.plan import (
     PROFILE_WAIT,
@@ -367,7 +367,7 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         stop_grace=args.stop_grace,
         quiet=args.quiet,
         profile=args.profile,
-        forkserver=not args.no_forkserver and forkclient.enabled(env),
+        forkserver=not args.no_forkserver and forkserver_enabled(env),
         hosts=hosts,
         trace_dir=os.path.abspath(args.trace_dir) if args.trace_dir else None,
     )

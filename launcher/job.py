@@ -39,7 +39,7 @@ from launcher import plan as planmod
 from launcher.agent.nodes import STATS_FILE
 from launcher.children import describe_exit, exit_code_of, job_signals, tag_lines, write_all
 from launcher.errors import EXIT_INTERNAL, EXIT_LOST_HOST, EXIT_TIMEOUT, RendezvousError
-from launcher.forkclient import ENV_FORKSERVER
+from launcher.forkserver.client import ENV_FORKSERVER
 from launcher.rendezvous import Rendezvous
 from launcher.report import ProcessUsage, job_json, render
 from launcher.tracing import CLOCK_PINGS, TraceSink, host_folder, offset_from_samples, write_clocks

@@ -27,8 +27,8 @@ from launcher.channel import Channel, greet_emurun
 from launcher.children import write_all
 from launcher.control import ControlError
 from launcher.errors import EXIT_INTERNAL, LaunchError
-from launcher.forkclient import ENV_FORKSERVER
-from launcher.forkclient import enabled as forkserver_enabled
+from launcher.forkserver.client import ENV_FORKSERVER
+from launcher.forkserver.client import enabled as forkserver_enabled
 from launcher.plan import LaunchPlan, resolve_program
 from launcher.tracing import trace_chunks
 from nicd import errors as nicd_errors
