@@ -14,6 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from emubench.report import write_report
+from emubench.suite import run_all
+
 __all__ = ["BENCHMARKS", "main"]
 
 BENCHMARKS: dict[str, tuple[str, str]] = {
@@ -69,9 +72,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``emubench`` console script."""
-    from emubench.report import write_report
-    from emubench.suite import run_all
-
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in BENCHMARKS:
         return _forward(argv[0], argv[1:])

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from emucluster import hosttime
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
@@ -69,8 +71,6 @@ def host_cpu() -> float:
     """This host's CPU seconds as `emucluster.hosttime.Region` counts them (the public
     measure users get): process CPU time plus the library's waits for the NIC charged as
     polling. Under ``EMU_WAIT=spin`` the second term stays 0."""
-    from emucluster import hosttime
-
     return time.process_time() + hosttime.waited()
 
 
@@ -256,7 +256,7 @@ def run_emurun_json(
 def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> Table:
     """A rich table: the first column left-aligned, the others right-aligned (numbers); cells
     are printed with ``str``, so format floats before passing them."""
-    from rich.table import Table
+    from rich.table import Table  # late: ~40 ms a rank program importing this module skips
 
     out = Table(title=title)
     for i, column in enumerate(columns):
@@ -268,14 +268,14 @@ def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]]) 
 
 def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
     """Print `table` on stdout."""
-    from rich.console import Console
+    from rich.console import Console  # late: ~40 ms a rank program skips
 
     Console().print(table(title, columns, rows))
 
 
 def pyplot() -> Any:  # matplotlib.pyplot, imported on demand
     """matplotlib's pyplot on the file-only Agg backend (needs the ``bench`` extra)."""
-    import matplotlib
+    import matplotlib  # optional: the bench extra
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -43,6 +43,7 @@ from emubench.common import (
     save_figure,
     write_json,
 )
+from emucluster import am, rm
 
 __all__ = ["main"]
 
@@ -63,8 +64,6 @@ DYNAMIC_BLOCKS = 24  # > the NIC's 16 dynamic entries: cycling them misses every
 
 def run_rank(args: argparse.Namespace) -> None:
     """Both ranks of the two-node measurements; rank 0 writes the JSON."""
-    from emucluster import am, rm
-
     ep = am.endpoint()
     rank = ep.rank
     peer = 1 - rank

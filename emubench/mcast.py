@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from emubench import skew_dilated
+import emucluster.mpi
+from emubench import mcast_plot, skew_dilated
 from emubench.common import (
     busy_cpu,
     command_line,
@@ -40,6 +41,13 @@ from emubench.common import (
     run_emurun_json,
     write_json,
 )
+from emucluster.offload.nic_mcast.trees import (
+    PostalCosts,
+    binomial_tree,
+    flat_tree,
+    receive_times,
+)
+from emucluster.port.client import Port
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -66,8 +74,6 @@ PORT = 1
 
 
 def _port() -> Any:
-    from emucluster.port.client import Port
-
     return Port.open(port=PORT, receive_buffers=512)  # EMU_WAIT: the job's wait policy
 
 
@@ -132,13 +138,6 @@ def fig4(args: argparse.Namespace) -> None:
 
 def fig5(args: argparse.Namespace) -> None:
     """GM-level multicast latency: NIC forwarding on the postal tree vs host binomial."""
-    from emucluster.offload.nic_mcast.trees import (
-        PostalCosts,
-        binomial_tree,
-        flat_tree,
-        receive_times,
-    )
-
     port = _port()
     rank, n = port.node_id, port.num_nodes
     nodes = range(n)
@@ -225,7 +224,7 @@ def fig5(args: argparse.Namespace) -> None:
 
 def fig6(args: argparse.Namespace) -> None:
     """MPI-level Bcast latency: nic-mcast vs binomial; root waits for one leaf's reply."""
-    from emucluster import MPI
+    from emucluster import MPI  # late: importing MPI initialises it (a rank's job only)
 
     comm = MPI.COMM_WORLD
     rank, n = comm.rank, comm.size
@@ -255,7 +254,7 @@ def fig6(args: argparse.Namespace) -> None:
 
 def skew(args: argparse.Namespace) -> None:
     """Average host CPU time in Bcast under process skew (seed 001 §7.3, Figs 7-8)."""
-    from emucluster import MPI
+    from emucluster import MPI  # late: importing MPI initialises it (a rank's job only)
 
     comm = MPI.COMM_WORLD
     rank, n = comm.rank, comm.size
@@ -287,8 +286,6 @@ def skew(args: argparse.Namespace) -> None:
 
 
 def _mpi_mcast_stats() -> object:
-    import emucluster.mpi
-
     return emucluster.mpi.stats().get("mcast", {})
 
 
@@ -384,8 +381,6 @@ LARGE = [2048, 4096, 8192]
 
 
 def _save(out: str, fig: int, args: argparse.Namespace, report: dict[str, Any]) -> None:
-    from emubench import mcast_plot
-
     report["command"] = command_line("mcast", args.argv)
     report["environment"] = environment(args.load_before, wait_policy=report["wait_policy"])
     mcast_plot.summarise(fig, report)

@@ -83,7 +83,9 @@ def _pingpong_pair(mpi: Any, comm: Any, size: int) -> tuple[Callable[[], object]
 
 def _raw_port_round_trip(rank: int) -> tuple[Callable[[], object], Callable[[], None]]:
     """An 8-byte round trip on raw GM ports between nodes 0 and 1, and the port's closer."""
-    from emucluster.port.client import Port
+    from emucluster.port.client import (
+        Port,  # late: the mpi4py (MPICH) reference never loads emucluster
+    )
 
     port = Port.open(port=RAW_PORT)
     peer = 1 - rank
@@ -180,7 +182,7 @@ def _candidates(mpi: Any, comm: Any, iters: int, rounds: int) -> dict[str, Any]:
     """Every algorithm of `CANDIDATES`, chosen per call, in ``rounds`` interleaved blocks of
     ``iters // rounds`` iterations (so all see the same machine state): per rank the mean wall
     time, process CPU time and run delay (time runnable but waiting for a core) per call."""
-    from emucluster import hosttime
+    from emucluster import hosttime  # late: as in _raw_port_round_trip
 
     value = np.array([float(comm.rank)])
     result = np.zeros(1)

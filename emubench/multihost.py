@@ -25,7 +25,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from emubench.common import command_line, emurun_command, environment, load_average, read_json
+from emubench.common import (
+    command_line,
+    emurun_command,
+    environment,
+    load_average,
+    pyplot,
+    read_json,
+    write_json,
+)
+from emubench.common import print_table as rich_table
 from emubench.netns import Fabric, unavailable
 
 __all__ = ["main"]
@@ -99,23 +108,17 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 def print_table(record: dict[str, Any]) -> None:
     """The two configurations side by side."""
-    from rich.console import Console
-
-    from emubench.common import table
-
     rows = [
         (name, f"{r['pingpong_8B_one_way_us']:.1f}", f"{r['bcast_8B_mean_us']:.1f}",
          f"{r['bcast_8B_slowest_rank_us']:.1f}")
         for name, r in record["runs"].items()
     ]  # fmt: skip
     columns = ("configuration", "ping-pong 8 B one-way us", "bcast 8 B mean us", "slowest us")
-    Console().print(table("6 nodes: namespaces vs one process tree", columns, rows))
+    rich_table("6 nodes: namespaces vs one process tree", columns, rows)
 
 
 def plot(record: dict[str, Any], path: str) -> None:
     """Two bar groups, 8-byte ping-pong one-way and 8-byte Bcast: each configuration's bar."""
-    from emubench.common import pyplot
-
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     figures = {"pingpong_8B_one_way_us": "ping-pong 8 B, one way (ranks 0-1 on two hosts)",
@@ -158,8 +161,6 @@ def main(argv: list[str] | None = None) -> int:
     record = measure(args)
     print_table(record)
     if args.out is not None:
-        from emubench.common import write_json
-
         record["parameters"]["out"] = str(args.out)
         write_json(args.out, record, indent=1)
     if args.png:

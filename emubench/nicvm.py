@@ -1,6 +1,7 @@
 """NICVM benchmarks of thesis §4.4 (Figs 4.9-4.18), one emurun job per configuration.
 
-``emurun -np N python -m emubench.nicvm MODE --out F`` runs one job, MODE being:
+``emurun -np N python -m emubench.nicvm MODE --out F`` runs one job (its rank side is
+`emubench.nicvm_rank`), MODE being:
 
 * ``pingpong`` (Fig 4.9): MPI ping-pong one-way latency over sizes; the sweep runs it on a
   nicd with NICVM enabled and one started ``--no-nicvm``, alternating, and compares.
@@ -11,7 +12,8 @@
   root starts the clock, every other rank notifies the root after its bcast, the root stops at
   the last notification and subtracts a measured one-way notification latency.
 * ``skew`` (Figs 4.16-4.18): CPU under process skew, thesis §4.4.4's method measured with
-  the public `emucluster.hosttime` (see `_skew`), both algorithms interleaved per iteration.
+  the public `emucluster.hosttime` (see `emubench.nicvm_rank`), both algorithms interleaved
+  per iteration.
 
 ``emubench nicvm sweep --out docs/figures/nicvm.json`` runs them all (and the
 VM micro-benchmark, ``emubench.nicvm_vm``, and `core_overhead`: Fig 4.9's question asked of two
@@ -23,11 +25,10 @@ PNG per figure group with the paper's numbers on it; ``... core --out F`` redoes
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from emubench import skew_dilated
@@ -42,8 +43,14 @@ from emubench.common import (
     save_figure,
     write_json,
 )
+from emubench.nicvm_rank import MODES, run_rank
+from emubench.nicvm_vm import measure
+from nicd import hostlink as hl
+from nicd.config import NicConfig, NicvmConfig
+from nicd.core.actions import ToHost, Transmit
+from nicd.core.nic import NicCore
 
-__all__ = ["ECHO", "PAPER", "main"]
+__all__ = ["PAPER", "core_overhead", "main"]
 
 PAPER = {
     "fig4.9_overhead_us": 0.8,
@@ -54,171 +61,7 @@ PAPER = {
     "fig4.15_bcast_factor_max": 1.4,
     "fig4.16_17_cpu_factor_16_nodes_1000us": 2.2,
 }
-ECHO = """\
-func main()
-    if mpi_get_rank() != mpi_get_root() then
-        mpi_send_message(GM_ST_RELIABLE_NICVM_NIC_DATA, mpi_get_root());
-        return NICVM_RESULT_PACKET_CONSUMED;
-    end if;
-    return NICVM_RESULT_SUCCESS;
-end func;
-"""
-"""Fig 4.11's NIC echo: a non-root NIC sends the packet back to the root and consumes it."""
-ECHO_PORT = 5
 SIZES_ECHO = (8, 64, 128, 256, 1024, 4096, 16384, 60000)
-
-
-def _pingpong(args: argparse.Namespace) -> dict[str, Any]:
-    from emucluster import MPI
-
-    comm = MPI.COMM_WORLD
-    rank = comm.rank
-    out: dict[str, Any] = {}
-    for size in args.sizes:
-        buf = bytearray(size)
-        samples = []
-        for i in range(args.warmup + args.iters):
-            t0 = time.perf_counter()
-            if rank == 0:
-                comm.Send(buf, 1, 0)
-                comm.Recv(buf, 1, 0)
-            else:
-                comm.Recv(buf, 0, 0)
-                comm.Send(buf, 0, 0)
-            if i >= args.warmup:
-                samples.append((time.perf_counter() - t0) / 2 * 1e6)
-        out[str(size)] = samples
-    return out
-
-
-def _echo(args: argparse.Namespace) -> dict[str, Any]:
-    from emucluster.nicvm import Nicvm
-    from emucluster.port.client import Port
-    from nicd.nicvm.modules import NOOP
-
-    port = Port.open(port=ECHO_PORT, receive_buffers=64)
-    vm = Nicvm(port)
-    vm.load("echo", ECHO)
-    vm.load("noop", NOOP)
-    me = port.node_id
-    out: dict[str, Any] = {v: {} for v in ("host", "noop", "nic")}
-    _sync(port, me)
-    for size in args.sizes:
-        body = bytes(size)
-        for v in out:
-            out[v][str(size)] = []
-        for i in range(args.warmup + args.iters):
-            for variant in ("host", "noop", "nic"):
-                if me == 0:
-                    t0 = time.perf_counter()
-                    if variant == "host":
-                        port.send(1, ECHO_PORT, body)
-                    else:
-                        vm.send(1, variant if variant == "noop" else "echo", body, root=0)
-                    port.recv(timeout=30)
-                    if i >= args.warmup:
-                        out[variant][str(size)].append((time.perf_counter() - t0) * 1e6)
-                elif variant != "nic":
-                    event = port.recv(timeout=30)
-                    port.send(0, ECHO_PORT, event.payload)
-    port.flush(timeout=30)
-    if me == 1:  # node 1's host must not close before node 0 got the last echo
-        port.recv(timeout=30)
-    else:
-        port.send(1, ECHO_PORT, b"bye")
-        port.flush(timeout=30)
-    port.close()
-    return out
-
-
-def _sync(port: Any, me: int) -> None:
-    if me == 0:
-        port.send(1, ECHO_PORT, b"go")
-        port.recv(timeout=60)
-    else:
-        port.recv(timeout=60)
-        port.send(0, ECHO_PORT, b"go")
-
-
-def _bcast(args: argparse.Namespace) -> dict[str, Any]:
-    from emucluster import MPI
-
-    comm = MPI.COMM_WORLD
-    rank, size = comm.rank, comm.size
-    note = bytearray(1)
-    one_way = []  # root <-> rank size-1 notification latency
-    for _ in range(50):
-        comm.Barrier()
-        if rank == 0:
-            t0 = time.perf_counter()
-            comm.Send(note, size - 1, 9)
-            comm.Recv(note, size - 1, 9)
-            one_way.append((time.perf_counter() - t0) / 2 * 1e6)
-        elif rank == size - 1:
-            comm.Recv(note, 0, 9)
-            comm.Send(note, 0, 9)
-    notify = statistics.median(one_way) if rank == 0 else 0.0
-    out: dict[str, Any] = {"one_way_us": notify, "binomial": {}, "nicvm": {}}
-    for nbytes in args.sizes:
-        buf = bytearray(nbytes)
-        for algorithm in ("binomial", "nicvm"):
-            out[algorithm][str(nbytes)] = []
-        for i in range(args.warmup + args.iters):
-            for algorithm in ("binomial", "nicvm"):
-                comm.Barrier()
-                t0 = time.perf_counter()
-                comm.Bcast(buf, 0, algorithm=algorithm)
-                if rank != 0:
-                    comm.Send(note, 0, 8)
-                else:
-                    for _ in range(size - 1):
-                        comm.Recv(note, MPI.ANY_SOURCE, 8)
-                    if i >= args.warmup:
-                        elapsed = (time.perf_counter() - t0) * 1e6 - notify
-                        out[algorithm][str(nbytes)].append(elapsed)
-    return out
-
-
-def _skew(args: argparse.Namespace) -> dict[str, Any]:
-    """Thesis §4.4.4 per iteration: barrier; busy-loop a random skew in [0, max]; the broadcast;
-    a catch-up of max skew + ``--bound-us``. ``cpu_us`` is the public `emucluster.hosttime`
-    measure of a `Region` from the skew loop's start through the catch-up, minus the skew
-    (asynchronous work included, also a signal handler's inside the loop, which `hosttime.spin`
-    prolongs); ``wall_us`` the paper's elapsed - nominal skew - nominal catch-up, on the
-    own-processor clock. The catch-up *sleeps*: on a real cluster a rank's catch-up loop costs
-    no other rank anything, but here a busy one takes the shared cores from the ranks still in
-    their skew loops, and the waits of the ranks waiting for those (charged as polling) grow
-    with it. The variants alternate which goes first."""
-    import numpy as np
-
-    from emucluster import MPI, hosttime
-
-    comm = MPI.COMM_WORLD
-    rank = comm.rank
-    rng = np.random.default_rng(args.seed * 1000 + rank)
-    skew_max = args.skew_us / 1e6
-    catch_up = skew_max + args.bound_us / 1e6
-    algorithms = ("binomial", "nicvm")
-    out: dict[str, Any] = {}
-    for nbytes in args.sizes:
-        buf = bytearray(nbytes)
-        res: dict[str, dict[str, list[float]]] = {
-            a: {"wall_us": [], "cpu_us": []} for a in algorithms
-        }
-        for i in range(args.warmup + args.iters):
-            for k in range(len(algorithms)):
-                algorithm = algorithms[(i + k) % len(algorithms)]  # neither always first
-                comm.Barrier()
-                skew = float(rng.uniform(0, skew_max))
-                with hosttime.Region() as used:
-                    hosttime.spin(skew)
-                    comm.Bcast(buf, 0, algorithm=algorithm)
-                    time.sleep(catch_up)
-                if i >= args.warmup:
-                    res[algorithm]["wall_us"].append((used.own_wall_s - skew - catch_up) * 1e6)
-                    res[algorithm]["cpu_us"].append((used.cpu_s - skew) * 1e6)
-        out[str(nbytes)] = res
-    return out
 
 
 def core_overhead(sizes: tuple[int, ...] = (8, 256, 4096, 16384), rounds: int = 1000,
@@ -227,12 +70,6 @@ def core_overhead(sizes: tuple[int, ...] = (8, 256, 4096, 16384), rounds: int = 
         ping-pong of ordinary messages (datagrams, deliveries, ACKs, SENT events), NICVM enabled vs
         disabled, in alternating blocks; CPU ns per round trip, minimum (the least disturbed block,
     as ``timeit`` advises) and median over ``repeats``."""
-    from dataclasses import replace
-
-    from nicd import hostlink as hl
-    from nicd.config import NicConfig, NicvmConfig
-    from nicd.core.actions import ToHost, Transmit
-    from nicd.core.nic import NicCore
 
     def pair(enabled: bool) -> tuple[NicCore, NicCore]:
         base = NicConfig(0, "/tmp", nicvm=NicvmConfig(enabled=enabled))
@@ -276,23 +113,6 @@ def core_overhead(sizes: tuple[int, ...] = (8, 256, 4096, 16384), rounds: int = 
     return out
 
 
-MODES = {"pingpong": _pingpong, "echo": _echo, "bcast": _bcast, "skew": _skew}
-
-
-def run_rank(args: argparse.Namespace) -> None:
-    """One rank's side of one job; every rank gathers to rank 0, which writes ``--out``."""
-    from emucluster import MPI
-
-    result = MODES[args.mode](args)
-    comm = MPI.COMM_WORLD
-    gathered = comm.gather(result, 0)
-    if comm.rank == 0:
-        report = {"parameters": vars(args) | {"nodes": comm.size},
-                  "environment": {k: v for k, v in os.environ.items() if k.startswith("EMU_")},
-                  "ranks": gathered}  # fmt: skip
-        write_json(args.out, report)
-
-
 def _job(nodes: int, mode: str, extra: list[str], wait: str, nicd_args: str = "") -> dict[str, Any]:
     emurun_args = [f"--nicd-args={nicd_args}"] if nicd_args else []
     result, _ = run_emurun_json(nodes, "emubench.nicvm", [mode, *extra], {"EMU_WAIT": wait},
@@ -321,8 +141,6 @@ def pipelined(args: argparse.Namespace) -> dict[str, Any]:
 
 def sweep(args: argparse.Namespace) -> None:
     """Run every figure's jobs; write the JSON and the PNGs."""
-    from emubench.nicvm_vm import measure
-
     load_before = load_average()
     report: dict[str, Any] = {
         "paper": PAPER,

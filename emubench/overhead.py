@@ -44,6 +44,7 @@ from emubench.common import (
     save_figure,
     write_json,
 )
+from emubench.nicd_port import _bench_relay  # the relay of the nicd benchmark
 from launcher.plan import Placement, place
 
 __all__ = ["main"]
@@ -95,8 +96,6 @@ def _relay_floor(
 ) -> dict[str, tuple[float, float]]:
     """Per size: the relay's one-way (median, mean) over its round trips, its processes
     placed as emurun places the nicds and hosts of the measured path (`place`)."""
-    from emubench.nicd_port import _bench_relay  # the relay of the nicd benchmark
-
     with tempfile.TemporaryDirectory(prefix="emubench-relay-", dir="/tmp") as run_dir:
         relay = _bench_relay(run_dir, "block", iters, {"nicd_priority": "rt"}, placement)
     samples = relay["samples_us"]

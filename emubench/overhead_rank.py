@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--count", type=int, required=True, help="messages (stream) or round trips")
     p.add_argument("--out", required=True, help="rank 0 writes the JSON result here")
     args = p.parse_args(argv)
-    from emucluster import MPI
+    from emucluster import MPI  # late: importing MPI initialises it; not for --help
 
     comm = MPI.COMM_WORLD
     if comm.size != 2:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from emubench.common import LOAD_WARN_PER_CPU, read_json
+from emubench.mcast_plot import factors
+from emubench.skew_dilated import spread_text
 from emubench.suite import JOBS, RUNS_FILE
 
 if TYPE_CHECKING:
@@ -96,8 +98,6 @@ def _rs_latency(fig: str) -> Callable[[dict[str, Any]], str]:
 
 
 def _mcast_factors(d: dict[str, Any], fig: int) -> dict[str, dict[str, float]]:
-    from emubench.mcast_plot import factors
-
     return factors(d, fig)
 
 
@@ -222,8 +222,6 @@ def _dilated(d: dict[str, Any]) -> str:
         for f in d["factors"]
         if f["paper_skew_us"] == top
     ]
-    from emubench.skew_dilated import spread_text
-
     return (
         f"{', '.join(parts)}; paper skew {top:g} us x D {d['dilation']['factor']:.0f} = "
         f"{ours:,.0f} us ours, {d['nodes']} nodes, {d['repeats']} repeats; "

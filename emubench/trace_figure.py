@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from emubench.common import run_emurun_json
+from emutrace.merge import draw_axes
 
 __all__ = ["broadcast_view", "main", "one_broadcast", "rank_skew_us"]
 
@@ -94,8 +95,6 @@ def broadcast_view(trace: dict[str, Any], numbers: dict[str, Any]) -> dict[str, 
 
 def picture(args: argparse.Namespace) -> None:
     """Trace one skewed broadcast per algorithm; draw the pair; write the numbers."""
-    from emutrace.merge import draw_axes
-
     out, work = Path(args.out_dir), Path(args.work_dir)
     out.mkdir(parents=True, exist_ok=True)
     rank_args = ["bcast", "--size", str(args.size), "--skew-us", str(args.skew_us),
@@ -125,7 +124,7 @@ def picture(args: argparse.Namespace) -> None:
     }  # fmt: skip
     (out / "trace_bcast.json").write_text(json.dumps(doc, indent=1) + "\n")
     try:
-        import matplotlib
+        import matplotlib  # optional: the bench extra
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt

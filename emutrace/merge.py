@@ -104,7 +104,7 @@ def merge_dir(
 def draw_timeline(trace: dict[str, Any], path: str, window_ms: tuple[float, float]) -> bool:
     """Draw MPI calls and packets of ``window_ms`` to ``path``; False without matplotlib."""
     try:
-        import matplotlib
+        import matplotlib  # optional: the bench extra
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt

@@ -4,7 +4,7 @@ Each child gets its own process group (so a Ctrl-C on the terminal reaches emuru
 stopping a host also stops what it started). A direct child is watched through a pidfd:
 exactly one watcher task waits on it, reads the CPU times of the zombie (which still holds
 them), then reaps it and sets ``exited``; a child forked by the fork server
-(`launcher.forkclient`) is reaped by the zygote, which reports the same status and times.
+(`launcher.forkserver.client`) is reaped by the zygote, which reports the same status and times.
 With a lifeline (`nicd.shell.lifeline`) the child also gets its read end and learns the launcher's
 pid (``EMU_JOB_OWNER``): it stops itself when the launcher dies, and a later sweep can tell
 which launcher it belonged to."""
@@ -28,7 +28,7 @@ from launcher.report import ProcessUsage
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from launcher.forkclient import ForkServer
+    from launcher.forkserver.client import ForkServer
     from nicd.shell.lifeline import Lifeline
 
 __all__ = [
@@ -49,7 +49,7 @@ _LINE_LIMIT = 65536  # a longer line is forwarded in pieces
 
 class Spawned(Protocol):
     """A started process as `Child` sees it: direct (`DirectProcess`) or forked by the
-    fork server (`launcher.forkclient.ForkedProcess`)."""
+    fork server (`launcher.forkserver.client.ForkedProcess`)."""
 
     @property
     def pid(self) -> int:

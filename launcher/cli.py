@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, cast
 
 from emucluster import coll, mpi4py_shim
 from emucluster.config import ENV_WAIT
-from launcher import forkclient
+from emutrace.merge import DEFAULT_WINDOW_MS, parse_window
 from launcher.errors import EXIT_USAGE, LaunchError, UsageError
-from launcher.hostfile import HostSpec, map_ranks, parse_host_list, parse_hostfile
+from launcher.forkserver.client import enabled as forkserver_enabled
+from launcher.multihost.hostfile import HostSpec, map_ranks, parse_host_list, parse_hostfile
 from launcher.plan import (
     PROFILE_WAIT,
     HostsPlan,
@@ -28,13 +29,14 @@ from launcher.plan import (
     resolve_program,
     validate_job_id,
 )
+from launcher.tracing import traced_job
 from nicd import errors as nicd_errors
 from nicd.config import FAULT_ENV, RECOVERY_MODES, FaultConfig
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from launcher.starters import LauncherKind
+    from launcher.multihost.starters import LauncherKind
 
 __all__ = ["build_parser", "main", "plan_from_argv", "split_argv"]
 
@@ -327,6 +329,12 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         nicd_args = tuple(shlex.split(args.nicd_args))
     except ValueError as exc:
         raise UsageError(f"--nicd-args: {exc}") from None
+    try:
+        trace_window = parse_window(args.trace_window)
+    except ValueError as exc:
+        if args.trace_dir:  # the window matters only with --trace
+            raise UsageError(f"--trace-window: {exc}") from None
+        trace_window = DEFAULT_WINDOW_MS
     host_extras = {**_exports(args.export, env), **_collective_env(args)}
     if ENV_WAIT not in host_extras and ENV_WAIT not in env:
         host_extras[ENV_WAIT] = PROFILE_WAIT[args.profile]
@@ -367,9 +375,10 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         stop_grace=args.stop_grace,
         quiet=args.quiet,
         profile=args.profile,
-        forkserver=not args.no_forkserver and forkclient.enabled(env),
+        forkserver=not args.no_forkserver and forkserver_enabled(env),
         hosts=hosts,
         trace_dir=os.path.abspath(args.trace_dir) if args.trace_dir else None,
+        trace_window=trace_window,
     )
 
 
@@ -383,10 +392,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    from launcher.job import run_job  # late: keeps --help and errors fast
-    from launcher.tracing import traced_job
+    # late: launcher.job loads psutil, nicd and the node runner (~0.1 s); --help and usage
+    # errors never need it
+    from launcher.job import run_job
 
-    return traced_job(words, lambda: run_job(plan))
+    return traced_job(plan, lambda: run_job(plan))
 
 
 if __name__ == "__main__":

@@ -2,12 +2,13 @@
 table are exchanged, the hosts started, the first failure stops everything, and the job is
 reported, whether its nodes run on this machine alone or on several hosts.
 
-A job is a list of hosts (`launcher.remote.Agent`), each reached through a link with one
+A job is a list of hosts (`launcher.hosts.Agent`), each reached through a link with one
 method, ``send(control.Message)``, and each answering with control messages
 (:meth:`Job.on_message`). How hosts join is the job's gate: `launcher.localhost` attaches
 this machine's nodes in-process (the same `launcher.agent.nodes.LocalNodes` an agent runs,
-fed the same messages as objects, no socket, no extra process); `launcher.multihost` starts
-agents (or waits for them) and speaks to them over TCP.
+fed the same messages as objects, no socket, no extra process); `launcher.multihost.gate`
+starts agents (or waits for them) and speaks to them over TCP. A gate sees the job as a
+`launcher.hosts.JobView`.
 
 Phases: hosts join -> Launch -> one Ready per node -> Routes to every host -> RoutesOk from
 all -> Start(priority) -> Output/Exit until every rank exited or the first failure -> Stop ->
@@ -30,7 +31,7 @@ import os
 import signal
 import time
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -39,17 +40,19 @@ from launcher import plan as planmod
 from launcher.agent.nodes import STATS_FILE
 from launcher.children import describe_exit, exit_code_of, job_signals, tag_lines, write_all
 from launcher.errors import EXIT_INTERNAL, EXIT_LOST_HOST, EXIT_TIMEOUT, RendezvousError
-from launcher.forkclient import ENV_FORKSERVER
+from launcher.forkserver.client import ENV_FORKSERVER
+from launcher.localhost import LocalGate
+from launcher.multihost.gate import AgentGate
 from launcher.rendezvous import Rendezvous
 from launcher.report import ProcessUsage, job_json, render
 from launcher.tracing import CLOCK_PINGS, TraceSink, host_folder, offset_from_samples, write_clocks
 from nicd.core.ready import LOG_TAG_START, decode_ready_untrusted, log_tag
 
 if TYPE_CHECKING:
+    from launcher.hosts import Agent, Gate
     from launcher.plan import LaunchPlan
-    from launcher.remote import Agent
 
-__all__ = ["Gate", "Job", "Outcome", "run_job"]
+__all__ = ["Job", "Outcome", "run_job"]
 
 ROUTES_TIMEOUT_S = 60.0
 BYE_MARGIN_S = 30.0
@@ -68,35 +71,6 @@ class Outcome:
     """emurun's exit status."""
     message: str
     """Said on stderr, once."""
-
-
-class Gate(Protocol):
-    """How a job's hosts join it, and what they need torn down after."""
-
-    remote: bool
-    """Hosts are agents over TCP (messages name them; their stop has a time limit)."""
-    agents: list[Agent]
-    """The hosts, in the order they are reported (may grow while they join)."""
-
-    def prepare(self) -> int | None:
-        """Before the job's event loop: take what the job needs (run directory, token...);
-        an exit status if the job cannot start (said on stderr)."""
-
-    def release(self) -> None:
-        """After the job's event loop, whatever ended it: give back what ``prepare`` took."""
-
-    async def open(self, job: Job, nursery: trio.Nursery) -> None:
-        """Start (or accept) the hosts; set ``job.all_connected`` once every one has joined
-        and knows its nodes."""
-
-    def missing(self) -> str:
-        """Who has not joined yet (for the failure message)."""
-
-    async def close(self) -> None:
-        """After every host said Bye (or its limit passed): release what ``open`` took."""
-
-    def setup(self) -> str:
-        """Where the nodes run, for the line that says they are ready (``""``: here)."""
 
 
 class Job:
@@ -411,15 +385,7 @@ def run_job(plan: LaunchPlan) -> int:
     started = time.monotonic()
     if plan.stats_dir is not None:
         os.makedirs(plan.stats_dir, exist_ok=True)
-    gate: Gate
-    if plan.hosts is None:
-        from launcher.localhost import LocalGate
-
-        gate = LocalGate(plan)
-    else:
-        from launcher.multihost import AgentGate
-
-        gate = AgentGate(plan, plan.hosts)
+    gate: Gate = LocalGate(plan) if plan.hosts is None else AgentGate(plan, plan.hosts)
     refused = gate.prepare()
     if refused is not None:
         return refused

@@ -29,12 +29,12 @@ from launcher import cleanup, control
 from launcher.agent.nodes import LocalNodes
 from launcher.children import write_all
 from launcher.errors import EXIT_INTERNAL
-from launcher.remote import Agent
+from launcher.hosts import Agent
 from nicd.core.ready import socket_path
 from nicd.shell.lifeline import Lifeline
 
 if TYPE_CHECKING:
-    from launcher.job import Job
+    from launcher.hosts import JobView
     from launcher.plan import LaunchPlan
 
 __all__ = ["InProcessHost", "LocalGate"]
@@ -47,7 +47,7 @@ class InProcessHost:
     """The link to this machine's nodes: ``send`` hands each message to LocalNodes."""
 
     def __init__(
-        self, job: Job, agent: Agent, run_dir: str, lifeline: Lifeline | None,
+        self, job: JobView, agent: Agent, run_dir: str, lifeline: Lifeline | None,
         nursery: trio.Nursery,
     ) -> None:  # fmt: skip
         self.job = job
@@ -116,7 +116,7 @@ class LocalGate:
         if self.lifeline is not None:
             self.lifeline.close()
 
-    async def open(self, job: Job, nursery: trio.Nursery) -> None:
+    async def open(self, job: JobView, nursery: trio.Nursery) -> None:
         """Attach the local host, with every node."""
         agent = Agent(0, "localhost", list(range(self.plan.np)), self.plan.np)
         agent.link = InProcessHost(job, agent, self.run_dir, self.lifeline, nursery)

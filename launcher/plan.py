@@ -27,8 +27,8 @@ from nicd.config import FAULT_ENV, FaultConfig, Recovery
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from launcher.hostfile import HostSpec, MapBy
-    from launcher.starters import LauncherKind
+    from launcher.multihost.hostfile import HostSpec, MapBy
+    from launcher.multihost.starters import LauncherKind
 
 __all__ = [
     "HostsPlan",
@@ -93,6 +93,8 @@ class LaunchPlan:
     """Directory for each nicd's counters (``nic<N>.json``) and ``job.json``."""
     trace_dir: str | None = None
     """``--trace DIR``: where the merged trace goes (multi-host: where shipped files land)."""
+    trace_window: tuple[float, float] = (0.0, 5.0)
+    """``--trace-window A:B``: the span of ``timeline.png``, ms (`emutrace.merge.merge_dir`)."""
     cpu_report: bool = False
     """Print each process's CPU seconds and wall time at exit."""
     bind_to: BindTo = "core"
@@ -110,9 +112,9 @@ class LaunchPlan:
     stop_grace: float = 3.0
     """Seconds between SIGTERM and SIGKILL when stopping a process."""
     quiet: bool = False
+    """Say nothing on stderr except failures."""
     profile: Profile = "faithful"
     """``--profile``: how hosts wait (`PROFILE_WAIT`); stated on emurun's first line."""
-    """Say nothing on stderr except failures."""
     forkserver: bool = True
     """Fork nicds and Python hosts from a zygote that imported them once
     (`launcher.forkserver`); False: spawn every process (``--no-forkserver``,

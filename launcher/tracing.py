@@ -10,16 +10,19 @@ saved in ``DIR/clocks.json`` for the merge.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
 from typing import TYPE_CHECKING
 
-from emutrace.merge import CLOCKS_FILE
+from emutrace.merge import CLOCKS_FILE, merge_dir
 from emutrace.recorder import ENV_TRACE_DIR
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
+
+    from launcher.plan import LaunchPlan
 
 __all__ = [
     "CHUNK_BYTES",
@@ -40,30 +43,19 @@ TRACE_FILE = re.compile(r"(nic|host)\d{1,6}-\d{1,10}\.trace\.msgpack")
 """The name of one process's recording (``Recorder.flush``); nothing else is shipped."""
 
 
-def traced_job(words: Sequence[str], run: Callable[[], int]) -> int:
-    """Run the job; with ``--trace DIR``, merge the recordings into DIR/trace.json and
-    DIR/timeline.png when it ends. On one machine the children inherit ``EMU_TRACE_DIR``;
-    across hosts (``--host``/``--hostfile``) the agents ship the recordings (multihost.py)."""
-    from launcher.cli import build_parser, split_argv
-
-    parser = build_parser()
-    ours, _ = split_argv(words, parser.valued)
-    args = parser.parse_args(ours)
-    if not args.trace_dir:
+def traced_job(plan: LaunchPlan, run: Callable[[], int]) -> int:
+    """Run the job (``run``, which runs ``plan``); with ``--trace DIR`` (``plan.trace_dir``),
+    merge the recordings into DIR/trace.json and DIR/timeline.png when it ends. On one machine
+    the children inherit ``EMU_TRACE_DIR``; across hosts the agents ship the recordings in
+    TraceFile frames (`launcher.job.Job` writes them through a `TraceSink`)."""
+    if plan.trace_dir is None:
         return run()
-    from emutrace.merge import merge_dir, parse_window
-
-    try:
-        window = parse_window(args.trace_window)
-    except ValueError as exc:
-        print(f"emurun: --trace-window: {exc}", file=sys.stderr)
-        return 2
-    directory = os.path.abspath(args.trace_dir)
+    directory = plan.trace_dir
     os.makedirs(directory, exist_ok=True)
-    if args.host is None and args.hostfile is None and args.launcher is None:
+    if plan.hosts is None:
         os.environ[ENV_TRACE_DIR] = directory  # nicd_env and host_env copy emurun's environment
     status = run()
-    trace = merge_dir(directory, window)
+    trace = merge_dir(directory, plan.trace_window)
     dropped = sum(trace["otherData"]["dropped"].values())
     note = f", {dropped} dropped (ring full)" if dropped else ""
     print(f"emurun: trace in {directory}/trace.json{note}", file=sys.stderr)
@@ -130,7 +122,5 @@ def trace_chunks(directory: str) -> Iterator[tuple[str, int, bytes]]:
 
 def write_clocks(directory: str, hosts: dict[str, dict[str, object]]) -> None:
     """Save the per-host clock estimates for the merge (``DIR/clocks.json``)."""
-    import json
-
     with open(os.path.join(directory, CLOCKS_FILE), "w", encoding="utf-8") as f:
         json.dump({"reference": "emurun's CLOCK_MONOTONIC", "hosts": hosts}, f, indent=1)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from launcher import cleanup
 from launcher.agent.session import AgentOptions, run_agent
 from launcher.errors import EXIT_INTERNAL, EXIT_USAGE, LaunchError, UsageError
 
@@ -98,8 +99,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    from launcher import cleanup
-
     cleanup.adopt_orphans()
     try:
         return trio.run(run_agent, opts)

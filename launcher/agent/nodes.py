@@ -29,7 +29,7 @@ from launcher import cleanup, control, tuning
 from launcher import plan as planmod
 from launcher.children import Child, LineReader, spawn, stop_children
 from launcher.errors import EXIT_INTERNAL, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND
-from launcher.forkclient import ForkServer, ForkServerError
+from launcher.forkserver.client import ForkServer, ForkServerError
 from nicd.core.ready import decode_ready_untrusted, socket_path
 from nicd.shell import manage
 

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DYNAMIC_ENTRIES",
-    "REGISTRY_NODE",  # nicd.hostlink.grim's: re-exported until emucluster takes nicd.contract's
+
     "STATIC_ENTRIES",
     "GrimNic",
     "GrimOut",

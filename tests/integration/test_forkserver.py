@@ -1,5 +1,5 @@
 """emurun with and without the fork server: the same exits, signals, output and program
-semantics; real forks, real processes (launcher/forkserver.py, forkchild.py, forkclient.py)."""
+semantics; real forks, real processes (launcher/forkserver/)."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def test_an_uncaught_exception_prints_the_programs_traceback(job: Job) -> None:
     assert "ValueError: boom from the program" in tb
     first_frame = tb.splitlines()[1]
     assert FORK_HOST in first_frame, tb  # no fork-server or runpy frame before the program's
-    assert "forkchild" not in tb
+    assert "launcher/forkserver/" not in tb
     assert "runpy" not in tb
     job.assert_clean()
 

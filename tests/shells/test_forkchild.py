@@ -1,10 +1,10 @@
-"""A forked child's fd placement (launcher/forkchild.py), in a real fork."""
+"""A forked child's fd placement (launcher/forkserver/child.py), in a real fork."""
 
 from __future__ import annotations
 
 import os
 
-from launcher.forkchild import _place_fds
+from launcher.forkserver.child import _place_fds
 
 WAIT_S = 30.0
 

@@ -138,28 +138,5 @@ def test_a_wait_sleep_becomes_a_slice_ending_at_the_wake_up() -> None:
     assert (sleep["name"], sleep["ts"], sleep["dur"], sleep["pid"]) == ("wait sleep", -3.0, 3.0, 2)
 
 
-def test_emurun_trace_arms_the_children_and_merges_at_the_end(
-    tmp_path: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from launcher.tracing import traced_job
-
-    monkeypatch.setenv(recorder.ENV_TRACE_DIR, "")  # restored (removed) after the test
-    seen = []
-
-    def job() -> int:
-        seen.append(os.environ.get(recorder.ENV_TRACE_DIR))
-        recorder.Recorder("nic", 0).flush(seen[0] or "")
-        return 3
-
-    words = ["-np", "1", "--trace", str(tmp_path), "--trace-window", "0:1", "prog"]
-    assert traced_job(words, job) == 3
-    assert seen == [str(tmp_path)]
-    assert os.path.exists(os.path.join(tmp_path, "trace.json"))
-    assert (
-        traced_job(["-np", "1", "--trace", str(tmp_path), "--trace-window", "2:1", "p"], job) == 2
-    )
-    assert traced_job(["-np", "1", "prog"], lambda: 5) == 5
-
-
 def test_the_message_type_names_match_the_wire() -> None:
     assert {m.value: m.name for m in wire.MsgType} == MSG_TYPES

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from emubench.nicvm import ECHO
+from emubench.nicvm_rank import ECHO
 from emucluster.nicvm import Nicvm
 from emucluster.port.client import Port
 from nicd.link.wire import MsgType

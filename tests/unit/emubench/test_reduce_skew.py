@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from emubench.reduce_skew import last_node, plot, summarise
+from emubench.reduce_skew import plot, summarise
+from emubench.reduce_skew_rank import last_node
 from emucluster.coll.trees import binomial_parent
 from launcher.tuning import set_slice
 

@@ -8,7 +8,7 @@ import trio
 import trio.testing
 
 from launcher import control
-from launcher.channel import Channel, accept_agent, greet_emurun
+from launcher.multihost.channel import Channel, accept_agent, greet_emurun
 
 
 def hello(nonce: bytes, mac: bytes) -> control.Hello:

@@ -1,4 +1,4 @@
-"""launcher.hostfile: hostfile and --host parsing, rank mapping (slot and node)."""
+"""launcher.multihost.hostfile: hostfile and --host parsing, rank mapping (slot and node)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from launcher.errors import UsageError
-from launcher.hostfile import HostSpec, map_ranks, parse_host_list, parse_hostfile
+from launcher.multihost.hostfile import HostSpec, map_ranks, parse_host_list, parse_hostfile
 
 
 def test_hostfile_lines_comments_and_slots() -> None:

@@ -15,8 +15,8 @@ from launcher.agent.__main__ import options_from_argv, read_token
 from launcher.agent.session import check_bind_addr, plan_from_launch
 from launcher.cli import plan_from_argv
 from launcher.errors import LaunchError, ProgramNotFound, UsageError
-from launcher.hostfile import HostSpec
-from launcher.starters import Starter, agent_words
+from launcher.multihost.hostfile import HostSpec
+from launcher.multihost.starters import Starter, agent_words
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -11,10 +11,17 @@ import pytest
 
 from emutrace import merge, recorder
 from emutrace.kinds import K_TIMER
-from launcher import tracing
+from launcher import cli, tracing
+from launcher.errors import UsageError
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from launcher.plan import LaunchPlan
+
+
+def plan_from_argv(argv: list[str]) -> LaunchPlan:
+    return cli.plan_from_argv(argv, os.environ)
 
 
 def test_the_offset_comes_from_the_sample_with_the_smallest_round_trip() -> None:
@@ -78,3 +85,38 @@ def test_the_merge_puts_each_host_on_emurun_clock_and_says_so(tmp_path: Path) ->
     assert json.loads((tmp_path / "trace.json").read_text())["otherData"]["clock"].startswith(
         "CLOCK_MONOTONIC of emurun"
     )
+
+
+def test_emurun_trace_arms_the_children_and_merges_at_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(recorder.ENV_TRACE_DIR, "")  # restored (removed) after the test
+    seen = []
+
+    def job() -> int:
+        seen.append(os.environ.get(recorder.ENV_TRACE_DIR))
+        recorder.Recorder("nic", 0).flush(seen[0] or "")
+        return 3
+
+    plan = plan_from_argv(["-np", "1", "--trace", str(tmp_path), "--trace-window", "0:1", "true"])
+    assert plan.trace_window == (0.0, 1.0)
+    assert tracing.traced_job(plan, job) == 3
+    assert seen == [str(tmp_path)]
+    assert os.path.exists(os.path.join(tmp_path, "trace.json"))
+    assert tracing.traced_job(plan_from_argv(["-np", "1", "true"]), lambda: 5) == 5
+
+
+def test_across_hosts_the_children_are_not_pointed_at_the_trace_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(recorder.ENV_TRACE_DIR, "")
+    argv = ["-np", "2", "--host", "a,b", "--trace", str(tmp_path / "t"), "prog"]
+    plan = plan_from_argv(argv)
+    assert tracing.traced_job(plan, lambda: os.environ[recorder.ENV_TRACE_DIR] == "") is True
+    assert os.path.exists(tmp_path / "t" / "trace.json")
+
+
+def test_a_bad_trace_window_is_a_usage_error_only_with_trace(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--trace-window"):
+        plan_from_argv(["-np", "1", "--trace", str(tmp_path), "--trace-window", "2:1", "true"])
+    assert plan_from_argv(["-np", "1", "--trace-window", "2:1", "true"]).trace_dir is None

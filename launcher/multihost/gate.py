@@ -1,7 +1,8 @@
 """The hosts of a job across machines: start one agent per host (``--launcher ssh|exec``) or
 wait for K running ones (``--launcher none``), accept each after the token handshake, map the
 ranks, carry the job's messages over TCP both ways, watch the agents' heartbeat, and stop
-their launchers at the end. The job itself is `launcher.job.Job`, as on one machine.
+their launchers at the end. The job itself is `launcher.job.Job`, as on one machine; the gate
+sees it as a `launcher.hosts.JobView`.
 
 Invariants: an agent is obeyed only after the handshake; a lost agent (connection closed,
 silent, never came, its launcher died first) fails the job with EXIT_LOST_HOST naming it;
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
 import tempfile
@@ -19,19 +21,20 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from launcher import control, hostfile
-from launcher.channel import Channel, accept_agent
+from launcher import control
 from launcher.children import LineReader, describe_exit, write_all
 from launcher.control import ControlError
 from launcher.errors import EXIT_INTERNAL, EXIT_LOST_HOST, LaunchError
-from launcher.remote import Agent, read_token
-from launcher.starters import Starter, agent_words, reach_address
+from launcher.hosts import Agent
+from launcher.multihost import hostfile
+from launcher.multihost.channel import Channel, accept_agent
+from launcher.multihost.starters import Starter, agent_words, reach_address
 
 if TYPE_CHECKING:
-    from launcher.job import Job
+    from launcher.hosts import JobView
     from launcher.plan import HostsPlan, LaunchPlan
 
-__all__ = ["AgentGate"]
+__all__ = ["AgentGate", "read_token"]
 
 _HANDSHAKE_S = 30.0
 _HEARTBEAT_S = 2.0
@@ -49,7 +52,7 @@ class AgentGate:
         self.hp = hosts
         self.token = b""
         self.agents: list[Agent] = []
-        self._job: Job
+        self._job: JobView
         self._token_path: str | None = None
         if hosts.launcher != "none":
             ranks = hostfile.map_ranks(hosts.hosts, plan.np, hosts.map_by)
@@ -82,7 +85,7 @@ class AgentGate:
 
     # -- joining ------------------------------------------------------------------------
 
-    async def open(self, job: Job, nursery: trio.Nursery) -> None:
+    async def open(self, job: JobView, nursery: trio.Nursery) -> None:
         """Listen, start the launchers, accept agents (in the background)."""
         self._job = job
         try:
@@ -260,3 +263,14 @@ class AgentGate:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 await proc.wait()
+
+
+def read_token(path: str | None) -> bytes:
+    """The job's token from ``path`` (stripped), or a fresh random one if None."""
+    if path is None:
+        return secrets.token_hex(16).encode()
+    with open(path, "rb") as f:
+        token = f.read(4096).strip()
+    if not token:
+        raise OSError(f"{path}: no token in it")
+    return token

@@ -1,5 +1,5 @@
 """The launcher's side of the fork server: start the zygote, ask it for processes, learn
-their exits (`launcher.forkserver` has the protocol).
+their exits (`launcher.forkserver.records` has the protocol).
 
 `ForkServer.spawn` returns a `ForkedProcess` with the surface `launcher.children.Child` uses
 of a directly started one: pid, stdout/stderr streams, ``wait_exit``. If the zygote dies, its
@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from launcher.forkserver import (
+from launcher.forkserver.launch import env_blockers, python_launch, same_interpreter
+from launcher.forkserver.records import (
     MAX_RECORD,
     BadRecord,
     Exited,
@@ -30,9 +31,6 @@ from launcher.forkserver import (
     decode_hello_untrusted,
     decode_report_untrusted,
     encode_request,
-    env_blockers,
-    python_launch,
-    same_interpreter,
 )
 
 if TYPE_CHECKING:
@@ -46,7 +44,7 @@ START_TIMEOUT_S = 60.0  # the zygote imports nicd and the host library first
 REPLY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 CMDLINE_ROOM = 4096  # bytes of argument area each child rewrites with its own argv (ps)
-_ZYGOTE_CODE = "from launcher.forkserver import main; main()"
+_ZYGOTE_CODE = "from launcher.forkserver.zygote import main; main()"
 
 
 class ForkServerError(Exception):

@@ -27,9 +27,12 @@ import sys
 import types
 from dataclasses import dataclass
 from importlib.machinery import BuiltinImporter, SourceFileLoader
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from launcher.forkserver import PyLaunch, Request, python_launch
+from launcher.forkserver.launch import PyLaunch, python_launch
+
+if TYPE_CHECKING:
+    from launcher.forkserver.records import Request
 
 __all__ = ["ChildJob", "record_startup", "run"]
 
