@@ -83,9 +83,8 @@ def _pingpong_pair(mpi: Any, comm: Any, size: int) -> tuple[Callable[[], object]
 
 def _raw_port_round_trip(rank: int) -> tuple[Callable[[], object], Callable[[], None]]:
     """An 8-byte round trip on raw GM ports between nodes 0 and 1, and the port's closer."""
-    from emucluster.port.client import (
-        Port,  # late: the mpi4py (MPICH) reference never loads emucluster
-    )
+    # late: the mpi4py (MPICH) reference never loads emucluster
+    from emucluster.port.client import Port
 
     port = Port.open(port=RAW_PORT)
     peer = 1 - rank

@@ -9,7 +9,10 @@ module.
 
 In ``emucluster`` an import inside a function is allowed only for an optional dependency or a
 start-up cost, stated beside it in a comment that says so (``# optional dependency: ...`` or
-``# start-up cost: ...``, on the import's line or the line above).
+``# start-up cost: ...``, on the import's line or the line above). In ``launcher``,
+``emubench`` and ``emutrace`` (programs, where importing ``emucluster.MPI`` starts MPI and a
+rank imports what its role needs) a late import says why in a comment naming ``late:`` or
+``optional`` on its line or the three above.
 """
 
 from __future__ import annotations
@@ -23,7 +26,13 @@ if TYPE_CHECKING:
     import pathlib
     from collections.abc import Iterator
 
-LATE_IMPORT_REASONS = ("# optional dependency:", "# start-up cost:")
+LATE_IMPORT_RULES: dict[str, tuple[tuple[str, ...], int]] = {
+    "emucluster": (("# optional dependency:", "# start-up cost:"), 1),
+    "launcher": (("late:", "optional"), 3),
+    "emubench": (("late:", "optional"), 3),
+    "emutrace": (("late:", "optional"), 3),
+}
+"""Package -> (the words a late import's comment must carry, how many lines above count)."""
 
 
 def _type_checking_lines(tree: ast.Module) -> set[int]:
@@ -135,6 +144,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def late_imports(root: pathlib.Path, package: str = "emucluster") -> list[str]:
     """Imports inside functions of ``package`` without a stated reason, as ``file:line``."""
+    reasons, above_lines = LATE_IMPORT_RULES[package]
     found: list[str] = []
     for path in sorted((root / package).rglob("*.py")):
         source = path.read_text(encoding="utf-8")
@@ -146,9 +156,8 @@ def late_imports(root: pathlib.Path, package: str = "emucluster") -> list[str]:
             for node in ast.walk(func):
                 if not isinstance(node, ast.Import | ast.ImportFrom):
                     continue
-                here = lines[node.lineno - 1]
-                above = lines[node.lineno - 2] if node.lineno >= 2 else ""
-                if not any(r in here or r in above.strip() for r in LATE_IMPORT_REASONS):
+                near = "\n".join(lines[max(0, node.lineno - 1 - above_lines) : node.lineno])
+                if not any(reason in near for reason in reasons):
                     found.append(f"{path.relative_to(root).as_posix()}:{node.lineno}")
     return sorted(set(found))
 
@@ -159,6 +168,11 @@ def test_no_module_imports_itself_around_a_circle() -> None:
 
 def test_emucluster_imports_at_the_top() -> None:
     assert late_imports(ROOT) == []
+
+
+def test_every_late_import_of_the_programs_says_why() -> None:
+    for package in ("launcher", "emubench", "emutrace"):
+        assert late_imports(ROOT, package) == [], package
 
 
 def test_the_graph_reads_real_modules() -> None:
@@ -231,3 +245,22 @@ def test_a_late_import_needs_a_stated_reason(tmp_path: pathlib.Path) -> None:
         },
     )
     assert late_imports(root) == ["emucluster/late.py:2"]
+
+
+def test_a_program_late_import_says_why_near_it(tmp_path: pathlib.Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "launcher/late.py": (
+                "def f():\n"
+                "    import json\n"
+                "def g():\n"
+                "    # late: importing MPI initialises it\n"
+                "    #   (a rank's job only)\n"
+                "    from emucluster import MPI\n"
+                "def h():\n"
+                "    import matplotlib  # optional: the bench extra\n"
+            ),
+        },
+    )
+    assert late_imports(root, "launcher") == ["launcher/late.py:2"]
