@@ -11,7 +11,8 @@ Beyond mpi4py: collective methods take ``algorithm="..."`` (see ``emucluster.col
 statistics (written to ``$EMU_STATS_DIR/rank<N>.json`` at Finalize when set).
 
 This module only re-exports: every name lives in the room of ``emucluster.mpi`` that owns it
-(docs/dev/architecture.md), and the last statement initialises the library.
+(docs/dev/architecture.md), and the last statement initialises the library. Its length is its
+name list: about 310 names, one a line in the imports and once more in ``__all__``.
 """
 
 from __future__ import annotations

@@ -39,6 +39,9 @@ Thread safety: every public method takes the endpoint's lock, so the optional po
 (:meth:`Endpoint.start_polling`, GRIM 4.4.2: it runs active-message handlers while the program
 computes; it is not needed for upcalls) and the program can share it. It waits for the port to
 become readable (:meth:`Port.wait_readable`) without the lock and polls with it.
+
+About 500 lines, most of them this docstring and the public AM calls; remote memory already
+lives in :mod:`emucluster.grim.rm` and the pure bookkeeping in ``amcore`` and ``rmalloc``.
 """
 
 from __future__ import annotations

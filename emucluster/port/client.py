@@ -16,6 +16,10 @@ Signals (thesis 3.4.1): ``send_collective`` sends the application-bypass packet 
 raise SIGUSR1 in this process (off when the port opens). A blocking wait sleeps in
 ``select``, which PEP 475 resumes after a Python signal handler ran, so handlers run during
 waits too; installing one is the caller's business (``emucluster.offload.app_bypass.shell``).
+
+A little over 500 lines: it is GM's whole client API (open, close, tokens, sends of four
+kinds, registered memory, signals, statistics, the one wait door), each call a short wrapper
+that writes a record and waits; the logic that could be tested alone is already in `state`.
 """
 
 from __future__ import annotations

@@ -26,7 +26,8 @@ from emucluster.mpi.errors import (
     ERR_TRUNCATE,
 )
 from emucluster.mpi.errors import Exception as MPIException
-from emucluster.mpi.request.request import CollDriver, Request, check_failed
+from emucluster.mpi.request.pending import CollDriver, check_failed
+from emucluster.mpi.request.request import Request
 from emucluster.offload.shells import HostServices
 from emucluster.port.progress import DeadlockError
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from emucluster.mpi.request.request import CollDriver
+from emucluster.mpi.request.pending import CollDriver
 from emucluster.offload.app_bypass import shell as appbypass
 
 if TYPE_CHECKING:

@@ -16,7 +16,8 @@ from emucluster.mpi.buffer.spec import byte_view
 from emucluster.mpi.constants import PROC_NULL
 from emucluster.mpi.errors import ERR_BUFFER
 from emucluster.mpi.errors import Exception as MPIException
-from emucluster.mpi.request.request import Request, SendPending, completed
+from emucluster.mpi.request.pending import SendPending
+from emucluster.mpi.request.request import Request, completed
 
 __all__ = ["BSEND_OVERHEAD", "BUFFER_AUTOMATIC", "Attach_buffer", "Detach_buffer", "start"]
 

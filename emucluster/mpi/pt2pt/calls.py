@@ -27,7 +27,8 @@ from emucluster.mpi.errors import (
 )
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.pt2pt import bsend
-from emucluster.mpi.request.request import BothPending, RecvPending, Request, SendPending, completed
+from emucluster.mpi.request.pending import BothPending, RecvPending, SendPending
+from emucluster.mpi.request.request import Request, completed
 from emucluster.p2p.envelope import ANY_SOURCE as CORE_ANY_SOURCE
 from emucluster.p2p.protocol import Outcome
 from emucluster.port.progress import DeadlockError

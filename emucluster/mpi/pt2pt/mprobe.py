@@ -16,7 +16,8 @@ from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG
 from emucluster.mpi.errors import ERR_RANK, ERR_REQUEST, ERR_TRUNCATE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.pt2pt.calls import PointToPoint
-from emucluster.mpi.request.request import RecvPending, Request, completed
+from emucluster.mpi.request.pending import RecvPending
+from emucluster.mpi.request.request import Request, completed
 from emucluster.port.progress import DeadlockError
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from emucluster.mpi.comm.comm import Comm
-    from emucluster.mpi.request.request import Pending
+    from emucluster.mpi.request.pending import Pending
     from emucluster.mpi.request.status import Status
 
 __all__ = ["PersistentP2P", "PersistentPending", "Prequest"]

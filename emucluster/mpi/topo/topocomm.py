@@ -23,7 +23,8 @@ from emucluster.mpi.comm.intracomm import Intracomm
 from emucluster.mpi.constants import PROC_NULL
 from emucluster.mpi.errors import ERR_TOPOLOGY
 from emucluster.mpi.errors import Exception as MPIException
-from emucluster.mpi.request.request import CollDriver, Request
+from emucluster.mpi.request.pending import CollDriver
+from emucluster.mpi.request.request import Request
 from emucluster.mpi.topo.create import attach, topo_error
 from emucluster.mpi.topo.topology import (
     CART,

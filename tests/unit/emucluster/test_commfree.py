@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from emucluster.config import HostConfig
 from emucluster.mpi.comm.free import DeferredRelease, counters, pending_on, release_when_idle
-from emucluster.mpi.request.request import CollDriver
+from emucluster.mpi.request.pending import CollDriver
 from emucluster.offload.app_bypass import shell as appbypass
 from emucluster.offload.app_bypass.core import InstanceKey
 from emucluster.p2p.protocol import P2P
