@@ -4,14 +4,13 @@
 and Free call `CommAttributes.copy_into` / `CommAttributes.delete_all`. The predefined keys
 (TAG_UB, UNIVERSE_SIZE, WTIME_IS_GLOBAL, LASTUSEDCODE, IO, APPNUM) are answered here; user
 values live in the communicator's state under keyvals from `COMM_KEYVALS` (copy and delete
-callbacks run on Dup and Free/Delete_attr as MPI says; see ``emucluster.mpi.comm.attributes``).
+callbacks run on Dup and Free/Delete_attr as MPI says; see ``emucluster.mpi.keyvals``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from emucluster.mpi.comm.attributes import Keyvals
 from emucluster.mpi.constants import (
     ANY_SOURCE,
     APPNUM,
@@ -25,6 +24,7 @@ from emucluster.mpi.constants import (
 )
 from emucluster.mpi.errors import ERR_KEYVAL, last_used_code
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.keyvals import Keyvals
 
 if TYPE_CHECKING:
     from emucluster.mpi.comm.comm import Comm

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from emucluster.mpi.buffer.view import byte_view
-from emucluster.mpi.comm.attributes import Callback, Keyvals
 from emucluster.mpi.constants import KEYVAL_INVALID
 from emucluster.mpi.datatype.constructors import (
     COMBINERS,
@@ -53,6 +52,7 @@ from emucluster.mpi.datatype.typecodes import CodeSource, code_name, type_char, 
 from emucluster.mpi.datatype.typemap import TypeMap, register_basic
 from emucluster.mpi.errors import ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.keyvals import Callback, Keyvals
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -1,5 +1,5 @@
 """Attribute caching on communicators and datatypes: keyval spaces, copy and delete callbacks,
-freed keyvals still in use, and callback errors (emucluster.mpi.comm.attributes)."""
+freed keyvals still in use, and callback errors (emucluster.mpi.keyvals)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from emucluster import MPI
-from emucluster.mpi.comm.attributes import Keyvals
+from emucluster.mpi.keyvals import Keyvals
 
 
 def test_datatype_attribute_set_get_delete_and_dup_copies_by_callback() -> None:
