@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from emucluster.mpi.buffer.spec import MessageSpecError, Msg, message
 from emucluster.mpi.collective import plans as bufcoll
 from emucluster.mpi.collective.calls import (
+    CollectiveCalls,
     dump_object,
     fill,
     object_items,
@@ -25,14 +26,10 @@ from emucluster.mpi.collective.ops import BufferCombine, ObjectCombine, Op, pred
 from emucluster.mpi.constants import IN_PLACE
 from emucluster.mpi.errors import (
     ERR_COUNT,
-    ERR_ROOT,
     ERR_TYPE,
 )
-from emucluster.mpi.errors import Exception as MPIException
 
 if TYPE_CHECKING:
-    from emucluster.mpi.comm.intracomm import Intracomm
-    from emucluster.mpi.comm.state import CommState
     from emucluster.mpi.request.request import Request
 
 __all__ = ["Collectives"]
@@ -40,22 +37,10 @@ __all__ = ["Collectives"]
 SUM = predefined_ops["SUM"]
 
 
-class Collectives:
+class Collectives(CollectiveCalls):
     """The blocking collective calls of an intracommunicator (``Intracomm`` delegates here)."""
 
-    __slots__ = ("_st",)
-
-    def __init__(self, comm: Intracomm) -> None:
-        self._st = comm._state()
-
-    def _state(self) -> CommState:
-        return self._st
-
-    def _root(self, root: int) -> CommState:
-        st = self._state()
-        if not 0 <= root < st.size:
-            raise MPIException(ERR_ROOT, f"invalid root {root} (communicator of {st.size})")
-        return st
+    __slots__ = ()
 
     # -- lowercase (pickled objects) ----------------------------------------------------------
 

@@ -23,6 +23,7 @@ from emucluster.mpi.comm.state import COLL_SEQ_MOD, CommState
 from emucluster.mpi.errors import (
     ERR_ARG,
     ERR_OTHER,
+    ERR_ROOT,
     ERR_TRUNCATE,
 )
 from emucluster.mpi.errors import Exception as MPIException
@@ -37,11 +38,13 @@ if TYPE_CHECKING:
     from emucluster.coll.context import CollGen
     from emucluster.mpi.buffer.spec import Msg
     from emucluster.mpi.collective import plans as bufcoll
+    from emucluster.mpi.comm.intracomm import Intracomm
     from emucluster.p2p.protocol import RecvOp, SendOp
     from emucluster.port.progress import Progress
 
 __all__ = [
     "CallContext",
+    "CollectiveCalls",
     "dump_object",
     "fill",
     "internal_allgather",
@@ -205,3 +208,25 @@ def fill(msg: Msg, data: bytes) -> None:
             ERR_TRUNCATE, f"collective result of {len(data)} bytes; the buffer holds {len(view)}"
         )
     view[: len(data)] = data
+
+
+class CollectiveCalls:
+    """What every collective delegate of ``Intracomm`` holds: the communicator's state, and
+    the root and count checks its calls share."""
+
+    __slots__ = ("_st",)
+
+    def __init__(self, comm: Intracomm) -> None:
+        self._st = comm._state()
+
+    def _state(self) -> CommState:
+        return self._st
+
+    def _root(self, root: int) -> CommState:
+        st = self._state()
+        if not 0 <= root < st.size:
+            raise MPIException(ERR_ROOT, f"invalid root {root} (communicator of {st.size})")
+        return st
+
+    def _counts_of(self, st: CommState) -> Any:
+        return lambda count: [int(c) for c in internal_allgather(st, count)]

@@ -14,15 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 from emucluster.mpi.buffer.spec import message
 from emucluster.mpi.collective import plans as bufcoll
-from emucluster.mpi.collective.calls import fill, internal_allgather, run_plan, start, start_plan
+from emucluster.mpi.collective.calls import (
+    CollectiveCalls,
+    fill,
+    run_plan,
+    start,
+    start_plan,
+)
 from emucluster.mpi.collective.ops import BufferCombine, Op, predefined_ops
 from emucluster.mpi.constants import IN_PLACE
-from emucluster.mpi.errors import ERR_ROOT
-from emucluster.mpi.errors import Exception as MPIException
 
 if TYPE_CHECKING:
-    from emucluster.mpi.comm.intracomm import Intracomm
-    from emucluster.mpi.comm.state import CommState
     from emucluster.mpi.request.request import Request
 
 __all__ = ["NonblockingCollectives", "VectorCollectives"]
@@ -30,28 +32,7 @@ __all__ = ["NonblockingCollectives", "VectorCollectives"]
 SUM = predefined_ops["SUM"]
 
 
-class _Base:
-    """What the two delegates share: the communicator's state and the root and count checks."""
-
-    __slots__ = ("_st",)
-
-    def __init__(self, comm: Intracomm) -> None:
-        self._st = comm._state()
-
-    def _state(self) -> CommState:
-        return self._st
-
-    def _root(self, root: int) -> CommState:
-        st = self._state()
-        if not 0 <= root < st.size:
-            raise MPIException(ERR_ROOT, f"invalid root {root} (communicator of {st.size})")
-        return st
-
-    def _counts_of(self, st: CommState) -> Any:
-        return lambda count: [int(c) for c in internal_allgather(st, count)]
-
-
-class VectorCollectives(_Base):
+class VectorCollectives(CollectiveCalls):
     """Blocking v-collectives and Reduce_scatter(_block)."""
 
     __slots__ = ()
@@ -97,7 +78,7 @@ class VectorCollectives(_Base):
         run_plan(st, algorithm, plan)
 
 
-class NonblockingCollectives(_Base):
+class NonblockingCollectives(CollectiveCalls):
     """Nonblocking collectives (progress-driven)."""
 
     __slots__ = ()
