@@ -40,7 +40,8 @@ class Aimd:
 
     def on_acked(self, count: int) -> None:
         """``count`` packets were newly acknowledged: grow by ``count / cwnd``."""
-        self.cwnd = min(self.ceiling, self.cwnd + count / self.cwnd)
+        cwnd = self.cwnd + count / self.cwnd
+        self.cwnd = cwnd if cwnd < self.ceiling else self.ceiling  # min() without the call
 
     def on_loss(self, *, now: float, rto: Rto) -> bool:
         """A loss event (a timeout, a GAP NACK): halve the window unless it was cut less than
