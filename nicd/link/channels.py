@@ -110,7 +110,7 @@ class Transport:
         """
         self._check_send(src_port, dst_node, dst_port, payload, am_handler, args, mcast_group)
         liveness = self.liveness
-        liveness.tick(now)
+        liveness.tick(now=now)
         peer = liveness.peer(dst_node)
         if peer.state is PeerState.DEAD:
             self._stats.failed["peer_dead"] += 1
@@ -271,7 +271,7 @@ class Transport:
     def on_timer(self, *, now: float) -> list[TransportAction]:
         """Fire every stored deadline that has passed."""
         liveness = self.liveness
-        liveness.tick(now)
+        liveness.tick(now=now)
         out: list[TransportAction] = []
         for peer in list(liveness.watched.values()):
             if peer.probe_at is not None and now >= peer.probe_at:

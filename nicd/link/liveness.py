@@ -134,7 +134,7 @@ class Liveness:
 
     # -- inputs -------------------------------------------------------------------------------
 
-    def tick(self, now: float) -> None:
+    def tick(self, *, now: float) -> None:
         """An input at ``now``: advance the active clock. A gap between inputs counts at most
         a few probe intervals (a longer one is our own stall, not the peers' silence)."""
         last = self._last_input
@@ -151,7 +151,7 @@ class Liveness:
     def heard(self, node: int, *, now: float) -> bool:
         """A valid datagram from ``node`` arrived: it is alive. True when it was DEAD (the
         caller revives its streams)."""
-        self.tick(now)
+        self.tick(now=now)
         peer = self.peers.get(node)
         if peer is None:
             peer = self.peer(node)

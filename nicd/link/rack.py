@@ -71,7 +71,7 @@ class Rack:
 
     # -- inputs -------------------------------------------------------------------------------
 
-    def delivered(self, entry: Outgoing, now: float, before: int) -> None:
+    def delivered(self, entry: Outgoing, *, now: float, before: int) -> None:
         """``entry`` was reported delivered at ``now``; ``before`` is ``order`` as it was
         before this acknowledgement (a batch does not compare with itself)."""
         rtt = now - entry.last_sent
@@ -88,20 +88,20 @@ class Rack:
             self.order = entry.order
             self.rtt = rtt
 
-    def on_news(self, now: float, *, in_flight: bool) -> None:
+    def on_news(self, *, now: float, in_flight: bool) -> None:
         """New data was acknowledged or SACKed: the receiver hears us, so the probe is armed
         again from now (none with nothing in flight)."""
         self.news_at = now
         self.tlp_at = now + self.pto() if in_flight else None
         self._retime()
 
-    def arm_probe(self, now: float) -> None:
+    def arm_probe(self, *, now: float) -> None:
         """Packets went out: arm the tail-loss probe unless it is armed already."""
         if self.tlp_at is None:
             self.tlp_at = now + self.pto()
             self._retime()
 
-    def detect_losses(self, now: float) -> list[TransportAction]:
+    def detect_losses(self, *, now: float) -> list[TransportAction]:
         """RACK (RFC 8985 §6.2): a packet in flight, not SACKed, that went out before the
         newest delivered one and is older than that one's round trip plus the reordering
         window is lost: resend it now (a lost resend too: it is found the same way once a
@@ -131,14 +131,14 @@ class Rack:
         self._retime()
         return out
 
-    def on_timer(self, now: float) -> list[TransportAction]:
+    def on_timer(self, *, now: float) -> list[TransportAction]:
         """Fire what is due: the reorder timer (losses found by time), then the probe."""
         out: list[TransportAction] = []
         reorder = self.reorder_at
         if reorder is not None and now >= reorder:
-            out += self.detect_losses(now)
+            out += self.detect_losses(now=now)
         if self.tlp_at is not None and now >= self.tlp_at:
-            out += self._tail_probe(now)
+            out += self._tail_probe(now=now)
         return out
 
     def stop(self) -> None:
@@ -157,7 +157,7 @@ class Rack:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _tail_probe(self, now: float) -> list[TransportAction]:
+    def _tail_probe(self, *, now: float) -> list[TransportAction]:
         """No news for a PTO: resend the last unacknowledged packet on the link once, so the
         receiver's SACK tells us (through RACK) which of the tail were lost (RFC 8985 §7)."""
         self.tlp_at = None

@@ -107,12 +107,12 @@ class LossRecovery(ABC):
                 entry.sacked = True
                 news = True
                 self.stats.recovery["sacked"] += 1
-                rack.delivered(entry, now, before)
+                rack.delivered(entry, now=now, before=before)
         if news:
-            rack.on_news(now, in_flight=board.send_next > board.base)
+            rack.on_news(now=now, in_flight=board.send_next > board.base)
         if paused:
             return []
-        return rack.detect_losses(now)
+        return rack.detect_losses(now=now)
 
     def on_timeout(self) -> None:
         """The retransmission timer fired (the RTO has backed off already): stop the
@@ -124,7 +124,7 @@ class LossRecovery(ABC):
 
     def on_timer(self, *, now: float) -> list[TransportAction]:
         """The recovery's own timer (``rack.timer_at``) is due: fire what is."""
-        return self.rack.on_timer(now)
+        return self.rack.on_timer(now=now)
 
 
 class GoBackN(LossRecovery):
@@ -158,7 +158,7 @@ class Selective(LossRecovery):
 
     def on_sent(self, *, now: float) -> None:
         """Arm the tail-loss probe unless it is armed."""
-        self.rack.arm_probe(now)
+        self.rack.arm_probe(now=now)
 
     def before_free(self, upto: int, *, now: float) -> None:
         """Each freed packet the receiver did not hold already, and that went out, is a
@@ -169,12 +169,12 @@ class Selective(LossRecovery):
         for index in range(upto - board.base):
             entry = packets[index]
             if not entry.sacked and entry.sends:
-                rack.delivered(entry, now, before)
-        rack.on_news(now, in_flight=board.send_next > upto)
+                rack.delivered(entry, now=now, before=before)
+        rack.on_news(now=now, in_flight=board.send_next > upto)
 
     def after_ack(self, *, now: float) -> list[TransportAction]:
         """Resend what RACK finds lost now that more is known delivered."""
-        return self.rack.detect_losses(now)
+        return self.rack.detect_losses(now=now)
 
     def rto_deadline(self) -> float:
         """One RTO after the oldest packet last went out or the last news, whichever is later

@@ -256,7 +256,7 @@ class Scoreboard:
         self.send_next = seq
         self.rolled_back_at = now
 
-    def recent_rollback(self, seq: int, now: float, rto: Rto) -> bool:
+    def recent_rollback(self, seq: int, *, now: float, rto: Rto) -> bool:
         """A go-back to ``seq`` happened less than a round trip ago: a duplicated NACK, or one
         answering copies sent before it, must not make us send the window twice."""
         last = self.rollback

@@ -172,7 +172,8 @@ class StreamSender:
         if reason is NackReason.GAP or reason is NackReason.RESUME:
             if reason is NackReason.RESUME and self.refusal.state is not _OPEN:
                 self.refusal.clear()
-            if board.send_next > wanted and not board.recent_rollback(wanted, now, self.rto):
+            back = board.send_next > wanted
+            if back and not board.recent_rollback(wanted, now=now, rto=self.rto):
                 if reason is NackReason.GAP:
                     self._loss_event(now)
                 board.go_back(wanted, now=now)

@@ -83,13 +83,13 @@ def test_a_busy_stream_watches_its_peer_until_none_is_busy() -> None:
 def test_unanswered_probes_suspect_then_kill_and_hearing_revives() -> None:
     live, stats = liveness()
     peer = live.peer(1)
-    live.tick(0.0)
+    live.tick(now=0.0)
     live.on_busy(KEY, now=0.0)
     now, pings = 0.0, []
     while True:
         assert peer.probe_at is not None
         now = peer.probe_at
-        live.tick(now)
+        live.tick(now=now)
         ping = live.probe(peer, now=now)
         if ping is None:
             break
@@ -124,13 +124,13 @@ def test_a_timeout_makes_the_peer_suspect_and_hearing_it_clears_the_counts() -> 
 
 def test_a_stall_of_our_own_counts_as_a_few_probe_intervals() -> None:
     live, stats = liveness()
-    live.tick(1.0)
-    live.tick(1.05)
+    live.tick(now=1.0)
+    live.tick(now=1.05)
     assert live.active == pytest.approx(0.05)
-    live.tick(100.0)  # we did not run for 99 s
+    live.tick(now=100.0)  # we did not run for 99 s
     assert live.active == pytest.approx(0.05 + STALL_PROBES * CONFIG.probe_interval_s)
     assert stats.stalls == 1
-    live.tick(99.0)  # time never runs back
+    live.tick(now=99.0)  # time never runs back
     assert live.active == pytest.approx(0.05 + STALL_PROBES * CONFIG.probe_interval_s)
 
 

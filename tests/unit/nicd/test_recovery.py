@@ -105,7 +105,7 @@ def test_selective_learns_from_every_acknowledgement_and_resends_by_time() -> No
 def test_selective_times_out_from_the_last_news() -> None:
     recovery, _, _ = make("selective")
     assert recovery.rto_deadline() == pytest.approx(0.0 + INITIAL_S)
-    recovery.rack.on_news(0.03, in_flight=True)
+    recovery.rack.on_news(now=0.03, in_flight=True)
     assert recovery.rto_deadline() == pytest.approx(0.03 + INITIAL_S)
 
 

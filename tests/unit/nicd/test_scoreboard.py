@@ -168,12 +168,12 @@ def test_a_rollback_to_the_same_seq_within_a_round_trip_is_recent() -> None:
         queue(b, 1, handle=h)
     b.send(4, now=0.0)
     r = rto()
-    assert not b.recent_rollback(1, 0.0, r)
+    assert not b.recent_rollback(1, now=0.0, rto=r)
     b.go_back(1, now=1.0)
     assert (b.send_next, b.rolled_back_at) == (1, 1.0)
-    assert b.recent_rollback(1, 1.0 + 0.04, r)  # within the initial RTO (no SRTT yet)
-    assert not b.recent_rollback(1, 1.0 + 0.05, r)
-    assert not b.recent_rollback(2, 1.0, r)
+    assert b.recent_rollback(1, now=1.0 + 0.04, rto=r)  # within the initial RTO (no SRTT yet)
+    assert not b.recent_rollback(1, now=1.0 + 0.05, rto=r)
+    assert not b.recent_rollback(2, now=1.0, rto=r)
 
 
 def test_a_refusal_rewinds_without_counting_as_a_rollback() -> None:
