@@ -1,24 +1,17 @@
-"""Logical channels of one NIC: a go-back-N stream per (source LC, destination node,
-destination LC), peer liveness, and the transport's merged timer.
+"""Logical channels of one NIC: a stream per (source LC, destination node, destination LC),
+the peers' liveness beside them, and the transport's merged timer.
 
 A port is a GM endpoint and a GRIM logical channel at once. Sequencing is any-to-any (GRIM
-4.3.2): outgoing streams are keyed by :class:`StreamKey`, incoming ones by :class:`RecvKey`,
-and every ACK/NACK names its stream, so a rollback on one stream never touches another.
-Liveness is per peer (issue 14; QUIC's idle timeout kept alive by PINGs, TCP's zero-window
-probes, GM's resumable send queues). Any valid datagram from the peer is life: data,
-duplicates, ACKs, NACKs of every reason (a refusing peer is alive), PINGs and PONGs, and what
-the NIC routes elsewhere (multicast, reported through :meth:`Transport.heard`). While data to
-a peer is outstanding and nothing came from it for ``probe_interval_s``, the transport sends
-it a PING at that fixed interval (no backoff); the peer's transport answers PONG whatever its
-ports do. The peer is DEAD when at least ``dead_peer_probes`` probes went unanswered and the
-silence lasted ``dead_peer_timeout_s`` of *active* time: time between two of our own inputs
-counts at most ``STALL_PROBES`` probe intervals, so a stall of our process is not the peer's
-silence. A retransmission timeout only makes the peer SUSPECT; the count is per peer (one
-probe round), not per stream. DEAD is recoverable, GM-style: the messages in flight failed
+4.3.2): outgoing streams (:class:`~nicd.link.sender.StreamSender`) are keyed by
+:class:`StreamKey`, incoming ones (:class:`~nicd.link.reliable.GbnReceiver`) by
+:class:`RecvKey`, and every ACK/NACK names its stream, so a rollback on one stream never touches
+another. :class:`Transport` routes each input to its streams and to the peers' liveness
+(:mod:`nicd.link.liveness`), and does what liveness decides to the streams: a peer is watched
+while a stream to it is busy; when it is declared DEAD the messages in flight fail
 ``peer_dead`` and stay failed (their packets are kept as orphans so the sequence stays whole),
-new sends fail at once while it is DEAD, and anything heard from it makes it ALIVE again: the
-orphans go out again and new sends work. The legal moves are the table
-:data:`PEER_TRANSITIONS`.
+new sends to it fail at once while it is DEAD, and when it is heard again the orphans go out
+again and new sends work. Incoming streams that never took a packet are forgotten after
+``idle_stream_s``.
 
 Invariants: every message handed to :meth:`Transport.send` ends in exactly one SendComplete or
 SendFailed (``peer_dead``, ``no_port``, ``no_buffer``, ``closed``); a DEAD peer has no busy
@@ -26,22 +19,20 @@ stream and no probe timer, and new sends to it fail at once; PeerDead is emitted
 death; ``next_deadline`` is the minimum of the busy streams' and the probe timers, and
 ``on_timer`` clears or moves every deadline it finds passed, so a caller never spins; a bad or
 unexpected packet is a counted drop.
-
-Longer than 500 lines on purpose: the streams and the peers' liveness share the busy set,
-the timers and every input, and a split would pass most of the state across.
 """
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import TYPE_CHECKING, NamedTuple
 
-from nicd.config import RECOVERY_MODES
-from nicd.core.actions import PeerDead, SendFailed, SendPacket
+from nicd.core.actions import PeerDead, SendFailed
 from nicd.core.stats import TransportStats
 from nicd.errors import UsageError
-from nicd.link.reliable import Admission, Admit, GbnReceiver, GbnSender
+from nicd.link.liveness import Liveness, PeerState
+from nicd.link.recovery import RECOVERIES
+from nicd.link.reliable import Admission, Admit, GbnReceiver
 from nicd.link.rto import Rto, RttEstimator
+from nicd.link.sender import StreamKey, StreamSender
 from nicd.link.wire import MAX_NODE, MAX_PORT, ControlPacket, MsgType
 
 if TYPE_CHECKING:
@@ -49,15 +40,12 @@ if TYPE_CHECKING:
 
     from nicd.config import TransportConfig
     from nicd.core.actions import TransportAction
+    from nicd.link.liveness import Peer
     from nicd.link.wire import DataPacket
 
 __all__ = [
-    "END_STATES",
-    "PEER_TRANSITIONS",
     "Admission",
     "Admit",
-    "PeerEvent",
-    "PeerState",
     "RecvKey",
     "StreamKey",
     "Transport",
@@ -65,16 +53,6 @@ __all__ = [
 
 _U16 = 0xFFFF
 _U32 = 0xFFFFFFFF
-STALL_PROBES = 3
-"""A gap between two inputs counts at most this many probe intervals of a peer's silence."""
-
-
-class StreamKey(NamedTuple):
-    """An outgoing stream: from local LC ``src_port`` to LC ``dst_port`` of ``dst_node``."""
-
-    src_port: int
-    dst_node: int
-    dst_port: int
 
 
 class RecvKey(NamedTuple):
@@ -83,66 +61,6 @@ class RecvKey(NamedTuple):
     src_node: int
     src_port: int
     dst_port: int
-
-
-class PeerState(Enum):
-    """What this NIC believes about another node."""
-
-    ALIVE = "alive"
-    SUSPECT = "suspect"
-    DEAD = "dead"
-
-
-class PeerEvent(Enum):
-    """Inputs of the liveness machine."""
-
-    HEARD = "heard"
-    """Any valid datagram arrived from the peer."""
-    TIMEOUT = "timeout"
-    """A retransmission timer towards the peer expired, or a probe went unanswered."""
-    EXPIRED = "expired"
-    """Enough probes went unanswered over enough active silence (checked at a probe)."""
-
-
-PEER_TRANSITIONS: dict[tuple[PeerState, PeerEvent], PeerState] = {
-    (PeerState.ALIVE, PeerEvent.HEARD): PeerState.ALIVE,
-    (PeerState.ALIVE, PeerEvent.TIMEOUT): PeerState.SUSPECT,
-    (PeerState.ALIVE, PeerEvent.EXPIRED): PeerState.DEAD,  # dead_peer_min_retries == 0
-    (PeerState.SUSPECT, PeerEvent.HEARD): PeerState.ALIVE,
-    (PeerState.SUSPECT, PeerEvent.TIMEOUT): PeerState.SUSPECT,
-    (PeerState.SUSPECT, PeerEvent.EXPIRED): PeerState.DEAD,
-    (PeerState.DEAD, PeerEvent.HEARD): PeerState.ALIVE,  # it came back (GM: resume)
-    (PeerState.DEAD, PeerEvent.TIMEOUT): PeerState.DEAD,
-    (PeerState.DEAD, PeerEvent.EXPIRED): PeerState.DEAD,
-}
-END_STATES: frozenset[PeerState] = frozenset()
-"""States no input leaves: none (DEAD is left when the peer is heard again)."""
-
-
-class _Peer:
-    __slots__ = (
-        "busy", "last_heard", "node", "ping_at", "ping_id", "probe_at", "probes", "quiet_since",
-        "rtt", "state", "timeouts",
-    )  # fmt: skip
-
-    def __init__(self, node: int, rtt: RttEstimator) -> None:
-        self.node = node
-        self.rtt = rtt
-        self.state = PeerState.ALIVE
-        self.last_heard: float | None = None
-        self.timeouts = 0  # retransmission timeouts since we last heard from it
-        self.busy: set[StreamKey] = set()
-        """Our streams to it with data queued or in flight (it is watched while any)."""
-        self.probe_at: float | None = None
-        """When the next PING goes (watched only)."""
-        self.probes = 0
-        """PINGs sent since we last heard from it."""
-        self.quiet_since = 0.0
-        """Active time (:attr:`Transport.active`) of the last life or the start of the watch."""
-        self.ping_id = 0
-        """Id of the last PING sent to it (unique per peer: a PONG echoes it)."""
-        self.ping_at: float | None = None
-        """When that PING went, until its PONG gives an RTT sample."""
 
 
 class Transport:
@@ -154,22 +72,20 @@ class Transport:
         self.config = config
         self._admit = admit
         self._stats = TransportStats()
-        self._peers: dict[int, _Peer] = {}
-        self._senders: dict[StreamKey, GbnSender] = {}
-        self._busy: dict[StreamKey, GbnSender] = {}  # senders with packets queued or in flight
+        self.liveness = Liveness(node_id, config, self._stats)
+        """The peers: ALIVE, SUSPECT or DEAD, probed while a stream to them is busy."""
+        self._peers = self.liveness.peers
+        self._senders: dict[StreamKey, StreamSender] = {}
+        self._busy: dict[StreamKey, StreamSender] = {}  # senders with packets queued or in flight
         self._receivers: dict[RecvKey, GbnReceiver] = {}
         self._pending_acks: dict[RecvKey, GbnReceiver] = {}
         self._refused: dict[int, dict[RecvKey, GbnReceiver]] = {}  # by local port
         self._control_handlers: dict[
-            MsgType, Callable[[GbnSender, ControlPacket, float], list[TransportAction]]
+            MsgType, Callable[[StreamSender, ControlPacket, float], list[TransportAction]]
         ] = {MsgType.ACK: self._on_ack, MsgType.NACK: self._on_nack, MsgType.SACK: self._on_sack}
-        self._watched: dict[int, _Peer] = {}  # peers with a probe timer
         self._initial: dict[RecvKey, float] = {}
         """Incoming streams that never took a packet, with when one last came: evictable."""
         self._sweep_at: float | None = None
-        self._last_input: float | None = None
-        self.active = 0.0
-        """Time our loop ran, from input to input, with stalls discounted (see module doc)."""
 
     # -- local requests ---------------------------------------------------------------------
 
@@ -193,24 +109,26 @@ class Transport:
         ``config.max_message``; a DEAD destination gives SendFailed ``peer_dead`` at once.
         """
         self._check_send(src_port, dst_node, dst_port, payload, am_handler, args, mcast_group)
-        self._tick(now)
-        peer = self._peer(dst_node)
+        liveness = self.liveness
+        liveness.tick(now=now)
+        peer = liveness.peer(dst_node)
         if peer.state is PeerState.DEAD:
             self._stats.failed["peer_dead"] += 1
             return [SendFailed(src_port, handle, dst_node, "peer_dead")]
         key = StreamKey(src_port, dst_node, dst_port)
         sender = self._senders.get(key)
         if sender is None:
-            sender = GbnSender(
+            sender = StreamSender(
                 node_id=self.node_id, src_port=src_port, dst_node=dst_node, dst_port=dst_port,
                 config=self.config, rto=Rto(peer.rtt), stats=self._stats,
             )  # fmt: skip
             self._senders[key] = sender
-        sender.queue(
+        sender.board.queue(
             msg_type=msg_type, payload=payload, handle=handle,
             am_handler=am_handler, args=args, mcast_group=mcast_group,
         )  # fmt: skip
-        self._set_busy(key, sender, now)
+        self._busy[key] = sender
+        liveness.on_busy(key, now=now)
         return sender.transmit(now=now)
 
     def resume_port(self, port: int, *, now: float) -> list[TransportAction]:
@@ -252,7 +170,8 @@ class Transport:
     def on_data(self, packet: DataPacket, *, now: float) -> list[TransportAction]:
         """A data packet addressed to this node arrived (with a piggy-backed ACK of our
         stream back to its source, maybe: taken first, as an ACK control would be)."""
-        out: list[TransportAction] = self.heard(packet.src_node, now=now)
+        node = packet.src_node
+        out = self._revive(node, now) if self.liveness.heard(node, now=now) else []
         if packet.ack is not None:
             back = StreamKey(packet.dst_port, packet.src_node, packet.src_port)
             sender = self._senders.get(back)
@@ -314,13 +233,13 @@ class Transport:
         if packet.to_node != self.node_id:
             drops["misrouted"] += 1
             return []
-        out = self.heard(packet.from_node, now=now)
+        node = packet.from_node
+        out = self._revive(node, now) if self.liveness.heard(node, now=now) else []
         if handler is None:
             if msg_type is MsgType.PING:  # answered here, whatever our ports do
-                self._stats.probes_answered += 1
-                out.append(self._probe_packet(MsgType.PONG, packet.from_node, packet.seq))
+                out.append(self.liveness.on_ping(packet))
             else:
-                self._pong(packet, now)
+                self.liveness.on_pong(packet, now=now)
             return out
         key = StreamKey(packet.src_port, packet.from_node, packet.dst_port)
         sender = self._senders.get(key)
@@ -335,44 +254,33 @@ class Transport:
         """A valid datagram from ``node`` arrived (the NIC calls this for every one, also
         those it routes elsewhere): the peer is alive; a DEAD one is usable again (its
         orphaned packets go out again, so the streams' sequences stay whole)."""
-        self._tick(now)
-        peer = self._peers.get(node)
-        if peer is None:
-            peer = self._peer(node)
-        peer.last_heard = now
-        peer.timeouts = 0
-        peer.probes = 0
-        peer.quiet_since = self.active
-        if peer.probe_at is not None:
-            peer.probe_at = now + self.config.probe_interval_s
-        if peer.state is not PeerState.DEAD:
-            if peer.state is not PeerState.ALIVE:
-                self._move(peer, PeerEvent.HEARD)
-            return []
-        self._move(peer, PeerEvent.HEARD)
-        self._stats.peers_revived += 1
+        return self._revive(node, now) if self.liveness.heard(node, now=now) else []
+
+    def _revive(self, node: int, now: float) -> list[TransportAction]:
+        """``node`` was DEAD and was heard: its streams go on from ``base``."""
         out: list[TransportAction] = []
         for key, sender in self._senders.items():
-            if key.dst_node == node and not sender.idle:
+            if key.dst_node == node and sender.board.packets:
                 out += sender.revive(now=now)
-                self._set_busy(key, sender, now)
+                self._busy[key] = sender
+                self.liveness.on_busy(key, now=now)
         return out
 
     # -- timers -----------------------------------------------------------------------------
 
     def on_timer(self, *, now: float) -> list[TransportAction]:
         """Fire every stored deadline that has passed."""
-        self._tick(now)
+        liveness = self.liveness
+        liveness.tick(now=now)
         out: list[TransportAction] = []
-        for peer in list(self._watched.values()):
+        for peer in list(liveness.watched.values()):
             if peer.probe_at is not None and now >= peer.probe_at:
-                out += self._probe(peer, now)
+                ping = liveness.probe(peer, now=now)
+                out += self._declare_dead(peer) if ping is None else [ping]
         for key, sender in list(self._busy.items()):
             deadline = sender.rto_deadline()
             if deadline is not None and now >= deadline:
-                peer = self._peers[key.dst_node]
-                peer.timeouts += 1
-                self._move(peer, PeerEvent.TIMEOUT)
+                liveness.on_timeout(self._peers[key.dst_node])
                 out += sender.on_timeout(now=now)
             out += sender.on_timer(now=now)
             self._track_sender(key, sender, now)
@@ -405,7 +313,7 @@ class Transport:
             d = sender.next_deadline()
             if d is not None and (best is None or d < best):
                 best = d
-        for peer in self._watched.values():
+        for peer in self.liveness.watched.values():
             d = peer.probe_at
             if d is not None and (best is None or d < best):
                 best = d
@@ -419,8 +327,7 @@ class Transport:
 
     def peer_state(self, node: int) -> PeerState:
         """What we believe about ``node`` (ALIVE until proven otherwise)."""
-        peer = self._peers.get(node)
-        return PeerState.ALIVE if peer is None else peer.state
+        return self.liveness.state(node)
 
     def stats(self) -> dict[str, object]:
         """Counters, JSON-able."""
@@ -451,38 +358,26 @@ class Transport:
             "streams_busy": len(self._busy),
             "streams_in": len(self._receivers),
             "streams_evicted": s.streams_evicted,
-            "peers": {
-                str(node): {
-                    "state": peer.state.value,
-                    "srtt": peer.rtt.srtt,
-                    "rttvar": peer.rtt.rttvar,
-                    "rto": peer.rtt.rto(),
-                    "rtt_samples": peer.rtt.samples,
-                    "karn_ignored": peer.rtt.ignored,
-                    "timeouts_in_row": peer.timeouts,
-                    "probes_unanswered": peer.probes,
-                }
-                for node, peer in sorted(self._peers.items())
-            },
+            "peers": self.liveness.stats_by_peer(),
         }
 
     # -- helpers ----------------------------------------------------------------------------
 
     def _on_ack(
-        self, sender: GbnSender, packet: ControlPacket, now: float
+        self, sender: StreamSender, packet: ControlPacket, now: float
     ) -> list[TransportAction]:
         self._stats.acks_received += 1
         return sender.on_ack(packet.seq, now=now)
 
     def _on_sack(
-        self, sender: GbnSender, packet: ControlPacket, now: float
+        self, sender: StreamSender, packet: ControlPacket, now: float
     ) -> list[TransportAction]:
         self._stats.acks_received += 1
         self._stats.recovery["sacks_received"] += 1
         return sender.on_sack(packet.seq, packet.sack, now=now)
 
     def _on_nack(
-        self, sender: GbnSender, packet: ControlPacket, now: float
+        self, sender: StreamSender, packet: ControlPacket, now: float
     ) -> list[TransportAction]:
         reason = packet.reason
         if reason is None:  # the decoder never makes one; a hand-built record might
@@ -518,100 +413,27 @@ class Transport:
             self._stats.streams_evicted += 1
         self._sweep_at = None if oldest is None else oldest + idle
 
-    def _peer(self, node: int) -> _Peer:
-        peer = self._peers.get(node)
-        if peer is None:
-            c = self.config
-            rtt = RttEstimator(initial_s=c.rto_initial_s, min_s=c.rto_min_s, max_s=c.rto_max_s)
-            peer = self._peers[node] = _Peer(node, rtt)
-        return peer
-
-    def _move(self, peer: _Peer, event: PeerEvent) -> None:
-        if peer.state in END_STATES:
-            return
-        peer.state = PEER_TRANSITIONS[(peer.state, event)]
-
-    def _tick(self, now: float) -> None:
-        """Advance the active clock: a gap between inputs counts at most a few probe
-        intervals (a longer one is our own stall, not the peers' silence)."""
-        last = self._last_input
-        if last is not None and now > last:
-            cap = STALL_PROBES * self.config.probe_interval_s
-            gap = now - last
-            if gap > cap:
-                self._stats.stalls += 1
-                gap = cap
-            self.active += gap
-        if last is None or now > last:
-            self._last_input = now
-
-    def _probe(self, peer: _Peer, now: float) -> list[TransportAction]:
-        """A probe is due: declare the peer dead if its silence is past both limits, else
-        PING it again (fixed interval, no backoff)."""
-        c = self.config
-        if peer.probes >= c.dead_peer_probes and self.active - peer.quiet_since >= (
-            c.dead_peer_timeout_s
-        ):
-            return self._declare_dead(peer)
-        peer.probes += 1
-        if peer.probes == 1:
-            self._move(peer, PeerEvent.TIMEOUT)
-        peer.probe_at = now + c.probe_interval_s
-        self._stats.probes_sent += 1
-        peer.ping_id = (peer.ping_id + 1) & _U32
-        peer.ping_at = now
-        return [self._probe_packet(MsgType.PING, peer.node, peer.ping_id)]
-
-    def _pong(self, packet: ControlPacket, now: float) -> None:
-        """A PONG answering our last PING is an unambiguous RTT sample: a stream whose every
-        ACK is ambiguous (go-back-N under heavy loss, Karn's rule) still learns the peer's RTT
-        instead of waiting on the initial RTO for the whole run."""
-        peer = self._peers.get(packet.from_node)
-        if peer is None or peer.ping_at is None or packet.seq != peer.ping_id:
-            return
-        peer.rtt.on_sample(now - peer.ping_at)
-        peer.ping_at = None
-
-    def _probe_packet(self, msg_type: MsgType, node: int, seq: int) -> SendPacket:
-        packet = ControlPacket(msg_type, seq & _U32, self.node_id, node, 0, 0, None)
-        return SendPacket(node, packet)
-
-    def _declare_dead(self, peer: _Peer) -> list[TransportAction]:
-        """Fail every message to the peer ``peer_dead`` (the packets on the link stay as
-        orphans, for the peer may come back); stop its timers."""
-        self._move(peer, PeerEvent.EXPIRED)
+    def _declare_dead(self, peer: Peer) -> list[TransportAction]:
+        """Liveness declared ``peer`` DEAD: fail every message to it ``peer_dead`` (the
+        packets on the link stay as orphans, for the peer may come back)."""
         out: list[TransportAction] = []
         for key in list(peer.busy):
             sender = self._senders[key]
             out += sender.close("peer_dead")
             self._busy.pop(key, None)
         peer.busy.clear()
-        peer.probe_at = None
-        self._watched.pop(peer.node, None)
         out.append(PeerDead(peer.node))
         return out
 
-    def _set_busy(self, key: StreamKey, sender: GbnSender, now: float) -> None:
-        self._busy[key] = sender
-        peer = self._peers[key.dst_node]
-        if not peer.busy:  # the watch starts: silence is counted from now at the earliest
-            peer.probes = 0
-            peer.quiet_since = self.active
-            peer.probe_at = now + self.config.probe_interval_s
-            self._watched[peer.node] = peer
-        peer.busy.add(key)
-
-    def _track_sender(self, key: StreamKey, sender: GbnSender, now: float) -> None:
-        peer = self._peers[key.dst_node]
-        if sender.idle or peer.state is PeerState.DEAD:
+    def _track_sender(self, key: StreamKey, sender: StreamSender, now: float) -> None:
+        """After an input to ``sender``: busy (its peer watched) while it has packets and its
+        peer is not DEAD, idle otherwise."""
+        if not sender.board.packets or self._peers[key.dst_node].state is PeerState.DEAD:
             self._busy.pop(key, None)
-            if key in peer.busy:
-                peer.busy.discard(key)
-                if not peer.busy:
-                    peer.probe_at = None
-                    self._watched.pop(peer.node, None)
+            self.liveness.on_idle(key)
         else:
-            self._set_busy(key, sender, now)
+            self._busy[key] = sender
+            self.liveness.on_busy(key, now=now)
 
     def _check_send(
         self,
@@ -662,8 +484,8 @@ def _check_config(c: TransportConfig) -> None:
             "no_buffer_retry_s, dead_peer_timeout_s, probe_interval_s, no_port_timeout_s, "
             "no_buffer_timeout_s and idle_stream_s must be positive"
         )
-    if c.recovery not in RECOVERY_MODES:
-        raise UsageError(f"recovery {c.recovery!r} must be one of {', '.join(RECOVERY_MODES)}")
+    if c.recovery not in RECOVERIES:
+        raise UsageError(f"recovery {c.recovery!r} must be one of {', '.join(RECOVERIES)}")
     if c.dead_peer_probes < 0:
         raise UsageError("dead_peer_probes must not be negative")
     if not 0 <= c.max_message <= _U32:

@@ -92,6 +92,13 @@ class Rto:
             return est.rto_s
         return min(est.max_s, est.rto_s * (1 << self.backoff))
 
+    def round_trip(self) -> float:
+        """The round trip to plan with: the peer's SRTT, or the initial RTO before the first
+        sample (how long a rollback guards against a repeated NACK, how far apart two window
+        cuts are, RACK's reordering window and the tail-loss probe's delay)."""
+        srtt = self.estimator.srtt
+        return srtt if srtt is not None else self.estimator.initial_s
+
     def on_timeout(self) -> None:
         """The timer expired: double the timeout (RFC 6298 §5.5), up to the upper bound."""
         if self.value() < self.estimator.max_s:

@@ -1,4 +1,5 @@
-"""Packet factories for tests: valid records with defaults, any field overridable."""
+"""Packet factories for tests: valid records with defaults, any field overridable; and a sent
+stream's scoreboard for the sender's parts."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ import dataclasses
 import zlib
 from typing import Any
 
+from nicd.core.stats import TransportStats
+from nicd.link.rto import Rto, RttEstimator
+from nicd.link.scoreboard import Scoreboard
 from nicd.link.wire import CRC, ControlPacket, DataPacket, FragFlags, MsgType, NackReason
 
-__all__ = ["ack", "data_packet", "nack", "with_crc"]
+__all__ = ["ack", "data_packet", "nack", "sent_stream", "with_crc"]
 
 
 def data_packet(**overrides: Any) -> DataPacket:
@@ -52,3 +56,15 @@ def with_crc(framed: bytes) -> bytes:
     """Append a valid CRC to ``framed`` (route length, route, body): for crafting bad packets
     that get past the CRC check."""
     return framed + CRC.pack(zlib.crc32(framed))
+
+
+def sent_stream(count: int, *, initial_s: float = 0.05) -> tuple[Scoreboard, Rto, TransportStats]:
+    """A stream from node 1 port 2 to node 3 port 4 whose ``count`` one-packet messages were
+    each sent once, 1 ms apart from 0 (orders 1 .. count); its RTO has no sample yet."""
+    stats = TransportStats()
+    board = Scoreboard(node_id=1, src_port=2, dst_node=3, dst_port=4, mtu=64, stats=stats)
+    rto = Rto(RttEstimator(initial_s=initial_s, min_s=0.001, max_s=1.0))
+    for h in range(count):
+        board.queue(msg_type=MsgType.GM_DATA, payload=b"x", handle=h)
+        board.send(count, now=h * 0.001)
+    return board, rto, stats

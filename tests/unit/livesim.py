@@ -102,7 +102,7 @@ def _drive(
             net.send(0, 1, b"m" * size)
             next_send += every_s
         stop = min(end_s, next_send) if sending else end_s
-        was_watched = 1 in transport._watched  # the harness measures it
+        was_watched = 1 in transport.liveness.watched  # the harness measures it
         before = net.now
         when = net.next_time()
         if when is None or when > stop:

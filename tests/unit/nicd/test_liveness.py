@@ -1,5 +1,6 @@
-"""The dead-peer rule on the virtual network (issue 14): a live peer is never declared dead,
-a killed one is, quickly, and a stall of our own loop is not the peer's silence.
+"""Peer liveness: the Liveness machine alone (its table, probes, the active clock), then the
+dead-peer rule on the virtual network (issue 14): a live peer is never declared dead, a killed
+one is, quickly, and a stall of our own loop is not the peer's silence.
 
 Many seeds, a fake clock, production timers (only the MTU is small): nothing sleeps."""
 
@@ -9,8 +10,161 @@ import pytest
 
 from nicd import hostlink as hl
 from nicd.config import FaultConfig, NicConfig
+from nicd.core.actions import SendPacket
+from nicd.core.stats import TransportStats
+from nicd.link.liveness import (
+    END_STATES,
+    PEER_TRANSITIONS,
+    STALL_PROBES,
+    Liveness,
+    PeerEvent,
+    PeerState,
+)
+from nicd.link.sender import StreamKey
+from nicd.link.wire import ControlPacket, MsgType
 from tests.unit.livesim import LOSS, Peer, detection_run, live_config, live_run
 from tests.unit.netsim import BadNetwork, Net, NicNet
+
+# -- the machine alone ---------------------------------------------------------------------
+
+CONFIG = live_config(probe_interval_s=0.1, dead_peer_probes=3, dead_peer_timeout_s=1.0)
+KEY = StreamKey(0, 1, 0)  # a stream to node 1
+
+
+def liveness() -> tuple[Liveness, TransportStats]:
+    stats = TransportStats()
+    return Liveness(0, CONFIG, stats), stats
+
+
+@pytest.mark.parametrize("state", list(PeerState))
+@pytest.mark.parametrize("event", list(PeerEvent))
+def test_liveness_table_covers_every_live_state(state: PeerState, event: PeerEvent) -> None:
+    if state in END_STATES:
+        assert (state, event) not in PEER_TRANSITIONS  # terminal: checked before the table
+    else:
+        assert PEER_TRANSITIONS[(state, event)] in PeerState
+        assert PEER_TRANSITIONS[(state, PeerEvent.HEARD)] is PeerState.ALIVE
+        assert PEER_TRANSITIONS[(state, PeerEvent.EXPIRED)] is PeerState.DEAD
+
+
+@pytest.mark.parametrize("state", list(PeerState))
+@pytest.mark.parametrize("event", list(PeerEvent))
+def test_every_state_and_input_moves_by_the_table(state: PeerState, event: PeerEvent) -> None:
+    live, _ = liveness()
+    peer = live.peer(1)
+    peer.state = state
+    live.move(peer, event)
+    assert peer.state is PEER_TRANSITIONS[(state, event)]
+
+
+def test_an_unknown_peer_is_alive_and_made_on_first_use() -> None:
+    live, _ = liveness()
+    assert live.state(7) is PeerState.ALIVE
+    assert live.peers == {}
+    assert live.peer(7) is live.peer(7)
+    assert live.peer(7).rtt.initial_s == CONFIG.rto_initial_s
+
+
+def test_a_busy_stream_watches_its_peer_until_none_is_busy() -> None:
+    live, _ = liveness()
+    peer = live.peer(1)
+    other = StreamKey(1, 1, 0)
+    live.on_busy(KEY, now=1.0)
+    live.on_busy(other, now=1.05)  # already watched: the probe time stays
+    assert live.watched == {1: peer}
+    assert peer.probe_at == pytest.approx(1.0 + CONFIG.probe_interval_s)
+    live.on_idle(KEY)
+    assert live.watched == {1: peer}
+    live.on_idle(other)
+    live.on_idle(other)  # twice: nothing more
+    assert (live.watched, peer.probe_at) == ({}, None)
+
+
+def test_unanswered_probes_suspect_then_kill_and_hearing_revives() -> None:
+    live, stats = liveness()
+    peer = live.peer(1)
+    live.tick(now=0.0)
+    live.on_busy(KEY, now=0.0)
+    now, pings = 0.0, []
+    while True:
+        assert peer.probe_at is not None
+        now = peer.probe_at
+        live.tick(now=now)
+        ping = live.probe(peer, now=now)
+        if ping is None:
+            break
+        assert isinstance(ping.packet, ControlPacket)
+        assert ping.packet.msg_type is MsgType.PING
+        pings.append(ping.packet.seq)
+        assert peer.state is PeerState.SUSPECT
+    assert peer.state is PeerState.DEAD
+    assert pings == list(range(1, len(pings) + 1))  # distinct ids
+    assert len(pings) >= CONFIG.dead_peer_probes
+    assert now >= CONFIG.dead_peer_timeout_s
+    assert (live.watched, peer.probe_at) == ({}, None)
+    assert stats.probes_sent == len(pings)
+    assert live.heard(1, now=now + 1.0) is True
+    assert peer.state is PeerState.ALIVE
+    assert live.heard(1, now=now + 1.1) is False  # alive already: nothing to revive
+    assert stats.peers_revived == 1
+
+
+def test_a_timeout_makes_the_peer_suspect_and_hearing_it_clears_the_counts() -> None:
+    live, _ = liveness()
+    peer = live.peer(1)
+    live.on_timeout(peer)
+    live.on_timeout(peer)
+    assert (peer.state, peer.timeouts) == (PeerState.SUSPECT, 2)
+    peer.probes = 2
+    live.heard(1, now=3.0)
+    assert (peer.state, peer.timeouts, peer.probes, peer.last_heard) == (
+        PeerState.ALIVE, 0, 0, 3.0,
+    )  # fmt: skip
+
+
+def test_a_stall_of_our_own_counts_as_a_few_probe_intervals() -> None:
+    live, stats = liveness()
+    live.tick(now=1.0)
+    live.tick(now=1.05)
+    assert live.active == pytest.approx(0.05)
+    live.tick(now=100.0)  # we did not run for 99 s
+    assert live.active == pytest.approx(0.05 + STALL_PROBES * CONFIG.probe_interval_s)
+    assert stats.stalls == 1
+    live.tick(now=99.0)  # time never runs back
+    assert live.active == pytest.approx(0.05 + STALL_PROBES * CONFIG.probe_interval_s)
+
+
+def test_a_ping_is_answered_and_only_the_last_pong_is_an_rtt_sample() -> None:
+    live, stats = liveness()
+    pong = live.on_ping(ControlPacket(MsgType.PING, 42, 3, 0, 0, 0, None))
+    assert pong == SendPacket(3, ControlPacket(MsgType.PONG, 42, 0, 3, 0, 0, None))
+    assert stats.probes_answered == 1
+    peer = live.peer(1)
+    first = live.probe(peer, now=1.0)
+    second = live.probe(peer, now=1.1)
+    assert first is not None
+    assert second is not None
+    live.on_pong(ControlPacket(MsgType.PONG, first.packet.seq, 1, 0, 0, 0, None), now=1.2)
+    assert peer.rtt.samples == 0
+    live.on_pong(ControlPacket(MsgType.PONG, second.packet.seq, 1, 0, 0, 0, None), now=1.104)
+    assert peer.rtt.srtt == pytest.approx(0.004)
+    live.on_pong(ControlPacket(MsgType.PONG, 9, 5, 0, 0, 0, None), now=1.2)  # a stranger
+    assert 5 not in live.peers
+
+
+def test_stats_by_peer_are_json_able_and_sorted() -> None:
+    live, _ = liveness()
+    live.peer(2)
+    live.peer(1)
+    table = live.stats_by_peer()
+    assert list(table) == ["1", "2"]
+    assert table["1"] == {
+        "state": "alive", "srtt": None, "rttvar": 0.0, "rto": CONFIG.rto_initial_s,
+        "rtt_samples": 0, "karn_ignored": 0, "timeouts_in_row": 0, "probes_unanswered": 0,
+    }  # fmt: skip
+
+
+# -- the dead-peer rule on the virtual network ----------------------------------------------
 
 SEEDS = range(100)
 HORIZON_S = 100.0  # 100 seeds x 100 s = 10,000 simulated peer-seconds per case
@@ -145,9 +299,11 @@ def test_a_pong_answering_the_last_ping_is_an_rtt_sample() -> None:
     from nicd.link.wire import ControlPacket, MsgType
 
     transport = Transport(0, live_config(), lambda _first: (None, []))  # type: ignore[arg-type,return-value]
-    peer = transport._peer(1)
-    [first] = transport._probe(peer, 1.0)
-    [second] = transport._probe(peer, 1.1)
+    peer = transport.liveness.peer(1)
+    first = transport.liveness.probe(peer, now=1.0)
+    second = transport.liveness.probe(peer, now=1.1)
+    assert first is not None
+    assert second is not None
     stale = ControlPacket(MsgType.PONG, first.packet.seq, 1, 0, 0, 0, None)  # type: ignore[union-attr]
     transport.on_control(stale, now=1.102)
     assert peer.rtt.samples == 0  # an answer to an older PING says nothing about now

@@ -181,7 +181,7 @@ def test_after_reordering_a_late_packet_gets_a_reordering_window_before_its_rese
     net.run()
     assert [p.seq for p in net.data_sent(src=0)].count(1) == 2  # one spurious resend
     sender = net.nodes[0].transport._senders[(0, 1, 0)]
-    assert sender._rack.reordering
+    assert sender.recovery.rack.reordering
     net.send(0, 1, bytes(64 * 8))  # seqs 8..15
     net.run()
     assert [p.seq for p in net.data_sent(src=0)].count(9) == 1
