@@ -107,9 +107,10 @@ class Prequest(Request):
         cls.Startall(requests)
 
 
-def _persistent(starter: Callable[[], Request]) -> Prequest:
-    request = Prequest()
-    request._pending = PersistentPending(starter)
+def _persistent(comm: Any, starter: Callable[[], Request]) -> Prequest:
+    """A Prequest of ``comm`` (validated here) whose waits go to ``comm``'s engine."""
+    request = Prequest._of(PersistentPending(starter), comm._engine())
+    assert isinstance(request, Prequest)
     return request
 
 
@@ -121,29 +122,24 @@ class PersistentP2P:
     def Send_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
         """A persistent standard send."""
         comm: Any = self
-        comm._state()
-        return _persistent(lambda: comm.Isend(buf, dest, tag))
+        return _persistent(comm, lambda: comm.Isend(buf, dest, tag))
 
     def Bsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
         """A persistent buffered send."""
         comm: Any = self
-        comm._state()
-        return _persistent(lambda: comm.Ibsend(buf, dest, tag))
+        return _persistent(comm, lambda: comm.Ibsend(buf, dest, tag))
 
     def Ssend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
         """A persistent synchronous send."""
         comm: Any = self
-        comm._state()
-        return _persistent(lambda: comm.Issend(buf, dest, tag))
+        return _persistent(comm, lambda: comm.Issend(buf, dest, tag))
 
     def Rsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
         """A persistent ready send."""
         comm: Any = self
-        comm._state()
-        return _persistent(lambda: comm.Irsend(buf, dest, tag))
+        return _persistent(comm, lambda: comm.Irsend(buf, dest, tag))
 
     def Recv_init(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
         """A persistent receive."""
         comm: Any = self
-        comm._state()
-        return _persistent(lambda: comm.Irecv(buf, source, tag))
+        return _persistent(comm, lambda: comm.Irecv(buf, source, tag))
