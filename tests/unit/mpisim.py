@@ -75,6 +75,10 @@ from emucluster.mpi.request.status import Status
 from emucluster.mpi.runtime import Runtime
 from emucluster.mpi.topo import create as _topo_create
 from emucluster.mpi.topo import topocomm as _topocomm
+from emucluster import nicvm as _host_nicvm
+from emucluster.offload.app_bypass import shell as _bypass_shell
+from emucluster.offload.nic_mcast import shell as _mcast_shell
+from emucluster.offload.nicvm import shell as _nicvm_shell
 from emucluster.p2p.protocol import P2P, EAGER_LIMIT_BYTES
 from emucluster.port.client import Port
 from emucluster.port.progress import MPI_PORT, Progress
@@ -94,6 +98,7 @@ __all__ = [
 
 CONN = 1  # the one host connection of every simulated NIC: the MPI port's
 LIVELOCK_POLLS = 20_000  # polls in a row with nothing else to do: the spinning never ends
+MCAST_COSTS = "20,0.01,5,0.005"  # fixed postal costs: nic-mcast trees not built from a clock
 FINALIZE_TIMEOUT_S = 30.0  # never waited out here (see the module docstring)
 _LIBRARY_DIR = os.path.dirname(os.path.abspath(emucluster.__file__))
 
@@ -167,6 +172,10 @@ PROCESS_GLOBALS: tuple[_Global, ...] = (
     _Global(_bsend, "_attached", lambda job, node: None),
     _Global(_bsend, "_capacity", lambda job, node: 0),
     _Global(_bsend, "_in_flight", lambda job, node: []),
+    _Global(_mcast_shell, "_shell", lambda job, node: None),
+    _Global(_nicvm_shell, "_service", lambda job, node: None),
+    _Global(_host_nicvm, "_mpi_port", lambda job, node: [job.ports[node]]),
+    _Global(_bypass_shell, "_bypass", lambda job, node: None),
 )
 """Module globals an MPI process owns alone: swapped at every baton pass."""
 for _g in PROCESS_GLOBALS:  # a library refactor that moves one must update this table
@@ -323,6 +332,7 @@ class SimJob:
             eager_limit=eager_limit,
             rndv_rm=rndv_rm,
             match_store=match_store,
+            mcast_costs=MCAST_COSTS,
             algorithms=dict(algorithms or {}),
         )
         self.ports = [SimPort.open_on(self, node) for node in range(n)]
