@@ -27,10 +27,16 @@ idle (a deadlock), when ranks only spin while nothing else happens (a livelock),
 it waits in and the line of the program that made it. A wait with a deadline (Finalize's) is
 reported the same way rather than waited out: nothing in a simulated job can arrive late.
 
+The offloads that live in the NIC run there too: ``nic-mcast`` (the default ``auto`` bcast on
+COMM_WORLD from 3 ranks) posts real multicast groups, ``nicvm`` loads its module into the NIC's
+NICVM engine. Application bypass is not installed (it needs SIGUSR1 from the NIC, a process
+signal), so its reduce runs as the library does without it.
+
 Process-wide state: an MPI process has a few module globals (the current runtime of
 ``emucluster.mpi.lifecycle``, the local node of ``emucluster.mpi.comm.group``, the attached
 Bsend buffer); the scheduler swaps them at each baton pass, as an OS switches processes
-(`PROCESS_GLOBALS`), and restores the originals at the end.
+(`PROCESS_GLOBALS`: add one there when the library grows another), and restores the
+originals at the end.
 
 After a rank's program returns, the rank finalizes as ``MPI.Finalize`` does (outstanding
 rendezvous sends complete, every send is acknowledged), and with ``strict`` (the default)
@@ -52,20 +58,21 @@ import threading
 import time
 import types
 from collections import deque
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import emucluster
+from emucluster import nicvm as _host_nicvm
 from emucluster.config import HostConfig
+from emucluster.mpi import constants as _constants
 from emucluster.mpi import errhandler as _errhandler
 from emucluster.mpi import errors as _errors
 from emucluster.mpi import lifecycle as _lifecycle
 from emucluster.mpi.buffer import address as _address
 from emucluster.mpi.collective.ops import Op, predefined_ops
 from emucluster.mpi.comm import comm as _comm
+from emucluster.mpi.comm import fromgroup as _fromgroup
 from emucluster.mpi.comm import group as _group
-from emucluster.mpi.constants import __all__ as _constant_names
 from emucluster.mpi.datatype.datatype import Datatype, predefined
 from emucluster.mpi.pt2pt import bsend as _bsend
 from emucluster.mpi.pt2pt import mprobe as _mprobe
@@ -75,17 +82,19 @@ from emucluster.mpi.request.status import Status
 from emucluster.mpi.runtime import Runtime
 from emucluster.mpi.topo import create as _topo_create
 from emucluster.mpi.topo import topocomm as _topocomm
-from emucluster import nicvm as _host_nicvm
 from emucluster.offload.app_bypass import shell as _bypass_shell
 from emucluster.offload.nic_mcast import shell as _mcast_shell
 from emucluster.offload.nicvm import shell as _nicvm_shell
-from emucluster.p2p.protocol import P2P, EAGER_LIMIT_BYTES
+from emucluster.p2p.protocol import EAGER_LIMIT_BYTES, P2P
 from emucluster.port.client import Port
 from emucluster.port.progress import MPI_PORT, Progress
 from nicd import hostlink as hl
 from nicd.config import NicConfig
 from nicd.memfd import map_sealed_memfd
 from tests.unit.netsim import NicNet, Route, perfect
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = [
     "MPI",
@@ -108,9 +117,7 @@ _LIBRARY_DIR = os.path.dirname(os.path.abspath(emucluster.__file__))
 
 def _mpi_names() -> types.SimpleNamespace:
     """``MPI.X`` for the names tests use, from the modules that own them."""
-    from emucluster.mpi import constants
-
-    names: dict[str, Any] = {name: getattr(constants, name) for name in _constant_names}
+    names: dict[str, Any] = {name: getattr(_constants, name) for name in _constants.__all__}
     names.update(predefined)
     names.update(predefined_ops)
     names.update({k: v for k, v in vars(_errors).items() if k.startswith("ERR_")})
@@ -125,6 +132,7 @@ def _mpi_names() -> types.SimpleNamespace:
         Intracomm=_comm.Intracomm,
         Intercomm=_comm.Intercomm,
         COMM_NULL=_comm.Comm(),
+        COMM_TYPE_SHARED=_fromgroup.COMM_TYPE_SHARED,
         Cartcomm=_topocomm.Cartcomm,
         Graphcomm=_topocomm.Graphcomm,
         Distgraphcomm=_topocomm.Distgraphcomm,
@@ -404,7 +412,9 @@ class SimJob:
         return [r.result for r in self._ranks]
 
     def _report(self, stuck: Stuck | None) -> None:
-        failed = [r for r in self._ranks if r.error is not None and not isinstance(r.error, _Aborted)]
+        failed = [
+            r for r in self._ranks if r.error is not None and not isinstance(r.error, _Aborted)
+        ]
         if failed:
             first = failed[0].error
             assert first is not None
@@ -428,7 +438,7 @@ class SimJob:
             rank.status = "running"
             rank.result = fn(self.worlds[rank.node])
             self.runtimes[rank.node].engine.finish(FINALIZE_TIMEOUT_S)
-        except BaseException as exc:  # noqa: BLE001 - reported by run()
+        except BaseException as exc:  # every outcome is reported by run()
             rank.error = exc
         finally:
             rank.status = "done"
@@ -492,7 +502,11 @@ class SimJob:
                 idle_polls = 0
                 continue
             rank = ranks[choice]
-            if rank.status == "polled" and not self.inboxes[choice] and not self._steps > rank.parked_at:
+            if (
+                rank.status == "polled"
+                and not self.inboxes[choice]
+                and not self._steps > rank.parked_at
+            ):
                 idle_polls += 1
                 if idle_polls > LIVELOCK_POLLS:
                     raise Stuck("livelock: ranks only poll and nothing else happens\n"
@@ -579,12 +593,21 @@ def _mpi_call(frame: types.FrameType | None) -> str:
                 caller = chain[i - 1]
                 where = (f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno} "
                          f"in {caller.f_code.co_name}")  # fmt: skip
-            return f"{f.f_code.co_qualname} (called at {where})"
+            return f"{_call_name(f)} (called at {where})"
     return "an unknown place"
+
+
+def _call_name(frame: types.FrameType) -> str:
+    """``Intracomm.Barrier``: the method as the program called it (on its object's class, not
+    the class that happens to define it), else the function's qualified name."""
+    holder = frame.f_locals.get("self", frame.f_locals.get("cls"))
+    if holder is not None:
+        kind = holder if isinstance(holder, type) else type(holder)
+        return f"{kind.__name__}.{frame.f_code.co_name}"
+    return frame.f_code.co_qualname
 
 
 def run(n: int, fn: Callable[[Any], object], **options: Any) -> list[object]:
     """Run ``fn(comm)`` on ``n`` ranks (``comm`` each rank's COMM_WORLD); the results by
     rank. ``options`` are `SimJob`'s."""
     return SimJob(n, **options).run(fn)
-

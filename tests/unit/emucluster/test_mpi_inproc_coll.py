@@ -87,7 +87,9 @@ def test_allgather_and_alltoall_objects(n: int) -> None:
         r = comm.rank
         return comm.allgather(r * r), comm.alltoall([(r, j) for j in range(n)])
 
-    assert run(n, body) == [([r * r for r in range(n)], [(i, j) for i in range(n)]) for j in range(n)]
+    assert run(n, body) == [
+        ([r * r for r in range(n)], [(i, j) for i in range(n)]) for j in range(n)
+    ]
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -136,6 +138,26 @@ def test_large_objects_go_through_every_collective() -> None:
         )
 
     assert run(4, body, eager_limit=1024) == [(True, [5000] * 4, True, 5000)] * 4
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_invalid_roots_raise_err_root_on_every_rank(n: int) -> None:
+    def body(comm: Any) -> Any:
+        classes = []
+        for call in (
+            lambda: comm.bcast(1, root=n),
+            lambda: comm.Bcast(np.zeros(1), root=-1),
+            lambda: comm.reduce(1, root=n + 4),
+            lambda: comm.Gather(np.zeros(1), np.zeros(n), root=n),
+        ):
+            try:
+                call()
+                classes.append(None)
+            except MPI.Exception as exc:
+                classes.append(exc.Get_error_class())
+        return classes
+
+    assert run(n, body) == [[MPI.ERR_ROOT] * 4] * n
 
 
 # -- uppercase: buffers --------------------------------------------------------------------------
@@ -325,9 +347,7 @@ def test_alltoallw_buffer_with_a_type_per_peer(n: int) -> None:
             for i in range(n)
         ]
 
-    assert run(n, body) == [
-        [[100 * i + j] * _vcount(i, j) for i in range(n)] for j in range(n)
-    ]
+    assert run(n, body) == [[[100 * i + j] * _vcount(i, j) for i in range(n)] for j in range(n)]
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -377,6 +397,84 @@ def test_reduce_scatter_and_reduce_scatter_block(n: int) -> None:
     ]
 
 
+# -- user operations -----------------------------------------------------------------------------
+
+
+def _concat(x: Any, y: Any, datatype: Any) -> Any:
+    """Non-commutative on objects: the result spells the ranks in order only if the algorithm
+    combines in rank order (MPI requires it of non-commutative operations)."""
+    return x + y
+
+
+def _matmul(inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
+    """Non-commutative on buffers: 2x2 matrix products, ``inbuf @ inoutbuf`` as MPI says."""
+    a = np.frombuffer(inbuf, dtype=I64).reshape(-1, 2, 2)
+    b = np.frombuffer(inoutbuf, dtype=I64).reshape(-1, 2, 2)
+    b[...] = (a @ b) % 1_000_003
+
+
+def _matrix(r: int) -> np.ndarray:
+    return np.array([[1, r + 1], [r % 3, 1 + 2 * r]], dtype=I64)
+
+
+def _product(ranks: range) -> list[list[int]]:
+    out = np.eye(2, dtype=I64)
+    for r in ranks:
+        out = (out @ _matrix(r)) % 1_000_003
+    return out.tolist()  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_non_commutative_operations_combine_in_rank_order(n: int) -> None:
+    concat = MPI.Op.Create(_concat, commute=False)
+    matmul = MPI.Op.Create(_matmul, commute=False)
+
+    def body(comm: Any) -> Any:
+        r, root = comm.rank, n // 2
+        mine = _matrix(r).reshape(1, 2, 2)
+        out = {}
+        for name in ("binomial", "linear", "auto"):
+            out[f"reduce {name}"] = comm.reduce(str(r), op=concat, root=root, algorithm=name)
+            buf = np.zeros((1, 2, 2), dtype=I64)
+            comm.Reduce(mine, buf, op=matmul, root=root, algorithm=name)
+            out[f"Reduce {name}"] = buf[0].tolist() if r == root else None
+        for name in ("recursive-doubling", "reduce-bcast"):
+            out[f"allreduce {name}"] = comm.allreduce(str(r), op=concat, algorithm=name)
+            buf = np.zeros((1, 2, 2), dtype=I64)
+            comm.Allreduce(mine, buf, op=matmul, algorithm=name)
+            out[f"Allreduce {name}"] = buf[0].tolist()
+        for name in ("recursive-doubling", "linear"):
+            out[f"scan {name}"] = comm.scan(str(r), op=concat, algorithm=name)
+            out[f"exscan {name}"] = comm.exscan(str(r), op=concat, algorithm=name)
+        buf = np.zeros((1, 2, 2), dtype=I64)
+        comm.Scan(mine, buf, op=matmul)
+        out["Scan"] = buf[0].tolist()
+        comm.Reduce_scatter_block(np.concatenate([mine] * n), buf, op=matmul)
+        out["Reduce_scatter_block"] = buf[0].tolist()
+        return out
+
+    try:
+        results = run(n, body)
+    finally:
+        concat.Free()
+        matmul.Free()
+    digits = "".join(str(r) for r in range(n))
+    for r, got in enumerate(results):
+        want: dict[str, Any] = {}
+        for name in ("binomial", "linear", "auto"):
+            want[f"reduce {name}"] = digits if r == n // 2 else None
+            want[f"Reduce {name}"] = _product(range(n)) if r == n // 2 else None
+        for name in ("recursive-doubling", "reduce-bcast"):
+            want[f"allreduce {name}"] = digits
+            want[f"Allreduce {name}"] = _product(range(n))
+        for name in ("recursive-doubling", "linear"):
+            want[f"scan {name}"] = digits[: r + 1]
+            want[f"exscan {name}"] = digits[:r] if r else None
+        want["Scan"] = _product(range(r + 1))
+        want["Reduce_scatter_block"] = _product(range(n))
+        assert got == want, f"rank {r}"
+
+
 # -- nonblocking ---------------------------------------------------------------------------------
 
 
@@ -418,9 +516,16 @@ def test_nonblocking_collectives_in_flight_together(n: int, root: int) -> None:
             comm.Ireduce_scatter_block(_arange(n, r), rsb, op=MPI.SUM),
             comm.Igatherv(np.array([r * 3], dtype=I64), gspec, root=root),
             comm.Iscatterv(sspec, scav, root=root),
-            comm.Iallgatherv(np.array([r + 100], dtype=I64), [allgv, counts, list(range(n)), MPI.INT64_T]),
+            comm.Iallgatherv(
+                np.array([r + 100], dtype=I64), [allgv, counts, list(range(n)), MPI.INT64_T]
+            ),
             comm.Ialltoallv(
-                [np.array([r * 1000 + j for j in range(n)], dtype=I64), counts, list(range(n)), MPI.INT64_T],
+                [
+                    np.array([r * 1000 + j for j in range(n)], dtype=I64),
+                    counts,
+                    list(range(n)),
+                    MPI.INT64_T,
+                ],
                 [a2av, counts, list(range(n)), MPI.INT64_T],
             ),
         ]

@@ -152,7 +152,8 @@ def test_messages_survive_a_lossy_reordering_network() -> None:
 
     route = BadNetwork(5, loss=0.05, dup=0.05, reorder=0.2, corrupt=0.02)
     assert run(2, body, route=route, seed=5, eager_limit=SMALL_EAGER) == [3, 3]
-    assert route.counts["lost"] > 0 and route.counts["reordered"] > 0
+    assert route.counts["lost"] > 0
+    assert route.counts["reordered"] > 0
 
 
 def test_a_rank_sends_to_itself() -> None:
@@ -332,6 +333,34 @@ def test_cancelling_a_completed_receive_has_no_effect() -> None:
     assert run(2, body)[1] == (5, False)
 
 
+@pytest.mark.parametrize("polls", [0, 1, 2])
+@pytest.mark.parametrize("seed", [None, 1])
+def test_cancel_racing_a_rendezvous_either_cancels_or_completes_whole(
+    polls: int, seed: int | None
+) -> None:
+    """Cancel after the RTS may have matched the receive: it is cancelled and the message
+    stays for the next receive, or it completed with all the data; never half of each."""
+
+    def body(comm: Any) -> Any:
+        if comm.rank == 1:
+            comm.Send(np.arange(10_000, dtype=np.int64), dest=0, tag=1)
+            return None
+        buf = np.zeros(10_000, dtype=np.int64)
+        req = comm.Irecv(buf, source=MPI.ANY_SOURCE, tag=1)
+        for _ in range(polls):
+            req.Get_status()
+        req.Cancel()
+        status = MPI.Status()
+        req.Wait(status)
+        if status.Is_cancelled():
+            comm.Recv(buf, source=1, tag=1)
+        return status.Is_cancelled(), int(buf.sum())
+
+    cancelled, total = run(2, body, seed=seed, eager_limit=SMALL_EAGER)[0]
+    assert total == sum(range(10_000))
+    assert cancelled == (polls == 0)  # one poll lets the whole rendezvous through here
+
+
 # -- errors ------------------------------------------------------------------------------------
 
 
@@ -371,10 +400,20 @@ def test_a_truncated_receive_raises_err_truncate() -> None:
             comm.Send(np.arange(5000, dtype=np.int32), dest=1, tag=2)  # rendezvous
             return None
         small = np.zeros(4, dtype=np.int32)
-        classes = [_error_class(lambda: comm.Recv(small, source=0, tag=t)) for t in (1, 2)]
+        classes = [_error_class(lambda t=t: comm.Recv(small, source=0, tag=t)) for t in (1, 2)]
         return classes, comm.rank
 
     assert run(2, body, eager_limit=SMALL_EAGER)[1] == ([MPI.ERR_TRUNCATE] * 2, 1)
+
+
+def test_a_bsend_larger_than_the_attached_buffer_raises_err_buffer() -> None:
+    def body(comm: Any) -> Any:
+        MPI.Attach_buffer(bytearray(200))
+        error = _error_class(lambda: comm.bsend(b"x" * 1000, dest=0))
+        MPI.Detach_buffer()
+        return error
+
+    assert run(1, body) == [MPI.ERR_BUFFER]
 
 
 def test_a_truncated_nonblocking_receive_fails_at_wait() -> None:
@@ -386,4 +425,3 @@ def test_a_truncated_nonblocking_receive_fails_at_wait() -> None:
         return _error_class(req.Wait)
 
     assert run(2, body)[1] == MPI.ERR_TRUNCATE
-

@@ -109,7 +109,10 @@ def test_request_null_in_a_set_is_ignored() -> None:
         flag, none = MPI.Request.testall([MPI.REQUEST_NULL])
         return objects, flag, none, MPI.Request.Waitsome([MPI.REQUEST_NULL])
 
-    assert run(2, body) == [([None, None, 1], True, [None], None), ([None, None, 0], True, [None], None)]
+    assert run(2, body) == [
+        ([None, None, 1], True, [None], None),
+        ([None, None, 0], True, [None], None),
+    ]
 
 
 def test_get_status_does_not_complete_the_request() -> None:
