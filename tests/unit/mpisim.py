@@ -47,6 +47,9 @@ Use: ``run(n, fn)`` runs ``fn(comm)`` on every rank with its COMM_WORLD and retu
 per-rank results, re-raising the first exception a rank raised. ``MPI`` holds the mpi4py
 names (constants, datatypes, ops, classes) taken from the library's low modules, so tests do
 not import ``emucluster.MPI`` (which opens this process's port at import).
+
+One file of some 600 lines: the port, the scheduler and its reports are one mechanism (the
+baton) and read together, as netsim's network and nodes do.
 """
 
 from __future__ import annotations
