@@ -73,7 +73,6 @@ NICD_TOP = frozenset(
         "nicd/config.py",
         "nicd/errors.py",
         "nicd/contract.py",  # names only: what a host may take from nicd
-        "nicd/lifeline.py",  # until emucluster takes the lifeline from the contract
     }
 )
 """The modules allowed at the top of nicd, outside every room."""
