@@ -29,7 +29,7 @@ __all__ = [
 
 def not_offered(what: str) -> NoReturn:
     """Raise the NotImplementedError of a feature emucluster does not offer."""
-    raise NotImplementedError(f"{what} is not offered by emucluster (see README: unsupported)")
+    raise NotImplementedError(f"{what} is not offered by emucluster (see docs/guide/mpi.md)")
 
 
 class _Unoffered:
