@@ -59,8 +59,12 @@ class PointToPoint:
         return st
 
     def _engine(self) -> Progress:
-        """The progress engine of the communicator's rank."""
-        return self._state().runtime.engine
+        """The progress engine of the communicator's rank (``_state`` inlined: a send asks
+        for it on the way to the wire)."""
+        st = self._st
+        if st is None:
+            raise MPIException(ERR_COMM, "the communicator is COMM_NULL (or freed)")
+        return st.runtime.engine
 
     # -- lowercase point-to-point (pickled objects) -------------------------------------------
 
