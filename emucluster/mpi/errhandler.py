@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from emucluster.mpi import lifecycle
 from emucluster.mpi.errors import ERR_ERRHANDLER, SUCCESS
 from emucluster.mpi.errors import Exception as MPIException
 
@@ -145,12 +144,14 @@ class Errhandler:
         return -1
 
 
-def call(handler: Handler, obj: object, errorcode: int) -> None:
-    """``Call_errhandler``: run ``handler`` for ``errorcode`` on ``obj``."""
+def call(handler: Handler, obj: object, errorcode: int, abort: Callable[[int], None]) -> None:
+    """``Call_errhandler``: run ``handler`` for ``errorcode`` on ``obj``; the fatal handlers
+    end the job with ``abort`` (the caller's: ``lifecycle.abort``, which sits above this
+    module)."""
     if handler.fn is not None:
         handler.fn(obj, errorcode)
     elif handler.name in ("MPI_ERRORS_ARE_FATAL", "MPI_ERRORS_ABORT") and errorcode != SUCCESS:
-        lifecycle.abort(errorcode)
+        abort(errorcode)
 
 
 def _restore(name: str) -> Errhandler:

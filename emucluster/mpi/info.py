@@ -12,17 +12,25 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from emucluster.mpi import lifecycle
 from emucluster.mpi.errors import ERR_INFO, ERR_INFO_KEY, ERR_INFO_NOKEY, ERR_INFO_VALUE
 from emucluster.mpi.errors import Exception as MPIException
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
-__all__ = ["INFO_ENV", "INFO_NULL", "MAX_INFO_KEY", "MAX_INFO_VAL", "Info"]
+__all__ = ["INFO_ENV", "INFO_NULL", "MAX_INFO_KEY", "MAX_INFO_VAL", "Info", "set_maxprocs"]
 
 MAX_INFO_KEY = 255  # MPICH's MPI_MAX_INFO_KEY
 MAX_INFO_VAL = 1024  # MPICH's MPI_MAX_INFO_VAL
+
+
+_maxprocs: list[int] = []  # [nodes in the job] while MPI is initialized (`set_maxprocs`)
+
+
+def set_maxprocs(nodes: int | None) -> None:
+    """The library is initialized over ``nodes`` nodes (None: finalized): ``Create_env``
+    reports it as ``maxprocs``. Called by ``emucluster.mpi.lifecycle``, which sits above."""
+    _maxprocs[:] = [] if nodes is None else [nodes]
 
 
 class Info:
@@ -93,8 +101,8 @@ class Info:
         """An info object describing how the program was started (MPI 4 INFO_ENV keys)."""
         argv = list(sys.argv if args is None else args)
         d = {"command": argv[0] if argv else "", "argv": " ".join(argv[1:])}
-        if lifecycle.is_initialized() and not lifecycle.is_finalized():
-            d["maxprocs"] = str(lifecycle.current().num_nodes)
+        if _maxprocs:
+            d["maxprocs"] = str(_maxprocs[0])
         d["wdir"] = os.getcwd()
         return cls._of(d)
 

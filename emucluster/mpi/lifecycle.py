@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from emucluster import nicvm as host_nicvm
 from emucluster.config import HostConfig
+from emucluster.mpi.info import set_maxprocs
 from emucluster.mpi.errors import ERR_OTHER
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.runtime import Runtime, open_runtime
@@ -74,6 +75,7 @@ def init() -> Runtime:
     _config = HostConfig.from_env()
     _runtime = runtime = open_runtime(_config)
     host_nicvm.use_mpi_port(None if runtime.engine.singleton else runtime.engine.port)
+    set_maxprocs(runtime.num_nodes)
     _state = "initialized"
     atexit.register(_finalize_at_exit)
     sys.excepthook = _excepthook
@@ -123,6 +125,7 @@ def finalize() -> None:
     finally:
         _dump_stats(runtime)
         host_nicvm.forget_mpi_port()
+        set_maxprocs(None)
         _runtime = None
         _state = "finalized"
         progress.close()

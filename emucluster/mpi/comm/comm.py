@@ -357,7 +357,7 @@ class Comm:
 
     def Call_errhandler(self, errorcode: int) -> None:
         """Run the communicator's error handler for ``errorcode``."""
-        errhandler.call(self._state().errhandler, self, errorcode)
+        errhandler.call(self._state().errhandler, self, errorcode, lifecycle.abort)
 
     # -- what emucluster does not have --------------------------------------------------------
 

@@ -129,7 +129,7 @@ class Session:
 
     def Call_errhandler(self, errorcode: int) -> None:
         """Run the session's error handler for ``errorcode``."""
-        call(self._state().errhandler, self, errorcode)
+        call(self._state().errhandler, self, errorcode, lifecycle.abort)
 
     def Attach_buffer(self, buf: Any) -> None:
         """MPI 4.1 per-session buffers are not offered (use MPI.Attach_buffer)."""

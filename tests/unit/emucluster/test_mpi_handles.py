@@ -166,6 +166,7 @@ def test_self_topologies_pickling_and_split_types() -> None:
 def test_errhandler_handles_slots_and_pickle() -> None:
     from emucluster.mpi.errhandler import (
         ERRHANDLER_NULL,
+        ERRORS_ARE_FATAL,
         ERRORS_RETURN,
         MAX_USER_ERRHANDLERS,
         Errhandler,
@@ -183,8 +184,12 @@ def test_errhandler_handles_slots_and_pickle() -> None:
         Errhandler._create(lambda obj, code: None)
     with pytest.raises(ValueError, match="cannot pickle"):
         pickle.dumps(made[0])
-    call(made[3]._handler(), "comm", 15)
+    aborted: list[int] = []
+    call(made[3]._handler(), "comm", 15, aborted.append)
     assert seen == [("comm", 15)]
+    call(ERRORS_ARE_FATAL._handler(), "comm", 15, aborted.append)  # the fatal one aborts
+    call(ERRORS_RETURN._handler(), "comm", 15, aborted.append)
+    assert aborted == [15]
     extra = Errhandler(made[0])  # a second handle to a handler
     for handle in made:
         handle.Free()
