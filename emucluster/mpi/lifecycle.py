@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING
 
 from emucluster import nicvm as host_nicvm
 from emucluster.config import HostConfig
-from emucluster.mpi.info import set_maxprocs
 from emucluster.mpi.errors import ERR_OTHER
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.info import set_maxprocs
 from emucluster.mpi.runtime import Runtime, open_runtime
 from emucluster.offload import shells
 from emucluster.offload.app_bypass import shell as appbypass
