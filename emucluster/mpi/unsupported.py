@@ -23,8 +23,14 @@ __all__ = [
     "Grequest",
     "Open_port",
     "Win",
+    "not_41",
     "not_offered",
 ]
+
+
+def not_41(what: str) -> NoReturn:
+    """Raise the NotImplementedError of an MPI 4.1 call (emucluster implements MPI 3.1)."""
+    raise NotImplementedError(f"{what} (MPI 4.1) is not offered by emucluster, which is MPI 3.1")
 
 
 def not_offered(what: str) -> NoReturn:

@@ -45,6 +45,7 @@ from emucluster.mpi.pt2pt.mprobe import MatchedProbe
 from emucluster.mpi.pt2pt.persistent import PersistentP2P
 from emucluster.mpi.request import handles
 from emucluster.mpi.request.request import Request, completed
+from emucluster.mpi.unsupported import not_41
 from emucluster.port.progress import DeadlockError
 
 if TYPE_CHECKING:
@@ -363,19 +364,19 @@ class Comm:
 
     def Attach_buffer(self, buf: Any) -> None:
         """MPI 4.1 per-communicator buffers are not offered (use MPI.Attach_buffer)."""
-        _not_41("Comm.Attach_buffer")
+        not_41("Comm.Attach_buffer")
 
     def Detach_buffer(self) -> Any:
         """MPI 4.1 per-communicator buffers are not offered."""
-        _not_41("Comm.Detach_buffer")
+        not_41("Comm.Detach_buffer")
 
     def Flush_buffer(self) -> None:
         """MPI 4.1 per-communicator buffers are not offered."""
-        _not_41("Comm.Flush_buffer")
+        not_41("Comm.Flush_buffer")
 
     def Iflush_buffer(self) -> Any:
         """MPI 4.1 per-communicator buffers are not offered."""
-        _not_41("Comm.Iflush_buffer")
+        not_41("Comm.Iflush_buffer")
 
     # -- communicator management --------------------------------------------------------------
 
@@ -478,10 +479,6 @@ class Comm:
         release = commfree.release_when_idle(rt.engine, st.context, rt.release_context)
         self._st = None
         return release
-
-
-def _not_41(what: str) -> None:
-    raise NotImplementedError(f"{what} (MPI 4.1) is not offered by emucluster, which is MPI 3.1")
 
 
 def _intracomm(st: CommState | None) -> Intracomm:

@@ -17,6 +17,7 @@ from emucluster.mpi.errhandler import ERRORS_RETURN, Errhandler, Handler, call
 from emucluster.mpi.errors import ERR_ARG, ERR_SESSION
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.info import INFO_NULL, Info
+from emucluster.mpi.unsupported import not_41
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -133,27 +134,23 @@ class Session:
 
     def Attach_buffer(self, buf: Any) -> None:
         """MPI 4.1 per-session buffers are not offered (use MPI.Attach_buffer)."""
-        _not_41("Session.Attach_buffer")
+        not_41("Session.Attach_buffer")
 
     def Detach_buffer(self) -> Any:
         """MPI 4.1 per-session buffers are not offered."""
-        _not_41("Session.Detach_buffer")
+        not_41("Session.Detach_buffer")
 
     def Flush_buffer(self) -> None:
         """MPI 4.1 per-session buffers are not offered."""
-        _not_41("Session.Flush_buffer")
+        not_41("Session.Flush_buffer")
 
     def Iflush_buffer(self) -> Any:
         """MPI 4.1 per-session buffers are not offered."""
-        _not_41("Session.Iflush_buffer")
+        not_41("Session.Iflush_buffer")
 
     def Abort(self, errorcode: int = 0) -> None:
         """Terminate the whole job with ``errorcode``."""
         lifecycle.abort(errorcode)
-
-
-def _not_41(what: str) -> None:
-    raise NotImplementedError(f"{what} (MPI 4.1) is not offered by emucluster, which is MPI 3.1")
 
 
 def _members(pset_name: str) -> tuple[int, ...]:
