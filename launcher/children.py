@@ -12,6 +12,7 @@ which launcher it belonged to."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -173,10 +174,12 @@ async def spawn(
     pipe_stderr: bool = True,
     lifeline: Lifeline | None = None,
     forkserver: ForkServer | None = None,
+    cpus: frozenset[int] | None = None,
 ) -> Child:
     """Start one process (stdout and stderr piped, stdin from /dev/null, its own group), with
-    ``lifeline``'s read end and the launcher's pid when given; forked by ``forkserver`` when
-    it can run ``argv`` exactly as a fresh interpreter would, else started directly.
+    ``lifeline``'s read end and the launcher's pid when given, bound to ``cpus`` from its
+    first instruction when given; forked by ``forkserver`` when it can run ``argv`` exactly
+    as a fresh interpreter would, else started directly.
 
     The one place a node's process (nicd or host) is started, for every job, local or on an
     agent (`launcher.agent.nodes.LocalNodes`)."""
@@ -187,7 +190,9 @@ async def spawn(
         child_env[ENV_JOB_OWNER] = str(os.getpid())
         pass_fds = (lifeline.read_fd,)
     if forkserver is not None and forkserver.can_run(argv, child_env):
-        forked = await forkserver.spawn(argv, child_env, pipe_stderr=pipe_stderr, pass_fds=pass_fds)
+        forked = await forkserver.spawn(
+            argv, child_env, pipe_stderr=pipe_stderr, pass_fds=pass_fds, cpus=cpus or ()
+        )
         return Child(role, node, forked)
     process = await trio.lowlevel.open_process(
         list(argv),
@@ -197,6 +202,7 @@ async def spawn(
         env=child_env,
         process_group=0,
         pass_fds=pass_fds,
+        preexec_fn=None if cpus is None else functools.partial(_bind_self, cpus),
     )
     try:
         pidfd = os.pidfd_open(process.pid)
@@ -205,6 +211,13 @@ async def spawn(
         await process.wait()
         raise
     return Child(role, node, DirectProcess(process, pidfd))
+
+
+def _bind_self(cpus: frozenset[int]) -> None:
+    """Run between fork and exec (a system call, no lock taken): the program starts bound.
+    A failure stays silent here; the launcher binds again and reports it."""
+    with contextlib.suppress(OSError):
+        os.sched_setaffinity(0, cpus)
 
 
 class LineReader:

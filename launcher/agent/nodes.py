@@ -114,9 +114,16 @@ class LocalNodes:
                 self.say(f"{exc}; starting every process directly", False)
         for node in self.nodes:
             argv = planmod.nicd_argv(self.plan, node, self.run_dir)
+            cpus = self._placements[node].nicd_cpus
             try:
                 child = await spawn(
-                    "nicd", node, argv, env, lifeline=self.lifeline, forkserver=self.forkserver
+                    "nicd",
+                    node,
+                    argv,
+                    env,
+                    lifeline=self.lifeline,
+                    forkserver=self.forkserver,
+                    cpus=cpus,
                 )
             except OSError as exc:
                 text = f"cannot start the nicd of node {node}: {exc}"
@@ -124,8 +131,7 @@ class LocalNodes:
                 return False
             self.nicds.append(child)
             self._track(nursery, child)
-            cpus = self._placements[node].nicd_cpus
-            if cpus is not None and (why := tuning.bind(child.pid, cpus)):
+            if cpus is not None and (why := tuning.bind(child.pid, cpus)):  # reports a failure
                 self.say(why, False)
             assert child.process.stdout is not None
             assert child.process.stderr is not None
@@ -157,6 +163,7 @@ class LocalNodes:
         for rank in self.nodes:
             sock = socket_path(self.run_dir, rank)
             env = planmod.host_env(self.plan, rank, self.run_dir, sock, self._base_env())
+            cpus = self._placements[rank].host_cpus
             try:
                 child = await spawn(
                     "host",
@@ -165,6 +172,7 @@ class LocalNodes:
                     env,
                     lifeline=self.lifeline,
                     forkserver=self.forkserver,
+                    cpus=cpus,
                 )
             except OSError as exc:
                 code = EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_NOT_EXECUTABLE
@@ -173,8 +181,7 @@ class LocalNodes:
                 return False
             self.hosts.append(child)
             self._track(nursery, child)
-            cpus = self._placements[rank].host_cpus
-            if cpus is not None and (why := tuning.bind(child.pid, cpus)):
+            if cpus is not None and (why := tuning.bind(child.pid, cpus)):  # reports a failure
                 self.say(why, False)
             if priority == "nice":
                 tuning.make_nice(child.pid)

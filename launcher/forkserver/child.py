@@ -1,6 +1,7 @@
 """A forked child of the fork server becoming the program it was asked to run.
 
-In order: its own process group; death with the zygote (``PR_SET_PDEATHSIG``); the signal
+In order: its own process group; death with the zygote (``PR_SET_PDEATHSIG``); the requested
+CPUs (so not one instruction of the program runs elsewhere); the signal
 dispositions and mask a fresh interpreter has; the requested fds at their numbers and nothing
 else open; the requested environment and working directory; fresh ``sys.std*``, ``sys.argv``,
 ``sys.path`` and ``__main__``; then the script, ``-m`` module or ``-c`` command runs as
@@ -73,6 +74,9 @@ def run(job: ChildJob) -> NoReturn:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != job.zygote_pid:  # the zygote died before the prctl
         os._exit(128 + signal.SIGKILL)
+    if req.cpus:  # a failure stays silent here: the launcher binds again and reports it
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, req.cpus)
     _reset_signals()
     _show_cmdline(req.argv)
     _place_fds(job.fds, req.targets)

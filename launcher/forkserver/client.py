@@ -34,7 +34,7 @@ from launcher.forkserver.records import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Collection, Mapping, Sequence
 
 __all__ = ["ENV_FORKSERVER", "ForkServer", "ForkServerError", "ForkedProcess", "enabled"]
 
@@ -158,14 +158,16 @@ class ForkServer:
         *,
         pipe_stderr: bool = True,
         pass_fds: Sequence[int] = (),
+        cpus: Collection[int] = (),
     ) -> ForkedProcess:
         """Fork a child running ``argv`` (stdin /dev/null, stdout and stderr piped unless
-        ``pipe_stderr`` is false, ``pass_fds`` at their own numbers). Raises OSError."""
+        ``pipe_stderr`` is false, ``pass_fds`` at their own numbers, bound to ``cpus`` before
+        it runs anything when given). Raises OSError."""
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe() if pipe_stderr else (-1, 2)
         devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        req = Request(list(argv), dict(env), os.getcwd(), [0, 1, 2, *pass_fds])
+        req = Request(list(argv), dict(env), os.getcwd(), [0, 1, 2, *pass_fds], sorted(cpus))
         fds = [theirs.fileno(), devnull, out_w, err_w, *pass_fds]
         status = trio.socket.from_stdlib_socket(mine)
         try:

@@ -3,9 +3,9 @@ each other (Unix SOCK_SEQPACKET, one record per message, msgpack lists), and not
 
 * zygote -> launcher, once on the control socket: ``Hello`` (its pid, interpreter, the
   start-up-sensitive environment it was started with, the top-level packages it imported).
-* launcher -> zygote on the control socket: ``Request`` (argv, env, cwd, target fd numbers)
-  with SCM_RIGHTS fds: first the request's *status socket*, then one fd per target
-  (``0, 1, 2`` and inherited ones such as the lifeline).
+* launcher -> zygote on the control socket: ``Request`` (argv, env, cwd, target fd numbers,
+  the CPUs the child must run on) with SCM_RIGHTS fds: first the request's *status socket*,
+  then one fd per target (``0, 1, 2`` and inherited ones such as the lifeline).
 * zygote -> launcher on that status socket: ``Started(pid)`` or ``Refused(reason)``, then
   ``Exited(returncode, user_s, system_s)`` once it has reaped the child (``wait4`` rusage:
   the child and its reaped descendants, as psutil read them from a zombie before).
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import msgpack
 
 __all__ = [
+    "MAX_CPU",
     "MAX_FDS",
     "MAX_RECORD",
     "MAX_TARGET_FD",
@@ -41,6 +42,7 @@ __all__ = [
 MAX_FDS = 16  # fds one request may carry (status socket + targets)
 MAX_RECORD = 1 << 20  # bytes of one record (argv + env)
 MAX_TARGET_FD = 1 << 16
+MAX_CPU = 1 << 16  # a CPU number beyond any kernel's NR_CPUS
 _HELLO, _REQUEST, _STARTED, _REFUSED, _EXITED = "hello", "req", "started", "refused", "exited"
 
 
@@ -75,6 +77,8 @@ class Request:
     cwd: str
     targets: list[int]
     """The fd number in the child of each fd carried after the status socket."""
+    cpus: list[int]
+    """The CPUs the child binds itself to before it runs anything (empty: the zygote's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,12 +160,12 @@ def decode_hello_untrusted(data: bytes) -> Hello:
 
 def encode_request(req: Request) -> bytes:
     """A request record (its fds travel beside it)."""
-    return _pack(_REQUEST, req.argv, req.env, req.cwd, req.targets)
+    return _pack(_REQUEST, req.argv, req.env, req.cwd, req.targets, req.cpus)
 
 
 def decode_request_untrusted(data: bytes, nfds: int) -> Request:
     """A request that arrived with ``nfds`` fds (status socket included), or BadRecord."""
-    argv, env, cwd, targets = _unpack(data, _REQUEST, 5)
+    argv, env, cwd, targets, cpus = _unpack(data, _REQUEST, 6)
     argv = _str_list(argv, "argv")
     if not argv:
         raise BadRecord("empty argv")
@@ -175,7 +179,11 @@ def decode_request_untrusted(data: bytes, nfds: int) -> Request:
         raise BadRecord("duplicate target fds")
     if len(targets) + 1 != nfds:
         raise BadRecord(f"{len(targets)} targets but {nfds} fds")
-    return Request(argv, _str_map(env, "env"), cwd, list(targets))
+    if not isinstance(cpus, list) or not all(
+        isinstance(c, int) and not isinstance(c, bool) and 0 <= c < MAX_CPU for c in cpus
+    ):
+        raise BadRecord("bad cpus")
+    return Request(argv, _str_map(env, "env"), cwd, list(targets), list(cpus))
 
 
 def encode_report(report: Report) -> bytes:

@@ -64,7 +64,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DYNAMIC_ENTRIES",
-
     "STATIC_ENTRIES",
     "GrimNic",
     "GrimOut",

@@ -213,11 +213,15 @@ def test_exports_and_environment(job: Job) -> None:
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="role binding needs 2 CPUs")
-def test_bind_to_role_puts_the_hosts_on_the_second_half_of_the_cpus(job: Job) -> None:
+@pytest.mark.parametrize("start", ["--forkserver", "--no-forkserver"])
+def test_bind_to_role_puts_the_hosts_on_the_second_half_of_the_cpus(job: Job, start: str) -> None:
+    """Bound from their first instruction: the program reads its CPUs before anything else
+    (binding after the start raced it, CI of 3bd8fd0)."""
     cpus = sorted(os.sched_getaffinity(0))
     hosts = cpus[len(cpus) // 2 :]
     code = "import os; print(sorted(os.sched_getaffinity(0)))"
-    r = job.run("-np", "3", "--bind-to", "role", sys.executable, "-c", code)
+    flags = [] if start == "--forkserver" else [start]
+    r = job.run("-np", "3", "--bind-to", "role", *flags, sys.executable, "-c", code)
     assert r.code == 0, r.err
     assert "bind-to role" in r.err  # emurun's first line states it
     assert sorted(r.out.splitlines()) == sorted(str([hosts[n % len(hosts)]]) for n in range(3))

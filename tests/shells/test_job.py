@@ -142,6 +142,7 @@ class FakeCluster:
         env: Mapping[str, str],
         lifeline: object = None,
         forkserver: object = None,
+        cpus: object = None,
     ) -> FakeChild:
         self._pids += 1
         child = FakeChild(role, node, self._pids, self.log)

@@ -23,7 +23,7 @@ from launcher.forkserver.records import (
 )
 
 PY = "/opt/py/bin/python"
-REQ = Request([PY, "app.py", "x"], {"EMU_RANK": "3", "PATH": "/bin"}, "/work", [0, 1, 2, 9])
+REQ = Request([PY, "app.py", "x"], {"EMU_RANK": "3", "PATH": "/bin"}, "/work", [0, 1, 2, 9], [1])
 
 texts = st.text(max_size=20)
 
@@ -33,11 +33,12 @@ texts = st.text(max_size=20)
     env=st.dictionaries(texts, texts, max_size=5),
     cwd=texts.filter(bool),
     targets=st.lists(st.integers(0, 65535), unique=True, max_size=6),
+    cpus=st.lists(st.integers(0, 65535), max_size=4),
 )
 def test_request_round_trips(
-    argv: list[str], env: dict[str, str], cwd: str, targets: list[int]
+    argv: list[str], env: dict[str, str], cwd: str, targets: list[int], cpus: list[int]
 ) -> None:
-    req = Request(argv, env, cwd, targets)
+    req = Request(argv, env, cwd, targets, cpus)
     assert decode_request_untrusted(encode_request(req), len(targets) + 1) == req
 
 
@@ -61,21 +62,26 @@ def test_every_truncation_of_a_request_is_a_bad_record() -> None:
 @pytest.mark.parametrize(
     ("fields", "match"),
     [
-        (["req", [], {}, "/", []], "empty argv"),
-        (["req", [PY, 1], {}, "/", []], "argv"),
-        (["req", [PY], {"A": 1}, "/", []], "env"),
-        (["req", [PY], {}, "", []], "cwd"),
-        (["req", [PY], {}, "/", [-1]], "target"),
-        (["req", [PY], {}, "/", [True]], "target"),
-        (["req", [PY], {}, "/", [65536]], "target"),
-        (["req", [PY], {}, "/", [1, 1]], "duplicate"),
+        (["req", [], {}, "/", [], []], "empty argv"),
+        (["req", [PY, 1], {}, "/", [], []], "argv"),
+        (["req", [PY], {"A": 1}, "/", [], []], "env"),
+        (["req", [PY], {}, "", [], []], "cwd"),
+        (["req", [PY], {}, "/", [-1], []], "target"),
+        (["req", [PY], {}, "/", [True], []], "target"),
+        (["req", [PY], {}, "/", [65536], []], "target"),
+        (["req", [PY], {}, "/", [1, 1], []], "duplicate"),
+        (["req", [PY], {}, "/", [], [-1]], "cpus"),
+        (["req", [PY], {}, "/", [], [True]], "cpus"),
+        (["req", [PY], {}, "/", [], [1 << 16]], "cpus"),
+        (["req", [PY], {}, "/", [], "0-1"], "cpus"),
+        (["req", [PY], {}, "/", []], "not a req"),
         (["started", 5], "not a req"),
         ({"req": 1}, "not a req"),
     ],
 )
 def test_bad_requests_are_bad_records(fields: object, match: str) -> None:
     data = msgpack.packb(fields)
-    nfds = len(fields[-1]) + 1 if isinstance(fields, list) and isinstance(fields[-1], list) else 1
+    nfds = len(fields[4]) + 1 if isinstance(fields, list) and len(fields) > 4 else 1
     with pytest.raises(BadRecord, match=match):
         decode_request_untrusted(data, nfds)
 
