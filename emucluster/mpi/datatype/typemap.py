@@ -82,6 +82,18 @@ class TypeMap:
         out: np.ndarray = self.counts * _itemsizes(self.kinds)
         return out
 
+    def elements_in(self, nbytes: int) -> int | None:
+        """Basic elements in the first ``nbytes`` of one packed element (type-map order), or
+        None when ``nbytes`` ends inside a basic element (MPI's UNDEFINED for Get_elements)."""
+        ends = np.cumsum(self.run_bytes())
+        run = int(np.searchsorted(ends, nbytes, side="right"))
+        before = int(self.counts[:run].sum())
+        if run == len(ends):
+            return before if nbytes == self.size else None
+        start = int(ends[run - 1]) if run else 0
+        whole, part = divmod(nbytes - start, BASIC_SIZES[int(self.kinds[run])])
+        return None if part else before + whole
+
     @property
     def extent(self) -> int:
         """Upper minus lower bound."""

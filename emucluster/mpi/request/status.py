@@ -114,9 +114,14 @@ class Status:
         return UNDEFINED if rest else whole
 
     def Get_elements(self, datatype: Datatype) -> int:
-        """Number of basic elements received."""
-        count = self.Get_count(datatype)
-        return count if count == UNDEFINED else count * datatype.elements
+        """Number of basic elements received, counting those of a last, partial ``datatype``
+        element (UNDEFINED if the data ends inside a basic element; MPI 4.0 sec. 4.1.11)."""
+        size = datatype.Get_size()
+        if size == 0:
+            return 0 if self._bytes == 0 else UNDEFINED
+        whole, rest = divmod(self._bytes, size)
+        partial = datatype.typemap.elements_in(rest)
+        return UNDEFINED if partial is None else whole * datatype.elements + partial
 
     def Set_elements(self, datatype: Datatype, count: int) -> None:
         """Set the size to ``count`` elements of ``datatype``."""

@@ -152,11 +152,6 @@ def test_a_large_derived_send_goes_by_rendezvous() -> None:
     assert run(2, body, eager_limit=1024) == [1, True]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: Status.Get_elements returns UNDEFINED for a message that is not a whole "
-    "number of the derived type (MPI 4.0 sec. 4.1.11: it counts basic elements, here 5)",
-)
 def test_a_message_shorter_than_the_type_counts_basic_elements() -> None:
     def body(comm: Any) -> Any:
         pairs = MPI.INT.Create_contiguous(2).Commit()

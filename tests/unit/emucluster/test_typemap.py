@@ -54,6 +54,23 @@ def test_struct_of_mixed_kinds_and_resized_bounds() -> None:
     assert (r.lb, r.extent, r.true_lb, r.true_extent) == (-4, 12, 0, 4)
 
 
+@pytest.mark.parametrize(
+    ("nbytes", "elements"),
+    [(0, 0), (4, 1), (6, None), (8, None), (12, 2), (20, 3), (19, None), (24, None)],
+)
+def test_elements_in_a_partial_element_count_whole_basic_elements(
+    nbytes: int, elements: int | None
+) -> None:
+    s = INT.Create_struct([1, 2], [0, 8], [INT, DOUBLE])  # int, then two doubles: 20 bytes
+    assert s.typemap.elements_in(nbytes) == elements
+
+
+def test_elements_in_a_huge_contiguous_type_is_one_division() -> None:
+    t = INT.Create_contiguous(INT_MAX // 4)
+    assert t.typemap.elements_in(4_000_000) == 1_000_000
+    assert t.typemap.elements_in(4_000_001) is None
+
+
 def test_type_codes_round_trip() -> None:
     for name in ("INT", "DOUBLE", "INT32_T", "C_BOOL", "REAL16", "UNSIGNED_LONG"):
         t = predefined[name]
