@@ -16,9 +16,11 @@ For each size (8 B, 4 KiB, 64 KiB) it runs `emubench.overhead_rank` under plain 
 and, in the same run, the floor: a plain-Python relay over the same three hops with blocking
 sockets (Unix socket, UDP, Unix socket: `emubench.nicd_port`'s relay), its relays and hosts
 placed where emurun puts the nicds and hosts under the same ``--bind-to`` (an unbound relay
-reads twice the floor of a bound one: 92 vs 48 us here). JSON with ``--json``,
-a figure with ``--png``. Targets (issue 17): 8-byte one-way at most 2x the relay floor;
-8-byte message rate at least 3x 19,000 msg/s.
+reads twice the floor of a bound one: 92 vs 48 us here), and the physical floor: the same relay
+compiled from C at benchmark time (`emubench.crelay`; skipped with the reason when there is no
+C compiler), placed the same way. JSON with ``--json``, a figure with ``--png``. Targets
+(issue 17): 8-byte one-way at most 2x the relay floor; 8-byte message rate at least 3x 19,000
+msg/s.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from emubench import crelay
 from emubench.common import (
     command_line,
     environment,
@@ -124,18 +127,25 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         }
     placement = place(args.bind_to, 2, sorted(os.sched_getaffinity(0)))
     floor = _relay_floor(tuple(args.sizes), args.relay_iters, placement)
+    with tempfile.TemporaryDirectory(prefix="emubench-crelay-", dir="/tmp") as run_dir:
+        c_floor = crelay.measure(args.sizes, args.relay_iters, placement, run_dir)
     for size, row in rows.items():
         median, mean = floor[size]
         row["relay_one_way_us"] = median
         row["relay_one_way_mean_us"] = mean
         row["one_way_over_relay"] = row["one_way_median_us"] / median  # like with like
         row["one_way_mean_over_relay_mean"] = row["one_way_us"] / mean
+        if "skipped" not in c_floor:
+            row["c_relay_one_way_us"] = c_median = c_floor["latency_us"][size]
+            row["c_relay_one_way_mean_us"] = c_floor["mean_us"][size]
+            row["one_way_over_c_relay"] = row["one_way_median_us"] / c_median
     return {
         "benchmark": "emubench.overhead",
         "parameters": {k: v for k, v in vars(args).items() if k != "argv"},
         "command": command_line("overhead", args.argv),
         "environment": environment(load_before, wait_policy=os.environ.get("EMU_WAIT", "block")),
         "sizes": rows,
+        "c_relay": {k: v for k, v in c_floor.items() if k in ("compiler", "skipped")},
         "relay_placement": [
             {
                 "node": p.node,
@@ -167,16 +177,22 @@ def print_tables(record: dict[str, Any]) -> None:
     rows = []
     for size, row in record["sizes"].items():
         cpu = row["cpu_us_per_message"]
+        c_floor = row.get("c_relay_one_way_us")
         latency = (
             f"{row['one_way_median_us']:.1f} / {row['one_way_us']:.1f}",
             f"{row['relay_one_way_us']:.1f} / {row['relay_one_way_mean_us']:.1f}",
             f"{row['one_way_over_relay']:.2f} / {row['one_way_mean_over_relay_mean']:.2f}",
+            "-" if c_floor is None else f"{c_floor:.1f}",
+            "-" if c_floor is None else f"{row['one_way_over_c_relay']:.1f}",
         )
         rows.append((size, *(f"{cpu[name]:.1f}" for _, _, name in ROLES),
                      f"{row['messages_per_s']:,.0f}", *latency))  # fmt: skip
     print_table("CPU us per MPI message, 2 nodes, and latency beside the relay floor",
                 ("bytes", "host send", "nicd send", "nicd recv", "host recv", "msg/s",
-                 "one-way us (median / mean)", "relay us", "ratio"), rows)  # fmt: skip
+                 "one-way us (median / mean)", "relay us", "ratio", "C relay us", "C ratio"),
+                rows)  # fmt: skip
+    if "skipped" in record.get("c_relay", {}):
+        print(f"C relay floor skipped: {record['c_relay']['skipped']}")
     for name, s in record["summary"].items():
         verdict = "reached" if s["reached"] else "NOT reached"
         print(f"{name}: {s['ratio']:.2f} (target {s['target']}) {verdict}")
@@ -204,6 +220,9 @@ def plot(record: dict[str, Any], path: str) -> None:
                alpha=0.5, label="MPI one-way (mean, OSU loop)")  # fmt: skip
     right.plot(xs, [record["sizes"][s]["relay_one_way_us"] for s in sizes], "s--",
                label="relay floor (3 hops, blocking; median)")  # fmt: skip
+    if all("c_relay_one_way_us" in record["sizes"][s] for s in sizes):
+        right.plot(xs, [record["sizes"][s]["c_relay_one_way_us"] for s in sizes], "^--",
+                   label="C relay floor (same hops, compiled; median)")  # fmt: skip
     right.plot(xs, [LATENCY_TARGET * record["sizes"][s]["relay_one_way_us"] for s in sizes], ":",
                color="grey", label=f"target: {LATENCY_TARGET:g}x the floor")  # fmt: skip
     right.set_xticks(list(xs), [f"{s} B" for s in sizes])

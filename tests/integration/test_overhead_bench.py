@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 import pytest
 
+from emubench import crelay
 from emubench.common import read_json
 from emubench.overhead import ROLES, main
+from launcher.plan import place
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -28,9 +31,34 @@ def test_quick_run_splits_the_cost_of_a_message_by_process(tmp_path: Path) -> No
     assert row["one_way_median_us"] > 0
     assert row["one_way_over_relay"] == row["one_way_median_us"] / row["relay_one_way_us"]
     assert row["one_way_mean_over_relay_mean"] == row["one_way_us"] / row["relay_one_way_mean_us"]
+    if "skipped" not in read_json(record_path)["c_relay"]:  # a C compiler: the physical floor
+        assert 0 < row["c_relay_one_way_us"] <= row["c_relay_one_way_mean_us"] * 10
+        assert row["one_way_over_c_relay"] == row["one_way_median_us"] / row["c_relay_one_way_us"]
     for node in read_json(record_path)["relay_placement"]:  # bind-to core, as emurun's jobs
         assert node["relay_cpus"] == node["host_cpus"]
         assert node["relay_cpus"] is not None
     large = row["jobs"]["large"]
     assert large["count"] > row["jobs"]["small"]["count"]
     assert set(large["cpu_s"]) == {"host0", "host1", "nicd0", "nicd1"}
+
+
+def test_the_c_relay_carries_every_size_over_its_three_hops(tmp_path: Path) -> None:
+    """The physical floor runs where a compiler is (CI's machine has one): a message of
+    several fragments makes every round trip, else the pinger would block and time out."""
+    if crelay.build(str(tmp_path))[0] is None:
+        pytest.skip("no C compiler: the C floor is reported as skipped")
+    placement = place("none", 2, sorted(os.sched_getaffinity(0)))
+    result = crelay.measure([8, 10_000, 65536], 30, placement, str(tmp_path))
+    assert result["compiler"]
+    for size, rounds in (("8", 30), ("10000", 50), ("65536", 50)):  # at least 50 above 4 KiB
+        assert len(result["samples_us"][size]) == rounds
+        assert result["latency_us"][size] > 0
+
+
+def test_without_a_compiler_the_c_relay_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CC", "no-such-compiler-here")
+    assert crelay.measure([8], 10, [], str(tmp_path)) == {
+        "skipped": "no C compiler (no-such-compiler-here not found)"
+    }
