@@ -26,6 +26,9 @@ from emucluster.mpi.buffer.membuf import (
     buffer,
 )
 from emucluster.mpi.buffer.serial import PICKLE as pickle
+from emucluster.mpi.buffer.serial import (
+    Pickle,
+)
 from emucluster.mpi.collective.ops import (
     BAND,
     BOR,
@@ -49,6 +52,9 @@ from emucluster.mpi.comm.comm import (
     COMM_NULL,
     Comm,
 )
+from emucluster.mpi.comm.commctx import comm_lock as _comm_lock  # noqa: F401  (mpi4py's private names; mpi4py.util.pkl5 imports them)
+from emucluster.mpi.comm.commctx import commctx_inter as _commctx_inter  # noqa: F401
+from emucluster.mpi.comm.commctx import commctx_intra as _commctx_intra  # noqa: F401
 from emucluster.mpi.comm.fromgroup import (
     COMM_TYPE_HW_GUIDED,
     COMM_TYPE_HW_UNGUIDED,
@@ -224,6 +230,8 @@ from emucluster.mpi.datatype.handles import (
     UNSIGNED_SHORT,
     WCHAR,
 )
+from emucluster.mpi.datatype.private import typealign as _typealign  # noqa: F401  (mpi4py's private names; mpi4py.util.dtlib calls them)
+from emucluster.mpi.datatype.private import typecode as _typecode  # noqa: F401
 from emucluster.mpi.environment import (
     SUBVERSION,
     VERSION,
@@ -676,6 +684,7 @@ __all__ = [
     "Op",
     "Open_port",
     "Pcontrol",
+    "Pickle",
     "Prequest",
     "Query_thread",
     "Remove_error_class",

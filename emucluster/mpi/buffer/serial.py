@@ -2,7 +2,9 @@
 
 As mpi4py's ``MPI.pickle``: ``dumps``/``loads`` default to the standard pickle at the highest
 protocol; ``MPI.pickle.__init__(dumps, loads, protocol)`` swaps in another serialiser (dill,
-marshal, json ...) for every later send and receive of this process.
+marshal, json ...) for every later send and receive of this process. ``MPI.Pickle`` is the
+class; its ``dumps_oob``/``loads_oob`` (pickle protocol 5 with out-of-band buffers of at least
+``THRESHOLD`` bytes) are what ``mpi4py.util.pkl5`` sends with.
 """
 
 from __future__ import annotations
@@ -41,6 +43,25 @@ class Pickle:
         if len(data) == 0:
             return None
         return self._loads(data)
+
+    def dumps_oob(self, obj: Any) -> tuple[bytes, list[memoryview]]:
+        """Serialise ``obj`` with protocol 5 (at least): (the pickle, its out-of-band buffers,
+        each ``THRESHOLD`` bytes or more; smaller ones stay in band)."""
+        buffers: list[memoryview] = []
+
+        def out_of_band(buf: _std.PickleBuffer) -> bool:
+            view = buf.raw()
+            if view.nbytes < self.THRESHOLD:
+                return True  # serialised in band
+            buffers.append(view)
+            return False
+
+        protocol = max(self.PROTOCOL or 0, 5)
+        return bytes(self._dumps(obj, protocol, buffer_callback=out_of_band)), buffers
+
+    def loads_oob(self, data: Any, buffers: Any) -> Any:
+        """Rebuild an object from a ``dumps_oob`` pickle and its buffers."""
+        return self._loads(data, buffers=buffers)
 
 
 PICKLE = Pickle()
