@@ -10,11 +10,13 @@ __all__ = [
     "APPNUM",
     "BOTTOM",
     "CONGRUENT",
+    "DISPLACEMENT_CURRENT",
     "IDENT",
     "IN_PLACE",
     "IO",
     "KEYVAL_INVALID",
     "LASTUSEDCODE",
+    "MAX_DATAREP_STRING",
     "MAX_ERROR_STRING",
     "MAX_PROCESSOR_NAME",
     "MODE_APPEND",
@@ -28,6 +30,9 @@ __all__ = [
     "MODE_WRONLY",
     "PROC_NULL",
     "ROOT",
+    "SEEK_CUR",
+    "SEEK_END",
+    "SEEK_SET",
     "SIMILAR",
     "TAG_UB",
     "TAG_UB_VALUE",
@@ -86,7 +91,10 @@ class Sentinel:
 IN_PLACE = Sentinel("IN_PLACE")
 BOTTOM = Sentinel("BOTTOM")
 
-# MPI-IO access modes (MPICH's values), for programs that name them.
+# MPI-IO access modes, seek origins and the rest (MPICH's values).
 MODE_RDONLY, MODE_RDWR, MODE_WRONLY, MODE_CREATE = 2, 8, 4, 1
 MODE_EXCL, MODE_DELETE_ON_CLOSE, MODE_UNIQUE_OPEN = 64, 16, 32
 MODE_SEQUENTIAL, MODE_APPEND = 256, 128
+SEEK_SET, SEEK_CUR, SEEK_END = 600, 602, 604
+DISPLACEMENT_CURRENT = -54278278
+MAX_DATAREP_STRING = 128

@@ -1,4 +1,4 @@
-"""What emucluster does not offer (dynamic processes, MPI-IO, one-sided, generalized requests).
+"""What emucluster does not offer (dynamic processes, one-sided, generalized requests).
 
 Each name exists so unmodified programs import and test for it as with mpi4py; using one
 raises ``NotImplementedError`` at once (mpi4py's answer for a call its MPI lacks), never
@@ -15,10 +15,8 @@ from emucluster.mpi.info import INFO_NULL, Info
 from emucluster.mpi.request.request import Request
 
 __all__ = [
-    "FILE_NULL",
     "WIN_NULL",
     "Close_port",
-    "File",
     "Get_hw_resource_info",
     "Grequest",
     "Open_port",
@@ -65,18 +63,6 @@ class _Unoffered:
         not_offered(f"{self._what} ({type(self).__name__}.{name})")
 
 
-class File(_Unoffered):
-    """MPI-IO files (``MPI.File``): not offered."""
-
-    __slots__ = ()
-    _what = "MPI-IO"
-
-    @classmethod
-    def Open(cls, *args: Any, **kwargs: Any) -> File:
-        """Not offered."""
-        not_offered("MPI-IO (File.Open)")
-
-
 class Win(_Unoffered):
     """One-sided windows (``MPI.Win``): not offered."""
 
@@ -104,7 +90,6 @@ class Win(_Unoffered):
         not_offered("one-sided communication (Win.Allocate)")
 
 
-FILE_NULL = File()
 WIN_NULL = Win()
 
 

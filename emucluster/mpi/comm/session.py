@@ -17,6 +17,7 @@ from emucluster.mpi.errhandler import ERRORS_RETURN, Errhandler, Handler, call
 from emucluster.mpi.errors import ERR_ARG, ERR_SESSION
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.info import INFO_NULL, Info
+from emucluster.mpi.statehandle import StateHandle
 from emucluster.mpi.unsupported import not_41
 
 if TYPE_CHECKING:
@@ -37,10 +38,11 @@ class _SessionState:
         self.errhandler: Handler = chosen._handler().acquire()
 
 
-class Session:
+class Session(StateHandle):
     """A session (SESSION_NULL when it has no state)."""
 
-    __slots__ = ("_st",)
+    __slots__ = ()
+    _kind = "session"
 
     _st: _SessionState | None
 
@@ -51,17 +53,6 @@ class Session:
         self = object.__new__(cls)
         self._st = None if session is None else session._st
         return self
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Session):
-            return NotImplemented
-        return self._st is other._st
-
-    def __hash__(self) -> int:
-        return id(self._st)
-
-    def __bool__(self) -> bool:
-        return self._st is not None
 
     def __reduce__(self) -> tuple[Any, ...]:
         if self._st is None:

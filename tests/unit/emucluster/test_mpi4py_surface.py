@@ -174,8 +174,36 @@ def test_user_error_classes_and_exception_protocol() -> None:
         """)
 
 
-@pytest.mark.parametrize("call", ["MPI.File.Open(MPI.COMM_WORLD, 'f')", "MPI.Open_port()",
-                                  "MPI.Win.Create(b'')", "MPI.Grequest.Start()"])  # fmt: skip
+def test_a_singleton_writes_and_reads_a_file_and_its_handles_behave() -> None:
+    check("""
+        import os, pickle, tempfile
+        from emucluster import MPI
+        path = os.path.join(tempfile.mkdtemp(), "f.bin")
+        amode = MPI.MODE_CREATE | MPI.MODE_RDWR | MPI.MODE_DELETE_ON_CLOSE
+        fh = MPI.File.Open(MPI.COMM_SELF, path, amode)
+        assert fh and fh != MPI.FILE_NULL and MPI.File.fromint(fh.toint()) == fh
+        assert fh.Get_errhandler() == MPI.ERRORS_RETURN
+        fh.Write(b"hello, file")
+        fh.Seek(7)
+        out = bytearray(4)
+        status = MPI.Status()
+        fh.Read(out, status)
+        assert out == b"file" and status.Get_count() == 4 and fh.Get_position() == 11
+        try:
+            pickle.dumps(fh)
+        except ValueError:
+            pass
+        else:
+            raise SystemExit("an open file pickled")
+        fh.Close()
+        assert not fh and not os.path.exists(path)
+        assert pickle.loads(pickle.dumps(MPI.FILE_NULL)) is MPI.FILE_NULL
+        assert MPI.FILE_NULL != MPI.SESSION_NULL
+        """)
+
+
+@pytest.mark.parametrize("call", ["MPI.Open_port()", "MPI.Win.Create(b'')",
+                                  "MPI.Grequest.Start()"])  # fmt: skip
 def test_unsupported_features_raise_not_implemented(call: str) -> None:
     check(f"""
         from emucluster import MPI
