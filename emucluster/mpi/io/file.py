@@ -107,8 +107,13 @@ class File(StateHandle):
     _kind = "file"
     _st: FileState | None
 
-    def __init__(self, file: File | None = None) -> None:
-        self._st: FileState | None = None if file is None else file._st
+    def __new__(cls, file: File | None = None) -> File:
+        """A handle to ``file`` (FILE_NULL if None)."""
+        if file is not None and not isinstance(file, File):
+            raise TypeError(f"{cls.__name__}() takes a File, not {type(file).__name__}")
+        self = object.__new__(cls)
+        self._st = None if file is None else file._st
+        return self
 
     def _state(self) -> FileState:
         if self._st is None:

@@ -183,6 +183,10 @@ def test_a_singleton_writes_and_reads_a_file_and_its_handles_behave() -> None:
         fh = MPI.File.Open(MPI.COMM_SELF, path, amode)
         assert fh and fh != MPI.FILE_NULL and MPI.File.fromint(fh.toint()) == fh
         assert fh.Get_errhandler() == MPI.ERRORS_RETURN
+        class MyFile(MPI.File):
+            pass
+        mine = MyFile(fh)
+        assert type(mine) is MyFile and mine == fh
         fh.Write(b"hello, file")
         fh.Seek(7)
         out = bytearray(4)
