@@ -111,3 +111,8 @@ class Gate(Protocol):
 
     def setup(self) -> str:
         """Where the nodes run, for the line that says they are ready (``""``: here)."""
+
+    async def ended_by(self) -> tuple[int, str] | None:
+        """After a failure: a cause outside the job that ended it (the scheduler cancelled
+        the allocation, its time ran out), as (exit status, message), to report instead of
+        the first failure the job saw; None if there is none."""

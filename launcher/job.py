@@ -131,6 +131,9 @@ class Job:
                     await self._phases()
                 if self.run_scope.cancelled_caught and self.outcome is None:
                     self.fail(EXIT_TIMEOUT, f"timed out after {self.plan.timeout:g} s")
+                if self.outcome is not None and (cause := await self.gate.ended_by()):
+                    self.outcome = Outcome(*cause)
+                    self.say(cause[1], always=True)
             finally:
                 with trio.CancelScope(shield=True):
                     await self._stop_all()
