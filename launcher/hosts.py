@@ -80,6 +80,9 @@ class JobView(Protocol):
     def say(self, text: str, *, always: bool = False) -> None:
         """One ``emurun: ...`` line on stderr (failures even with --quiet)."""
 
+    def relay(self, data: bytes) -> None:
+        """Whole lines for emurun's stderr from elsewhere (an agent launcher's output)."""
+
     def fail(self, code: int, message: str) -> None:
         """Record the first failure, say it, stop the job; later ones are ignored."""
 

@@ -185,7 +185,7 @@ class AgentGate:
     async def _relay(self, stream: trio.abc.ReceiveStream) -> None:
         reader = LineReader(stream)
         while (block := await reader.read_lines()) is not None:
-            write_all(2, block)
+            self._job.relay(block)
 
     async def _watch_launcher(self, agent: Agent, proc: trio.Process) -> None:
         code = await proc.wait()

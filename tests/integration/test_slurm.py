@@ -86,6 +86,7 @@ def test_salloc_emurun_picks_slurm_and_runs_a_suite(cluster: SlurmCluster, suite
     assert got == sorted(f"{suite} ok {r}" for r in range(4)), err
     # the slurm launcher: one agent per allocated node, named as Slurm names them
     assert re.search(r"4 nodes ready on 2 hosts \(n\d=[\d.]+:\d, n\d=[\d.]+:\d\)", err), err
+    assert "starting:" not in err  # stderr is no terminal: the one ready line, no live count
     job.assert_clean()
 
 
