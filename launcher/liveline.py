@@ -20,9 +20,12 @@ class LiveLine:
     """One redrawable line on stderr."""
 
     def __init__(self) -> None:
+        # late: rich costs emurun ~50 ms at start, paid only on a terminal and a slow start
         from rich.console import Console
         from rich.live import Live
+        from rich.text import Text
 
+        self._text = Text
         console = Console(stderr=True, highlight=False, markup=False)
         self._live: Live | None = Live(
             "", console=console, auto_refresh=False, transient=True,
@@ -33,9 +36,7 @@ class LiveLine:
     def show(self, text: str) -> None:
         """Draw ``text`` as the line."""
         if self._live is not None:
-            from rich.text import Text
-
-            self._live.update(Text(text, style="bold"), refresh=True)
+            self._live.update(self._text(text, style="bold"), refresh=True)
 
     def print(self, data: bytes) -> None:
         """Write whole lines above the live line."""

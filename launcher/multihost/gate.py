@@ -1,9 +1,8 @@
 """The hosts of a job across machines: start one agent per host (``--launcher ssh|exec``, or
 all of them with one srun step: ``slurm``) or wait for K running ones (``--launcher none``),
-accept each after the token handshake, map the
-ranks, carry the job's messages over TCP both ways, watch the agents' heartbeat, and stop
-their launchers at the end. The job itself is `launcher.job.Job`, as on one machine; the gate
-sees it as a `launcher.hosts.JobView`.
+accept each after the token handshake, map the ranks, carry the job's messages over TCP both
+ways, watch the agents' heartbeat, and stop their launchers at the end. The job itself is
+`launcher.job.Job`, as on one machine; the gate sees it as a `launcher.hosts.JobView`.
 
 Invariants: an agent is obeyed only after the handshake; a lost agent (connection closed,
 silent, never came, its launcher died first) fails the job with EXIT_LOST_HOST naming it;
