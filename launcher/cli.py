@@ -1,5 +1,9 @@
 """``emurun``: command line -> LaunchPlan -> job.run_job() (one machine or several hosts).
 
+Inside a Slurm allocation (`launcher.multihost.slurm`) the default launcher is ``slurm`` and
+``-np`` defaults to the allocation's task count; ``--launcher local`` keeps a job on this
+machine.
+
 The command line is split as mpirun splits it: emurun's own options come first; the first
 word that is not an option (or ``-m MODULE``, or anything after ``--``) starts the program,
 and everything after it belongs to the program, even words that look like emurun options.
@@ -20,6 +24,7 @@ from emucluster.config import ENV_WAIT
 from emutrace.merge import DEFAULT_WINDOW_MS, parse_window
 from launcher.errors import EXIT_USAGE, LaunchError, UsageError
 from launcher.forkserver.client import enabled as forkserver_enabled
+from launcher.multihost import slurm
 from launcher.multihost.hostfile import HostSpec, map_ranks, parse_host_list, parse_hostfile
 from launcher.plan import (
     PROFILE_WAIT,
@@ -78,7 +83,14 @@ def build_parser() -> _Parser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
-    p.option("-np", "-n", "--np", dest="np", type=int, required=True, help="number of nodes")
+    p.option(
+        "-np",
+        "-n",
+        "--np",
+        dest="np",
+        type=int,
+        help="number of nodes (required, except in a Slurm allocation: SLURM_NTASKS)",
+    )
     p.option("-m", dest="module", metavar="MODULE", help="run a Python module (like python -m)")
     p.option("--timeout", type=float, metavar="S", help="stop the job after S seconds (exit 124)")
     p.option("--tag-output", action="store_true", help="prefix each output line with [rank]")
@@ -184,9 +196,11 @@ def _hosts_options(p: _Parser) -> None:
         (("--host",), {"metavar": "H[:N],...", "help": "hosts inline: a:2,b"}),
         (("--map-by",), {"choices": ("slot", "node"), "default": "slot",
                          "help": "slot: fill each host first; node: round-robin (%(default)s)"}),
-        (("--launcher",), {"choices": ("ssh", "exec", "none"), "default": None,
+        (("--launcher",), {"choices": ("ssh", "exec", "none", "slurm", "local"), "default": None,
                            "help": "how agents start: ssh (default with hosts), exec "
-                           "(--launcher-exec CMD HOST AGENT...), none (K running agents dial in)"}),
+                           "(--launcher-exec CMD HOST AGENT...), none (K running agents dial "
+                           "in), slurm (one srun step; default in an allocation), local (this "
+                           "machine only)"}),
         (("--launcher-exec",), {"metavar": "CMD", "help": "ssh-like command for --launcher exec"}),
         (("--agents",), {"type": int, "metavar": "K", "help": "agents to wait for (none)"}),
         (("--listen",), {"metavar": "ADDR:PORT", "help": "where emurun listens for its agents"}),
@@ -201,16 +215,34 @@ def _hosts_options(p: _Parser) -> None:
             p.valued.update(action.option_strings)
 
 
-def _hosts_plan(args: argparse.Namespace, program: Sequence[str]) -> HostsPlan | None:
-    """The HostsPlan of the multi-host options, or None for one machine."""
+def _hosts_plan(
+    args: argparse.Namespace, program: Sequence[str], env: Mapping[str, str]
+) -> HostsPlan | None:
+    """The HostsPlan of the multi-host options, or None for one machine (sets ``args.np``
+    from the allocation under Slurm when it was not given)."""
     kind = args.launcher
-    if args.hostfile is None and args.host is None and kind is None:
+    given = args.hostfile is not None or args.host is not None
+    if kind == "local":
+        if given:
+            raise UsageError("--launcher local takes no hosts")
+        return None
+    if kind is None and not given and slurm.in_allocation(env):
+        kind = "slurm"
+    if not given and kind is None:
         return None
     if args.hostfile is not None and args.host is not None:
         raise UsageError("--hostfile and --host exclude each other")
     kind = cast("LauncherKind", kind or "ssh")
     hosts: list[HostSpec] = []
-    if kind == "none":
+    if kind == "slurm":
+        if given:
+            raise UsageError("--launcher slurm takes its hosts from the allocation, not "
+                             "--hostfile/--host")  # fmt: skip
+        hosts = slurm.allocation_hosts(env)
+        if args.np is None:
+            args.np = slurm.allocation_ntasks(env) or sum(h.slots for h in hosts)
+        map_ranks(hosts, args.np, args.map_by)
+    elif kind == "none":
         if args.hostfile or args.host:
             raise UsageError("--launcher none takes no hosts: agents dial in (--agents K)")
         if not args.agents or args.agents < 1:
@@ -344,7 +376,9 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
             host_extras.get("PYTHONPATH", env.get("PYTHONPATH"))
         )
     python = sys.executable
-    hosts = _hosts_plan(args, program)
+    hosts = _hosts_plan(args, program, env)
+    if args.np is None:
+        raise UsageError("-np N is required (outside a Slurm allocation)")
     if hosts is not None:  # each agent resolves the program on its own host
         display = f"-m {args.module}" if args.module else program[0]
         resolved = Program(tuple(program), display)

@@ -80,6 +80,9 @@ class JobView(Protocol):
     def say(self, text: str, *, always: bool = False) -> None:
         """One ``emurun: ...`` line on stderr (failures even with --quiet)."""
 
+    def relay(self, data: bytes) -> None:
+        """Whole lines for emurun's stderr from elsewhere (an agent launcher's output)."""
+
     def fail(self, code: int, message: str) -> None:
         """Record the first failure, say it, stop the job; later ones are ignored."""
 
@@ -111,3 +114,8 @@ class Gate(Protocol):
 
     def setup(self) -> str:
         """Where the nodes run, for the line that says they are ready (``""``: here)."""
+
+    async def ended_by(self) -> tuple[int, str] | None:
+        """After a failure: a cause outside the job that ended it (the scheduler cancelled
+        the allocation, its time ran out), as (exit status, message), to report instead of
+        the first failure the job saw; None if there is none."""

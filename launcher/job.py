@@ -41,10 +41,12 @@ from launcher.agent.nodes import STATS_FILE
 from launcher.children import describe_exit, exit_code_of, job_signals, tag_lines, write_all
 from launcher.errors import EXIT_INTERNAL, EXIT_LOST_HOST, EXIT_TIMEOUT, RendezvousError
 from launcher.forkserver.client import ENV_FORKSERVER
+from launcher.liveline import LiveLine
 from launcher.localhost import LocalGate
 from launcher.multihost.gate import AgentGate
 from launcher.rendezvous import Rendezvous
 from launcher.report import ProcessUsage, job_json, render
+from launcher.startup import REFRESH_S, StartupCount, live_wanted, ready_line
 from launcher.tracing import CLOCK_PINGS, TraceSink, host_folder, offset_from_samples, write_clocks
 from nicd.core.ready import LOG_TAG_START, decode_ready_untrusted, log_tag
 
@@ -101,6 +103,11 @@ class Job:
         self.clocks: dict[str, dict[str, object]] = {}
         """--trace across hosts: each host's clock offset from ours (`offset_from_samples`)."""
         self._pong: tuple[int, int, trio.Event, list[int]] | None = None
+        hosts = plan.hosts
+        expected = (hosts.agents or len(gate.agents)) if gate.remote and hosts else 0
+        self.startup = StartupCount(plan.np, expected, time.monotonic())
+        self._live: LiveLine | None = None
+        """The live count while the job starts, on a terminal."""
 
     # -- the job --------------------------------------------------------------------------
 
@@ -116,13 +123,22 @@ class Job:
     def say(self, text: str, *, always: bool = False) -> None:
         """One ``emurun: ...`` line on stderr (failures even with --quiet)."""
         if always or not self.plan.quiet:
-            write_all(2, f"emurun: {text}\n".encode())
+            self.relay(f"emurun: {text}\n".encode())
+
+    def relay(self, data: bytes) -> None:
+        """Whole lines for stderr (above the live count while it shows)."""
+        if self._live is not None:
+            self._live.print(data)
+        else:
+            write_all(2, data)
 
     async def run(self) -> int:
         """Run the job to its end; emurun's exit status."""
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
             await nursery.start(self._watch_signals)
+            if live_wanted(os.isatty(2), self.plan.quiet, os.environ.get("TERM")):
+                nursery.start_soon(self._show_startup)
             if self.plan.timeout is not None:
                 self.run_scope.deadline = trio.current_time() + self.plan.timeout
             try:
@@ -131,6 +147,9 @@ class Job:
                     await self._phases()
                 if self.run_scope.cancelled_caught and self.outcome is None:
                     self.fail(EXIT_TIMEOUT, f"timed out after {self.plan.timeout:g} s")
+                if self.outcome is not None and (cause := await self.gate.ended_by()):
+                    self.outcome = Outcome(*cause)
+                    self.say(cause[1], always=True)
             finally:
                 with trio.CancelScope(shield=True):
                     await self._stop_all()
@@ -146,9 +165,30 @@ class Job:
             table = [[n, h, p] for n, (h, p) in self.rendezvous.routes().items()]
             await self._send_all(control.Routes(table))
         if await self._wait(self._routes_done, ROUTES_TIMEOUT_S, "routes"):
+            self._end_live()
             self.say(self._describe_setup())
             await self._send_all(control.Start(self.priority))
             await self._hosts_done.wait()
+
+    async def _show_startup(self) -> None:
+        """The live count (agents connected, nodes ready) until every node is ready."""
+        count = self.startup
+        try:
+            while not self._routes_done.is_set() and self.outcome is None:
+                connected = sum(a.connected.is_set() for a in self.agents)
+                count.observe(connected, self.rendezvous.size - len(self.rendezvous.missing()))
+                if (line := count.due(time.monotonic())) is not None:
+                    if self._live is None:
+                        self._live = LiveLine()
+                    self._live.show(line)
+                await trio.sleep(REFRESH_S)
+        finally:
+            self._end_live()
+
+    def _end_live(self) -> None:
+        if self._live is not None:
+            self._live.close()
+            self._live = None
 
     def _join_limit(self) -> float:
         hosts = self.plan.hosts
@@ -287,7 +327,7 @@ class Job:
         elif m.role == "nicd":
             tag = f"{log_tag(m.node)} " if m.fd == 2 else f"{log_tag(m.node)} stdout: "
             keep = LOG_TAG_START.encode() if m.fd == 2 else b""
-            write_all(2, tag_lines(m.data, tag.encode(), keep))
+            self.relay(tag_lines(m.data, tag.encode(), keep))
 
     def _on_exit(self, agent: Agent, m: control.Exit) -> None:
         agent.usages.append(ProcessUsage(m.role, m.node, m.pid, m.user_s, m.system_s, m.wall_s,
@@ -368,10 +408,9 @@ class Job:
             prio = f"hosts at nice {tuning.HOST_NICE}{why}"
         else:
             prio = "no priorities"
-        return (
-            f"job {self.plan.job_id}: {self.plan.np} nodes ready{self.gate.setup()}; {prio}; "
-            f"bind-to {self.plan.bind_to}; {planmod.describe_profile(self.plan)}"
-        )
+        setup = f"{prio}; bind-to {self.plan.bind_to}; {planmod.describe_profile(self.plan)}"
+        took = time.monotonic() - self.startup.started
+        return ready_line(self.plan.job_id, self.plan.np, self.gate.setup(), setup, took)
 
     def usages(self) -> list[ProcessUsage]:
         """CPU and wall time of every process that has exited: nicds, then hosts, by node."""

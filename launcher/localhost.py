@@ -131,6 +131,10 @@ class LocalGate:
     async def close(self) -> None:
         """Nothing to close."""
 
+    async def ended_by(self) -> tuple[int, str] | None:
+        """Nothing outside ends a one-machine job but signals, which the job sees itself."""
+        return None
+
     def setup(self) -> str:
         """Nothing to add: the nodes run here."""
         return ""

@@ -1,12 +1,14 @@
 """``emuproxy --connect HOST:PORT --token-file PATH [--slots N] [--name NAME] [--bind-addr ADDR]``.
 
-The token is read from the file (``-``: the first line of stdin, as emurun's ssh and exec
-launchers pass it), never from the command line.
+The token is read from the file (``-``: the first line of stdin, as emurun's ssh, exec and slurm
+launchers pass it), never from the command line. ``--slurm``: this agent is a task of emurun's
+srun step (`launcher.multihost.slurm`); its name is the node's Slurm name (``SLURMD_NODENAME``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -15,9 +17,10 @@ import trio
 from launcher import cleanup
 from launcher.agent.session import AgentOptions, run_agent
 from launcher.errors import EXIT_INTERNAL, EXIT_USAGE, LaunchError, UsageError
+from launcher.multihost.slurm import SLURM_NAME_ENV
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
 __all__ = ["main", "options_from_argv", "read_token"]
 
@@ -47,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="IPv4 address the nicds bind and announce (default: the address of the "
                    "interface that reaches emurun)")  # fmt: skip
     p.add_argument("--agent-id", type=int, default=-1, help=argparse.SUPPRESS)
+    p.add_argument("--slurm", action="store_true",
+                   help=f"started by emurun's srun step: named by ${SLURM_NAME_ENV}")  # fmt: skip
     p.add_argument("--connect-timeout", type=float, default=300.0, metavar="S",
                    help="keep retrying to reach emurun this long (%(default)s)")  # fmt: skip
     p.add_argument("-q", "--quiet", action="store_true", help="report nothing but failures")
@@ -69,9 +74,14 @@ def read_token(path: str) -> bytes:
     return token
 
 
-def options_from_argv(argv: Sequence[str]) -> AgentOptions:
+def options_from_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> AgentOptions:
     """Parse the command line (reads the token); UsageError for bad values."""
     args = build_parser().parse_args(list(argv))
+    name = args.name
+    if args.slurm:
+        name = (os.environ if env is None else env).get(SLURM_NAME_ENV, "")
+        if not name:
+            raise UsageError(f"--slurm: ${SLURM_NAME_ENV} is not set (not a task of srun?)")
     host, sep, port = args.connect.rpartition(":")
     if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 0xFFFF:
         raise UsageError(f"--connect {args.connect!r} is not HOST:PORT")
@@ -82,7 +92,7 @@ def options_from_argv(argv: Sequence[str]) -> AgentOptions:
         port=int(port),
         token=read_token(args.token_file),
         slots=args.slots,
-        name=args.name,
+        name=name,
         bind_addr=args.bind_addr,
         agent_id=args.agent_id,
         connect_timeout=args.connect_timeout,

@@ -227,7 +227,12 @@ class Session:
     async def _watch_signals(self) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             async for signum in signals:
-                self.end(f"got {signal.Signals(signum).name}", 128 + signum)
+                name = signal.Signals(signum).name
+                if self.channel is not None:  # said first: the nodes get the signal too
+                    # (Slurm's scancel and time limit signal every process of the step), and
+                    # emurun keeps the first reason it hears
+                    await self.channel.send(control.Failed(128 + signum, f"emuproxy got {name}"))
+                self.end(f"got {name}", 128 + signum)
                 return
 
 

@@ -1,8 +1,8 @@
-"""The hosts of a job across machines: start one agent per host (``--launcher ssh|exec``) or
-wait for K running ones (``--launcher none``), accept each after the token handshake, map the
-ranks, carry the job's messages over TCP both ways, watch the agents' heartbeat, and stop
-their launchers at the end. The job itself is `launcher.job.Job`, as on one machine; the gate
-sees it as a `launcher.hosts.JobView`.
+"""The hosts of a job across machines: start one agent per host (``--launcher ssh|exec``, or
+all of them with one srun step: ``slurm``) or wait for K running ones (``--launcher none``),
+accept each after the token handshake, map the ranks, carry the job's messages over TCP both
+ways, watch the agents' heartbeat, and stop their launchers at the end. The job itself is
+`launcher.job.Job`, as on one machine; the gate sees it as a `launcher.hosts.JobView`.
 
 Invariants: an agent is obeyed only after the handshake; a lost agent (connection closed,
 silent, never came, its launcher died first) fails the job with EXIT_LOST_HOST naming it;
@@ -26,7 +26,7 @@ from launcher.children import LineReader, describe_exit, write_all
 from launcher.control import ControlError
 from launcher.errors import EXIT_INTERNAL, EXIT_LOST_HOST, LaunchError
 from launcher.hosts import Agent
-from launcher.multihost import hostfile
+from launcher.multihost import hostfile, slurm
 from launcher.multihost.channel import Channel, accept_agent
 from launcher.multihost.starters import Starter, agent_words, reach_address
 
@@ -89,7 +89,7 @@ class AgentGate:
         """Listen, start the launchers, accept agents (in the background)."""
         self._job = job
         try:
-            listen_host, port = self._listen_address()
+            listen_host, port = await self._listen_address()
             listeners = await trio.open_tcp_listeners(port, host=listen_host)
             reach = listen_host
             if reach in ("0.0.0.0", "") and self.agents:  # listening everywhere: tell one
@@ -118,46 +118,73 @@ class AgentGate:
                           for a in self.agents)  # fmt: skip
         return f" on {len(self.agents)} hosts ({where})"
 
-    def _listen_address(self) -> tuple[str, int]:
+    async def ended_by(self) -> tuple[int, str] | None:
+        """Under Slurm: the allocation's end (scancel, time limit, a node lost), if it ended."""
+        if self.hp.launcher != "slurm":
+            return None
+        job_id = slurm.allocation_job_id(os.environ)
+        if job_id is None:
+            return None
+        state = await trio.to_thread.run_sync(slurm.job_state, job_id)
+        return slurm.ended_by(job_id, state)
+
+    async def _listen_address(self) -> tuple[str, int]:
         if self.hp.listen is not None:
             host, _, port = self.hp.listen.rpartition(":")
             return host.strip("[]"), int(port)
-        return reach_address(self.agents[0].name), 0
+        target = self.agents[0].name
+        if self.hp.launcher == "slurm":  # node names need not resolve; Slurm knows the address
+            target = await trio.to_thread.run_sync(slurm.node_address, target)
+        return reach_address(target), 0
 
     async def _start_launchers(self, nursery: trio.Nursery, connect: str) -> None:
         if self.hp.launcher == "none":
+            return
+        if self.hp.launcher == "slurm":
+            argv = slurm.agent_step([a.name for a in self.agents], self.hp.agent_cmd, connect,
+                                    self.plan.quiet)  # fmt: skip
+            await self._start_launcher(nursery, argv, self.agents)
             return
         starter = Starter(self.hp.launcher, self.hp.exec_cmd)
         for agent in self.agents:
             words = agent_words(self.hp.agent_cmd, connect, agent.index, agent.name,
                                 self.plan.quiet)  # fmt: skip
-            argv = starter.argv(agent.name, words)
-            try:
-                proc = await trio.lowlevel.open_process(
-                    argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE, process_group=0,
-                )  # fmt: skip
-            except OSError as exc:
-                self._job.fail(EXIT_LOST_HOST,
-                               f"cannot start the agent of {agent.describe()}: {exc}")  # fmt: skip
+            if not await self._start_launcher(nursery, starter.argv(agent.name, words), [agent]):
                 return
+
+    async def _start_launcher(
+        self, nursery: trio.Nursery, argv: list[str], agents: list[Agent]
+    ) -> bool:
+        """Run one launcher (ssh, exec, srun) for ``agents``, the token on its stdin."""
+        try:
+            proc = await trio.lowlevel.open_process(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, process_group=0,
+            )  # fmt: skip
+        except OSError as exc:
+            who = agents[0].describe() if len(agents) == 1 else f"{len(agents)} hosts"
+            self._job.fail(EXIT_LOST_HOST, f"cannot start the agent of {who}: {exc}")
+            return False
+        for agent in agents:
             agent.launcher = proc
-            assert proc.stdin is not None
-            assert proc.stdout is not None
-            assert proc.stderr is not None
-            try:
-                await proc.stdin.send_all(self.token + b"\n")
-                await proc.stdin.aclose()
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
-            nursery.start_soon(self._relay, proc.stdout)
-            nursery.start_soon(self._relay, proc.stderr)
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        try:
+            await proc.stdin.send_all(self.token + b"\n")
+            await proc.stdin.aclose()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        nursery.start_soon(self._relay, proc.stdout)
+        nursery.start_soon(self._relay, proc.stderr)
+        for agent in agents:
             nursery.start_soon(self._watch_launcher, agent, proc)
+        return True
 
     async def _relay(self, stream: trio.abc.ReceiveStream) -> None:
         reader = LineReader(stream)
         while (block := await reader.read_lines()) is not None:
-            write_all(2, block)
+            self._job.relay(block)
 
     async def _watch_launcher(self, agent: Agent, proc: trio.Process) -> None:
         code = await proc.wait()
@@ -204,6 +231,11 @@ class AgentGate:
             agent = Agent(len(self.agents), hello.name or hello.hostname, [], hello.slots)
             self.agents.append(agent)
             return agent
+        if self.hp.launcher == "slurm":  # srun's tasks are known by their node's name
+            for agent in self.agents:
+                if agent.name == hello.name and not agent.connected.is_set():
+                    return agent
+            return None
         if 0 <= hello.agent_id < len(self.agents):
             agent = self.agents[hello.agent_id]
             if not agent.connected.is_set():
@@ -253,16 +285,20 @@ class AgentGate:
     # -- the end ------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Wait a little for the launchers (ssh ...) to exit, then kill their groups."""
-        launchers = [a.launcher for a in self.agents if a.launcher is not None]
+        """Wait a little for the launchers (ssh, srun ...) to exit, then stop their groups:
+        SIGTERM (srun passes it to its tasks and ends the step), SIGKILL after the grace."""
+        launchers = list({id(a.launcher): a.launcher for a in self.agents if a.launcher}.values())
         with trio.move_on_after(_LAUNCHER_EXIT_S):
             for proc in launchers:
                 await proc.wait()
-        for proc in launchers:
-            if proc.returncode is None:
+        for sig, grace in ((signal.SIGTERM, self.plan.stop_grace), (signal.SIGKILL, None)):
+            left = [proc for proc in launchers if proc.returncode is None]
+            for proc in left:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                await proc.wait()
+                    os.killpg(proc.pid, sig)
+            with trio.move_on_after(_LAUNCHER_EXIT_S if grace is None else grace):
+                for proc in left:
+                    await proc.wait()
 
 
 def read_token(path: str | None) -> bytes:

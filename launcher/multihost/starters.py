@@ -1,4 +1,5 @@
-"""How emurun starts its agents (``--launcher ssh|exec|none``) and where they dial back.
+"""How emurun starts its agents (``--launcher ssh|exec|none``; ``slurm`` is
+`launcher.multihost.slurm`) and where they dial back.
 
 ``ssh``: ``ssh -x -o BatchMode=yes HOST 'AGENT --connect ME:PORT --token-file - ...'`` (one
 shell-quoted word: ssh hands it to the remote shell). ``exec``: ``CMD HOST AGENT --connect
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AGENT_CMD", "LauncherKind", "Starter", "agent_words", "reach_address"]
 
-LauncherKind = Literal["ssh", "exec", "none"]
+LauncherKind = Literal["ssh", "exec", "none", "slurm"]
 AGENT_CMD = ("emuproxy",)
 """The agent's command on the remote host (``--agent-cmd`` overrides it)."""
 SSH = ("ssh", "-x", "-o", "BatchMode=yes")
@@ -57,7 +58,7 @@ class Starter:
             if not self.exec_cmd:
                 raise UsageError("--launcher exec needs --launcher-exec CMD")
             return [*self.exec_cmd, host, *agent]
-        raise UsageError("--launcher none starts nothing")
+        raise UsageError(f"--launcher {self.kind} starts no agent one host at a time")
 
 
 def reach_address(host: str) -> str:

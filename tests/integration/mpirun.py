@@ -1,4 +1,5 @@
-"""Run an MPI program under emurun for the integration tests (own job id and TMPDIR)."""
+"""Run an MPI program under emurun for the integration tests (own job id and TMPDIR); a
+command in the background with its output collected (`Background`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).parent / "mpi_programs"
@@ -27,6 +31,43 @@ class Result:
     def lines(self, prefix: str) -> list[str]:
         """Output lines starting with ``prefix``."""
         return sorted(line for line in self.out.splitlines() if line.startswith(prefix))
+
+
+class Background:
+    """A command running in the background, its stdout and stderr collected by threads."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], wait_s: float = WAIT_S) -> None:
+        self.wait_s = wait_s
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     stdin=subprocess.DEVNULL, env=env, cwd=ROOT)  # fmt: skip
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self._threads = [
+            threading.Thread(target=self._drain, args=(stream, sink), daemon=True)
+            for stream, sink in ((self.proc.stdout, self.out), (self.proc.stderr, self.err))
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    @staticmethod
+    def _drain(stream: IO[bytes], sink: list[str]) -> None:
+        for raw in stream:
+            sink.append(raw.decode(errors="replace"))
+
+    def wait_for(self, text: str) -> None:
+        """Until a line of stdout holds ``text`` (fails if the command ends first)."""
+        deadline = time.monotonic() + self.wait_s
+        while not any(text in line for line in self.out):
+            assert self.proc.poll() is None, f"ended early:\n{''.join(self.err)}"
+            assert time.monotonic() < deadline, f"no {text!r}:\n{''.join(self.err)}"
+            time.sleep(0.05)
+
+    def finish(self) -> tuple[int, str, str]:
+        """Wait for the end: (exit status, stdout, stderr)."""
+        code = self.proc.wait(timeout=self.wait_s)
+        for thread in self._threads:
+            thread.join(timeout=30)
+        return code, "".join(self.out), "".join(self.err)
 
 
 def mpirun(

@@ -61,6 +61,7 @@ CORE_MODULES = (
     "emucluster/offload/nicvm/bcast.py",
     "launcher/plan.py",
     "launcher/rendezvous.py",
+    "launcher/startup.py",
 )
 """Core modules that still sit beside shells, outside a core folder."""
 

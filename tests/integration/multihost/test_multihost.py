@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from emubench.netns import Fabric, unavailable
-from tests.integration.mpirun import EXAMPLES, PROGRAMS, ROOT
+from tests.integration.mpirun import EXAMPLES, PROGRAMS, ROOT, Background
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -42,7 +41,7 @@ def fabric() -> Iterator[Fabric]:
         fab.close()
 
 
-class Run:
+class Run(Background):
     """emurun in the head namespace, its output collected by threads."""
 
     def __init__(self, fab: Fabric, *args: str) -> None:
@@ -52,30 +51,7 @@ class Run:
                   "--launcher-exec", fab.launcher_exec(), "--agent-cmd", AGENT,
                   "--listen", f"{fab.head_addr}:0", "--timeout", "150"]  # fmt: skip
         argv = fab.in_head([*emurun, *args])
-        env = {**os.environ, **fab.env(), "TMPDIR": self.tmpdir}
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=env, cwd=ROOT)  # fmt: skip
-        self.out: list[str] = []
-        self.err: list[str] = []
-        for stream, sink in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
-            threading.Thread(target=self._drain, args=(stream, sink), daemon=True).start()
-
-    @staticmethod
-    def _drain(stream: object, sink: list[str]) -> None:
-        for raw in stream:  # type: ignore[attr-defined]
-            sink.append(raw.decode(errors="replace"))
-
-    def wait_for(self, text: str) -> None:
-        deadline = time.monotonic() + WAIT_S
-        while not any(text in line for line in self.out):
-            assert self.proc.poll() is None, f"emurun ended early:\n{''.join(self.err)}"
-            assert time.monotonic() < deadline, f"no {text!r}:\n{''.join(self.err)}"
-            time.sleep(0.05)
-
-    def finish(self) -> tuple[int, str, str]:
-        code = self.proc.wait(timeout=WAIT_S)
-        time.sleep(0.2)  # the drain threads
-        return code, "".join(self.out), "".join(self.err)
+        super().__init__(argv, {**os.environ, **fab.env(), "TMPDIR": self.tmpdir}, WAIT_S)
 
     def assert_clean(self, lost_run_dirs: int = 0, prefix: str = "emuproxy-") -> None:
         """No process left on any host, nothing left in the job's TMPDIR but the run
