@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "core": ("emubench.core_cost", "the NIC core's Python cost per message, warm (regression)"),
     "multihost": ("emubench.multihost", "3 namespaces x 2 slots vs 6 local nodes (root)"),
     "trace": ("emubench.trace_figure", "traced Bcast timelines; the cost of tracing"),
+    "soak": ("emubench.soak", "a bounded chaos run checking every message (not a figure)"),
 }
 """Subcommand -> (module whose ``main(argv)`` it runs, what it measures)."""
 DEFAULT_DIR = Path("docs/figures")

@@ -191,8 +191,12 @@ def _fields(record: bytes, types: tuple[type, ...]) -> list[object]:
 def _decode_delegate(record: bytes) -> NicvmDelegateReq:
     _, handle, root, comm, a0, a1, a2, a3, length = _DELEGATE.unpack_from(record)
     end = _DELEGATE.size + length
+    if not length:
+        raise ProtocolViolation("NICVM_DELEGATE without a module name")
     if len(record) < end:
         raise ProtocolViolation("NICVM_DELEGATE shorter than its name")
+    if len(record) - end > NICVM_MAX_DELEGATE:
+        raise ProtocolViolation(f"NICVM_DELEGATE payload over {NICVM_MAX_DELEGATE} bytes")
     name = record[_DELEGATE.size : end].decode()
     return NicvmDelegateReq(handle, name, root, comm, record[end:], (a0, a1, a2, a3))
 

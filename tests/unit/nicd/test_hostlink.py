@@ -105,3 +105,14 @@ def test_grim_records_round_trip() -> None:
         hl.Assembler().feed(bytes([hl.HostOp.RM_SIGNALS, 2, 0, 0, 0, 1]))
     with pytest.raises(ProtocolViolation):
         hl.Assembler().feed(bytes([hl.HostOp.RM_WATCH, 2]))
+
+
+def test_a_delegate_the_encoder_would_refuse_is_refused_when_decoded() -> None:
+    # found by the fuzzer (tests/fuzz, target hostlink): an empty module name decoded, and the
+    # decoded record then failed to encode; the decoder now refuses what the encoder refuses
+    good = hl.encode_record(hl.NicvmDelegateReq(1, "m", 0, 0, b"x", (0, 0, 0, 0)))[0]
+    head = good[: -len(b"mx")]
+    for record in (head[:-1] + b"\x00x", head + b"m" + bytes(hl.NICVM_MAX_DELEGATE + 1)):
+        with pytest.raises(ProtocolViolation, match="NICVM_DELEGATE"):
+            hl.Assembler().feed(record)
+    assert hl.Assembler().feed(good) == hl.NicvmDelegateReq(1, "m", 0, 0, b"x", (0, 0, 0, 0))
