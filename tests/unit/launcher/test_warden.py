@@ -1,0 +1,124 @@
+"""The warden (`launcher.warden`): stood down it touches nothing; at its launcher's death it
+kills exactly the processes with the job's marks and removes the job's segments and run dir."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psutil  # type: ignore[import-untyped,unused-ignore]
+import pytest
+import trio
+
+from launcher.cleanup import ENV_AGENT, ENV_JOB_OWNER
+from launcher.warden import JOB_MARKS, STAND_DOWN, Warden, parse_args, warden_argv, watch
+
+WAIT_S = 30.0
+
+
+def _sleeper(job_id: str, owner: int, agent: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "EMU_JOB_ID": job_id, ENV_JOB_OWNER: str(owner), ENV_AGENT: agent}
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], env=env)
+
+
+def _started(proc: subprocess.Popen[bytes], job_id: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while True:  # until its environment is the one it was given (after exec)
+        try:
+            if psutil.Process(proc.pid).environ().get("EMU_JOB_ID") == job_id:
+                return
+        except psutil.Error:
+            pass
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def _until_exec(proc: psutil.Process) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while "launcher.warden" not in proc.cmdline():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> tuple[str, Path, Path]:
+    job_id = uuid.uuid4().hex[:12]
+    run_dir = tmp_path / f"emurun-{job_id}-x"
+    run_dir.mkdir()
+    (run_dir / "nic0.sock").touch()
+    segment = Path("/dev/shm") / f"emu_{job_id}_0_warden_test"
+    segment.write_bytes(b"x")
+    return job_id, run_dir, segment
+
+
+def test_stood_down_it_touches_nothing(job: tuple[str, Path, Path]) -> None:
+    job_id, run_dir, segment = job
+    owner = os.getpid()
+    proc = _sleeper(job_id, owner, "a")
+    try:
+        _started(proc, job_id)
+        r, w = os.pipe()
+        os.write(w, STAND_DOWN)
+        assert watch(r, job_id, str(run_dir), owner, "a", None) == 0
+        assert proc.poll() is None
+        assert run_dir.exists()
+        assert segment.exists()
+    finally:
+        proc.kill()
+        proc.wait()
+        segment.unlink(missing_ok=True)
+
+
+def test_at_eof_it_sweeps_only_its_job_owner_and_agent(job: tuple[str, Path, Path]) -> None:
+    job_id, run_dir, segment = job
+    owner = os.getpid()
+    ours = _sleeper(job_id, owner, "a")
+    others = [_sleeper(job_id, owner, "b"), _sleeper(job_id, 1, "a"), _sleeper("other", owner, "a")]
+    try:
+        for proc in [ours, *others[:2]]:
+            _started(proc, job_id)
+        _started(others[2], "other")
+        r, w = os.pipe()
+        os.close(w)  # the launcher died
+        assert watch(r, job_id, str(run_dir), owner, "a", [0]) == 0
+        assert not psutil.pid_exists(ours.pid)  # killed and reaped by the sweep
+        assert all(p.poll() is None for p in others)
+        assert not run_dir.exists()
+        assert not segment.exists()
+    finally:
+        for proc in [ours, *others]:
+            proc.kill()
+            proc.wait()
+        segment.unlink(missing_ok=True)
+
+
+def test_arguments_round_trip_and_bad_ones_are_refused() -> None:
+    argv = warden_argv("py", "j1", "/tmp/d", 42, "j1.42", [3, 1])
+    assert argv[:3] == ["py", "-m", "launcher.warden"]
+    assert parse_args(argv[3:]) == ("j1", "/tmp/d", 42, "j1.42", [1, 3])
+    assert parse_args(warden_argv("py", "j1", "/d", 7, "m", None)[3:]) == ("j1", "/d", 7, "m", None)
+    for bad in (
+        [],
+        ["j", "d", "x", "m", "all"],
+        ["j", "d", "1", "m", "1,x"],
+        ["j", "d", "1", "m", ""],
+    ):
+        assert parse_args(bad) is None
+
+
+def test_the_process_stands_down_and_carries_no_job_mark() -> None:
+    async def main() -> None:
+        env = {**os.environ, "EMU_JOB_ID": "j", ENV_JOB_OWNER: "1", ENV_AGENT: "m"}
+        warden = await Warden.start("j", "/nonexistent", "m", None, env)
+        proc = psutil.Process(warden.process.pid)
+        await trio.to_thread.run_sync(_until_exec, proc)
+        environ = proc.environ()
+        assert not set(JOB_MARKS) & set(environ)
+        await warden.stand_down()
+        assert warden.process.returncode == 0
+
+    trio.run(main)
