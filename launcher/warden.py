@@ -5,10 +5,10 @@ The launcher starts it before its first nicd, in a process group of its own, wit
 of a pipe as stdin; only the launcher holds the write end (close-on-exec: no child inherits it).
 At a normal end the launcher, after its own sweep, writes one byte: the warden exits without
 doing anything. If the launcher dies (``kill -9`` included) the pipe reads EOF without that
-byte, and the warden runs the sweep the launcher would have run (`launcher.cleanup.sweep`,
-same job id, owner pid, agent marker and nodes): SIGKILL to every process carrying the job's
-marks (the fork server, nicds, hosts, what the hosts started), then the segments, then the run
-directory.
+byte, and the warden at once SIGKILLs every process carrying the job's marks (the fork server,
+nicds, hosts, what the hosts started: `strike`, straight from ``/proc``), then runs the sweep the
+launcher would have run (`launcher.cleanup.sweep`, same job id, owner pid, agent marker and
+nodes): the same processes waited for, the segments, the run directory.
 
 Why a process of its own: the lifeline (`nicd.shell.lifeline`) needs the program's cooperation
 (a host that never opened its NIC never watches it); ``PR_SET_PDEATHSIG`` of a directly started
@@ -40,12 +40,22 @@ if TYPE_CHECKING:
 
     import trio
 
-__all__ = ["JOB_MARKS", "STAND_DOWN", "Warden", "main", "parse_args", "warden_argv", "watch"]
+__all__ = [
+    "JOB_MARKS",
+    "STAND_DOWN",
+    "Warden",
+    "main",
+    "parse_args",
+    "strike",
+    "warden_argv",
+    "watch",
+]
 
 STAND_DOWN = b"."
 """The one byte a launcher writes at a normal end."""
 JOB_MARKS = ("EMU_JOB_ID", "EMU_JOB_OWNER", "EMU_AGENT", "EMU_LIFELINE")
-"""Variables the warden's environment never carries (it must not look like a job's process)."""
+"""The job id, owner pid, agent marker (`launcher.cleanup` reads them) and lifeline variables:
+the warden's own environment carries none (it must not look like a job's process)."""
 _STOP_WAIT_S = 10.0
 _ALL = "all"
 
@@ -122,12 +132,37 @@ def _wait_for_launcher(fd: int) -> bool:
         return data == STAND_DOWN
 
 
+def strike(marks: Mapping[str, str]) -> list[int]:
+    """SIGKILL every process of this user whose environment carries all of ``marks`` (read
+    from ``/proc``, without psutil: the first thing the warden does); return their pids. The
+    sweep that follows finds the same processes (`launcher.cleanup.job_processes`) and waits
+    for them."""
+    wanted = [f"{name}={value}".encode() for name, value in marks.items()]
+    me, killed = os.getpid(), []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) == me:
+                continue
+            try:
+                with open(f"/proc/{entry.name}/environ", "rb") as f:
+                    environ = set(f.read().split(b"\0"))
+            except OSError:  # gone, or not ours to read
+                continue
+            if all(w in environ for w in wanted):
+                with contextlib.suppress(OSError):
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    killed.append(int(entry.name))
+    return killed
+
+
 def watch(fd: int, job_id: str, run_dir: str, owner: int, agent: str,
           nodes: list[int] | None) -> int:  # fmt: skip
     """Wait on the launcher's pipe ``fd``; if it dies, sweep. The exit status: 0, or 1 when
     a process would not die."""
     if _wait_for_launcher(fd):
         return 0
+    marks = dict(zip(JOB_MARKS[:3], (job_id, str(owner), agent), strict=True))
+    strike(marks)  # at once: importing the sweep takes a while on a loaded machine
     from launcher import cleanup  # late: only now (psutil and the plan), most never need it
 
     report = cleanup.sweep(job_id, run_dir, owner=owner, agent=agent, nodes=nodes)

@@ -95,6 +95,28 @@ def test_kill_9_emurun_ends_every_process_of_the_job(
     job.assert_clean()
 
 
+def test_without_its_warden_the_fork_server_still_ends_its_children(job: Job) -> None:
+    """The warden killed first: the fork server sees its control socket close when emurun
+    dies and kills its children (hosts that never watch the lifeline), then exits."""
+    job.start("-np", str(NP), sys.executable, "-c", PROGRAMS["sleeping"])
+    hosts = job.wait_ready(NP)
+    assert job.proc is not None
+    emurun = psutil.Process(job.proc.pid)
+    (warden,) = [p for p in emurun.children() if "launcher.warden" in p.cmdline()]
+    zygote = next(p for p in emurun.children() if "launcher.forkserver" in " ".join(p.cmdline()))
+    started = [zygote, *(psutil.Process(pid) for pid in hosts.values())]
+    assert all(p.ppid() == zygote.pid for p in started[1:])
+    warden.kill()
+    deadline = time.monotonic() + GONE_S
+    while warden.status() != psutil.STATUS_ZOMBIE:  # a zombie until emurun is gone
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    job.proc.kill()
+    job.proc.wait(timeout=START_S)
+    _, alive = psutil.wait_procs(started, timeout=GONE_S)
+    assert alive == [], [_cmdline(p) for p in alive]
+
+
 # -- an agent killed -9 ---------------------------------------------------------------------
 
 LOCAL_EXEC = "sh -c 'shift; exec \"$@\"' sh"  # an ssh-like command that runs here

@@ -4,6 +4,7 @@ kills exactly the processes with the job's marks and removes the job's segments 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -14,8 +15,18 @@ import psutil  # type: ignore[import-untyped,unused-ignore]
 import pytest
 import trio
 
+from emucluster.config import ENV_JOB_ID
 from launcher.cleanup import ENV_AGENT, ENV_JOB_OWNER
-from launcher.warden import JOB_MARKS, STAND_DOWN, Warden, parse_args, warden_argv, watch
+from launcher.warden import (
+    JOB_MARKS,
+    STAND_DOWN,
+    Warden,
+    parse_args,
+    strike,
+    warden_argv,
+    watch,
+)
+from nicd.shell.lifeline import ENV_LIFELINE
 
 WAIT_S = 30.0
 
@@ -85,7 +96,7 @@ def test_at_eof_it_sweeps_only_its_job_owner_and_agent(job: tuple[str, Path, Pat
         r, w = os.pipe()
         os.close(w)  # the launcher died
         assert watch(r, job_id, str(run_dir), owner, "a", [0]) == 0
-        assert not psutil.pid_exists(ours.pid)  # killed and reaped by the sweep
+        ours.wait(timeout=WAIT_S)  # ended (killed; reaped by the sweep or here)
         assert all(p.poll() is None for p in others)
         assert not run_dir.exists()
         assert not segment.exists()
@@ -94,6 +105,27 @@ def test_at_eof_it_sweeps_only_its_job_owner_and_agent(job: tuple[str, Path, Pat
             proc.kill()
             proc.wait()
         segment.unlink(missing_ok=True)
+
+
+def test_the_strike_kills_exactly_the_processes_with_every_mark() -> None:
+    job_id = uuid.uuid4().hex[:12]
+    ours = _sleeper(job_id, 7, "a")
+    others = [_sleeper(job_id, 7, "b"), _sleeper(job_id, 8, "a"), _sleeper(job_id + "x", 7, "a")]
+    try:
+        for proc, job in zip([ours, *others], [job_id] * 3 + [job_id + "x"], strict=True):
+            _started(proc, job)
+        marks = dict(zip(JOB_MARKS[:3], (job_id, "7", "a"), strict=True))
+        assert strike(marks) == [ours.pid]
+        assert ours.wait(timeout=WAIT_S) == -signal.SIGKILL
+        assert all(p.poll() is None for p in others)
+    finally:
+        for proc in [ours, *others]:
+            proc.kill()
+            proc.wait()
+
+
+def test_the_marks_are_the_ones_the_sweep_and_the_lifeline_read() -> None:
+    assert JOB_MARKS == (ENV_JOB_ID, ENV_JOB_OWNER, ENV_AGENT, ENV_LIFELINE)
 
 
 def test_arguments_round_trip_and_bad_ones_are_refused() -> None:
