@@ -36,14 +36,14 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping
+    from collections.abc import Collection, Mapping, Sequence
 
     import trio
 
 __all__ = [
-    "JOB_MARKS",
     "STAND_DOWN",
     "Warden",
+    "job_marks",
     "main",
     "parse_args",
     "strike",
@@ -53,19 +53,34 @@ __all__ = [
 
 STAND_DOWN = b"."
 """The one byte a launcher writes at a normal end."""
-JOB_MARKS = ("EMU_JOB_ID", "EMU_JOB_OWNER", "EMU_AGENT", "EMU_LIFELINE")
-"""The job id, owner pid, agent marker (`launcher.cleanup` reads them) and lifeline variables:
-the warden's own environment carries none (it must not look like a job's process)."""
 _STOP_WAIT_S = 10.0
 _ALL = "all"
 
 
 def warden_argv(
-    python: str, job_id: str, run_dir: str, owner: int, agent: str, nodes: Collection[int] | None
+    python: str,
+    job_id: str,
+    run_dir: str,
+    owner: int,
+    agent: str,
+    nodes: Collection[int] | None,
+    names: Sequence[str],
 ) -> list[str]:
-    """The warden's command line (``nodes`` None: every segment of the job is ours)."""
+    """The warden's command line (``nodes`` None: every segment of the job is ours; ``names``:
+    the variables that carry the job id, the owner pid and the agent marker)."""
     which = _ALL if nodes is None else ",".join(str(n) for n in sorted(nodes))
-    return [python, "-m", "launcher.warden", job_id, run_dir, str(owner), agent, which]
+    return [python, "-m", "launcher.warden", job_id, run_dir, str(owner), agent, which, *names]
+
+
+def job_marks() -> tuple[str, str, str, str]:
+    """The variables of the job id, owner pid, agent marker (what the sweep reads) and the
+    lifeline: the warden's own environment carries none (it must not look like a job's
+    process). Read in the launcher, which has imported them already."""
+    from emucluster.config import ENV_JOB_ID  # late: never in the warden process (start-up)
+    from launcher.cleanup import ENV_AGENT, ENV_JOB_OWNER  # late: as above
+    from nicd.shell.lifeline import ENV_LIFELINE  # late: as above
+
+    return ENV_JOB_ID, ENV_JOB_OWNER, ENV_AGENT, ENV_LIFELINE
 
 
 class Warden:
@@ -88,8 +103,9 @@ class Warden:
         import trio  # late: the warden process itself never imports trio (start-up cost)
 
         read_fd, write_fd = os.pipe()  # both close-on-exec: only the warden gets read_fd
-        clean = {k: v for k, v in env.items() if k not in JOB_MARKS}
-        argv = warden_argv(sys.executable, job_id, run_dir, os.getpid(), agent, nodes)
+        marks = job_marks()
+        clean = {k: v for k, v in env.items() if k not in marks}
+        argv = warden_argv(sys.executable, job_id, run_dir, os.getpid(), agent, nodes, marks[:3])
         try:
             process = await trio.lowlevel.open_process(
                 argv,
@@ -156,13 +172,15 @@ def strike(marks: Mapping[str, str]) -> list[int]:
 
 
 def watch(fd: int, job_id: str, run_dir: str, owner: int, agent: str,
-          nodes: list[int] | None) -> int:  # fmt: skip
-    """Wait on the launcher's pipe ``fd``; if it dies, sweep. The exit status: 0, or 1 when
-    a process would not die."""
+          nodes: list[int] | None, names: Sequence[str]) -> int:  # fmt: skip
+    """Wait on the launcher's pipe ``fd``; if it dies, strike (``names``: the variables of the
+    job id, owner and agent marker) and sweep. The exit status: 0, or 1 when a process would
+    not die."""
     if _wait_for_launcher(fd):
         return 0
-    marks = dict(zip(JOB_MARKS[:3], (job_id, str(owner), agent), strict=True))
-    strike(marks)  # at once: importing the sweep takes a while on a loaded machine
+    strike(
+        dict(zip(names, (job_id, str(owner), agent), strict=True))
+    )  # at once: importing the sweep takes a while on a loaded machine
     from launcher import cleanup  # late: only now (psutil and the plan), most never need it
 
     report = cleanup.sweep(job_id, run_dir, owner=owner, agent=agent, nodes=nodes)
@@ -172,26 +190,30 @@ def watch(fd: int, job_id: str, run_dir: str, owner: int, agent: str,
     return 0
 
 
-def parse_args(args: list[str]) -> tuple[str, str, int, str, list[int] | None] | None:
-    """``JOB RUN_DIR OWNER AGENT NODES`` (NODES ``all`` or ``1,3``), or None if malformed."""
-    if len(args) != 5 or not args[2].isdigit():
+_Args = tuple[str, str, int, str, list[int] | None, list[str]]
+
+
+def parse_args(args: list[str]) -> _Args | None:
+    """``JOB RUN_DIR OWNER AGENT NODES JOBVAR OWNERVAR AGENTVAR`` (NODES ``all`` or ``1,3``),
+    or None if malformed."""
+    if len(args) != 8 or not args[2].isdigit():
         return None
-    job_id, run_dir, owner, agent, which = args
+    job_id, run_dir, owner, agent, which, *names = args
     if which == _ALL:
-        return job_id, run_dir, int(owner), agent, None
+        return job_id, run_dir, int(owner), agent, None, names
     nodes = which.split(",")
     if not all(n.isdigit() for n in nodes):
         return None
-    return job_id, run_dir, int(owner), agent, [int(n) for n in nodes]
+    return job_id, run_dir, int(owner), agent, [int(n) for n in nodes], names
 
 
 def main() -> int:
-    """``python -m launcher.warden JOB RUN_DIR OWNER AGENT NODES``, the launcher's pipe as
-    stdin."""
+    """``python -m launcher.warden JOB RUN_DIR OWNER AGENT NODES JOBVAR OWNERVAR AGENTVAR``,
+    the launcher's pipe as stdin."""
     parsed = parse_args(sys.argv[1:])
     if parsed is None:
-        print("usage: python -m launcher.warden JOB RUN_DIR OWNER AGENT all|N,N...",
-              file=sys.stderr)  # fmt: skip
+        print("usage: python -m launcher.warden JOB RUN_DIR OWNER AGENT all|N,N... "
+              "JOBVAR OWNERVAR AGENTVAR", file=sys.stderr)  # fmt: skip
         return 2
     for sig in (signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)

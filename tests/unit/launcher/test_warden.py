@@ -18,9 +18,9 @@ import trio
 from emucluster.config import ENV_JOB_ID
 from launcher.cleanup import ENV_AGENT, ENV_JOB_OWNER
 from launcher.warden import (
-    JOB_MARKS,
     STAND_DOWN,
     Warden,
+    job_marks,
     parse_args,
     strike,
     warden_argv,
@@ -29,6 +29,7 @@ from launcher.warden import (
 from nicd.shell.lifeline import ENV_LIFELINE
 
 WAIT_S = 30.0
+NAMES = (ENV_JOB_ID, ENV_JOB_OWNER, ENV_AGENT)
 
 
 def _sleeper(job_id: str, owner: int, agent: str) -> subprocess.Popen[bytes]:
@@ -74,7 +75,7 @@ def test_stood_down_it_touches_nothing(job: tuple[str, Path, Path]) -> None:
         _started(proc, job_id)
         r, w = os.pipe()
         os.write(w, STAND_DOWN)
-        assert watch(r, job_id, str(run_dir), owner, "a", None) == 0
+        assert watch(r, job_id, str(run_dir), owner, "a", None, NAMES) == 0
         assert proc.poll() is None
         assert run_dir.exists()
         assert segment.exists()
@@ -95,7 +96,7 @@ def test_at_eof_it_sweeps_only_its_job_owner_and_agent(job: tuple[str, Path, Pat
         _started(others[2], "other")
         r, w = os.pipe()
         os.close(w)  # the launcher died
-        assert watch(r, job_id, str(run_dir), owner, "a", [0]) == 0
+        assert watch(r, job_id, str(run_dir), owner, "a", [0], NAMES) == 0
         ours.wait(timeout=WAIT_S)  # ended (killed; reaped by the sweep or here)
         assert all(p.poll() is None for p in others)
         assert not run_dir.exists()
@@ -114,7 +115,7 @@ def test_the_strike_kills_exactly_the_processes_with_every_mark() -> None:
     try:
         for proc, job in zip([ours, *others], [job_id] * 3 + [job_id + "x"], strict=True):
             _started(proc, job)
-        marks = dict(zip(JOB_MARKS[:3], (job_id, "7", "a"), strict=True))
+        marks = dict(zip(NAMES, (job_id, "7", "a"), strict=True))
         assert strike(marks) == [ours.pid]
         assert ours.wait(timeout=WAIT_S) == -signal.SIGKILL
         assert all(p.poll() is None for p in others)
@@ -125,19 +126,21 @@ def test_the_strike_kills_exactly_the_processes_with_every_mark() -> None:
 
 
 def test_the_marks_are_the_ones_the_sweep_and_the_lifeline_read() -> None:
-    assert JOB_MARKS == (ENV_JOB_ID, ENV_JOB_OWNER, ENV_AGENT, ENV_LIFELINE)
+    assert job_marks() == (*NAMES, ENV_LIFELINE)
 
 
 def test_arguments_round_trip_and_bad_ones_are_refused() -> None:
-    argv = warden_argv("py", "j1", "/tmp/d", 42, "j1.42", [3, 1])
+    argv = warden_argv("py", "j1", "/tmp/d", 42, "j1.42", [3, 1], NAMES)
     assert argv[:3] == ["py", "-m", "launcher.warden"]
-    assert parse_args(argv[3:]) == ("j1", "/tmp/d", 42, "j1.42", [1, 3])
-    assert parse_args(warden_argv("py", "j1", "/d", 7, "m", None)[3:]) == ("j1", "/d", 7, "m", None)
+    assert parse_args(argv[3:]) == ("j1", "/tmp/d", 42, "j1.42", [1, 3], list(NAMES))
+    argv = warden_argv("py", "j1", "/d", 7, "m", None, NAMES)
+    assert parse_args(argv[3:]) == ("j1", "/d", 7, "m", None, list(NAMES))
     for bad in (
         [],
-        ["j", "d", "x", "m", "all"],
-        ["j", "d", "1", "m", "1,x"],
-        ["j", "d", "1", "m", ""],
+        ["j", "d", "1", "m", "all"],  # no variable names
+        ["j", "d", "x", "m", "all", *NAMES],
+        ["j", "d", "1", "m", "1,x", *NAMES],
+        ["j", "d", "1", "m", "", *NAMES],
     ):
         assert parse_args(bad) is None
 
@@ -149,7 +152,7 @@ def test_the_process_stands_down_and_carries_no_job_mark() -> None:
         proc = psutil.Process(warden.process.pid)
         await trio.to_thread.run_sync(_until_exec, proc)
         environ = proc.environ()
-        assert not set(JOB_MARKS) & set(environ)
+        assert not set(job_marks()) & set(environ)
         await warden.stand_down()
         assert warden.process.returncode == 0
 
