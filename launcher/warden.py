@@ -22,8 +22,9 @@ The warden's own environment carries none of the job's marks (no sweep counts it
 process), it ignores SIGINT and SIGHUP (a terminal's Ctrl-C reaches the launcher, whose orderly
 stop then stands the warden down), and it imports the sweep only when it has to run it.
 
-Invariant: the warden acts only on EOF of its own pipe, and only on the processes that carry the
-job id, the owner pid and (on an agent) the agent marker it was started with.
+Invariant: the warden acts only on EOF of its own pipe, and only on the processes that carry
+all three of the job id, the owner pid and the agent marker (emurun's or an agent's) it was
+started with.
 """
 
 from __future__ import annotations
