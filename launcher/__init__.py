@@ -6,7 +6,8 @@ and `job.run_job`; the job driver (`job`) runs it over the hosts a gate admits (
 `control` messages to each; every host's nodes are run by `agent.nodes.LocalNodes`, in
 emurun's process or in an ``emuproxy`` agent (`agent`), which starts processes (`children`,
 through the zygote of `forkserver` where it can), places them (`tuning`), exchanges addresses
-(`rendezvous`) and sweeps what is left (`cleanup`); `report` says what the job cost.
+(`rendezvous`) and sweeps what is left (`cleanup`; `warden`, a process of its own, sweeps
+if the launcher dies); `report` says what the job cost.
 Pure rules: `plan`, `rendezvous`, `control`, `forkserver.records`, `forkserver.launch`,
 `multihost.hostfile`, `multihost.starters`.
 """

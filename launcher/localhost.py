@@ -9,8 +9,9 @@ nicd starts, and encode every output block twice; nothing else would differ.
 
 What only the local host does: its run directory is ``<tmp>/emurun-<job>-*`` and names its
 owner (so a later emurun sweeps what a killed one left, `cleanup.sweep_stale`), every child
-holds the job's lifeline (they stop on their own if emurun is killed), emurun is the
-subreaper of their orphans, and statistics are written straight into ``--stats DIR``.
+holds the job's lifeline (they stop on their own if emurun is killed; so does all of the job
+through `launcher.warden`, which `LocalNodes` starts), emurun is the subreaper of their
+orphans, and statistics are written straight into ``--stats DIR``.
 
 Invariants: the host's stop (hosts, nicds, drain, sweep) runs once, shielded, whatever ends
 the job; nothing here blocks the job's task (every action is started in the job's nursery).

@@ -10,7 +10,8 @@ first-failure rule and says Stop. Only what cannot start is reported as Failed.
 
 Invariants: every process started here carries EMU_JOB_ID and this host's EMU_AGENT marker,
 and the sweep touches only processes with both and segments of this host's nodes (of the
-whole job when it runs every node); every
+whole job when it runs every node); with a lifeline, a warden (`launcher.warden`) runs before
+the first nicd and until our own sweep, ready to run that sweep if this process dies; every
 Output message holds whole lines of one stream of one process.
 """
 
@@ -30,6 +31,7 @@ from launcher import plan as planmod
 from launcher.children import Child, LineReader, spawn, stop_children
 from launcher.errors import EXIT_INTERNAL, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND
 from launcher.forkserver.client import ForkServer, ForkServerError
+from launcher.warden import Warden
 from nicd.core.ready import decode_ready_untrusted, socket_path
 from nicd.shell import manage
 
@@ -78,6 +80,8 @@ class LocalNodes:
         self.hosts: list[Child] = []
         self.forkserver: ForkServer | None = None
         """The zygote this host's nicds and hosts are forked from (`launcher.forkserver`)."""
+        self.warden: Warden | None = None
+        """Runs our sweep if this process dies (`launcher.warden`); with a lifeline only."""
         self.stats_dir = plan.stats_dir
         """Where nicds and hosts write statistics (inside the run directory), or None."""
         self._open_streams = 0
@@ -104,6 +108,13 @@ class LocalNodes:
         env = planmod.nicd_env(self.plan, self._base_env())
         if self.stats_dir is not None:
             os.makedirs(self.stats_dir, exist_ok=True)
+        if self.lifeline is not None and self.nodes:
+            try:
+                self.warden = await Warden.start(
+                    self.plan.job_id, self.run_dir, self.marker, self._segment_nodes()
+                )
+            except OSError as exc:  # the lifeline still stops what watches it
+                self.say(f"cannot start the warden: {exc}", True)
         if self.plan.forkserver and self.nodes:
             zygote_env = dict(env)  # what the sweep sees of every process forked from it
             if self.lifeline is not None:
@@ -300,16 +311,22 @@ class LocalNodes:
     async def sweep(self) -> control.Swept:
         """Kill what is left of this host's processes, unlink its segments."""
         owner = os.getpid() if self.lifeline is not None else None
-        # a host running every node owns all of the job's segments, whatever a program named
-        # them; otherwise only those of its own nodes (another host may share this kernel)
-        nodes = None if len(self.nodes) == self.plan.np else self.nodes
+        nodes = self._segment_nodes()
         report = await trio.to_thread.run_sync(
             lambda: cleanup.sweep(
                 self.plan.job_id, self.run_dir, owner=owner, agent=self.marker, nodes=nodes
             )
         )
+        if self.warden is not None:  # swept: nothing left for it to do
+            await self.warden.stand_down()
         cleanup.reap_orphans()
         return control.Swept(report.killed, report.segments, report.survivors)
+
+    def _segment_nodes(self) -> list[int] | None:
+        """The nodes whose segments our sweep unlinks (None: every segment of the job)."""
+        # a host running every node owns all of the job's segments, whatever a program named
+        # them; otherwise only those of its own nodes (another host may share this kernel)
+        return None if len(self.nodes) == self.plan.np else self.nodes
 
 
 def _stats_files(directory: str) -> list[tuple[str, bytes]]:

@@ -6,9 +6,12 @@ run, `launcher.forkserver.launch`; what a forked child does to become its progra
 `launcher.forkserver.child`.
 
 The zygote is single-threaded: a poll loop over the control socket and a SIGCHLD wakeup
-pipe. It exits when the control socket is closed (the launcher finished or died) and its last
-child has been reaped; a forked child gets ``PR_SET_PDEATHSIG`` SIGKILL, so if the zygote
-itself dies its children die too (the lifeline covers the launcher's death).
+pipe. When the control socket closes (the launcher finished, having stopped every child, or
+died: only the launcher holds the other end, so ``kill -9`` of it closes it too) it SIGKILLs
+the process group of every child still running, then exits once its last child has been
+reaped; a forked child gets ``PR_SET_PDEATHSIG`` SIGKILL, so if the zygote itself dies its
+children die too. What a host started outside its process group is the warden's
+(`launcher.warden`).
 """
 
 from __future__ import annotations
@@ -143,6 +146,7 @@ class Zygote:
                     if self.ctl.fileno() < 0:
                         accepting = False
                         poller.unregister(fd)
+                        self._kill_children()
             self._reap()
         return None
 
@@ -211,6 +215,15 @@ class Zygote:
         self.children[pid] = status
         _send(status, Started(pid))
         return None
+
+    def _kill_children(self) -> None:
+        """SIGKILL the process group of every child still running: the launcher closed the
+        control socket after stopping them all, or died (``kill -9``) without stopping any."""
+        for pid in self.children:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)  # it may have left its group (setsid)
 
     def _reap(self) -> None:
         while True:

@@ -1,7 +1,8 @@
 """The nicd shell: the UDP link, the PCI socket, one timer, signals. No protocol logic.
 
 Signals go both ways: SIGTERM/SIGINT stop nicd, and a ``RaiseSignal`` from the core becomes
-``os.kill(host pid, SIGUSR1)`` (the NIC-generated signal of thesis 3.4.1).
+SIGUSR1 to the host (the NIC-generated signal of thesis 3.4.1), sent through the pidfd taken
+when the host connected (``signal.pidfd_send_signal``): never to a process that reused its pid.
 
 Every input goes to :class:`~nicd.core.nic.NicCore` with ``now`` from the monotonic clock (uvloop's
 ``loop.time()`` only has millisecond resolution, too coarse for loopback RTTs); the actions
@@ -242,8 +243,7 @@ class _Shell(asyncio.DatagramProtocol):
         self.loop.remove_reader(conn.sock.fileno())
         if conn.writing:
             self.loop.remove_writer(conn.sock.fileno())
-        conn.sock.close()
-        conn.close_fds()
+        conn.close()
         self._execute(self.core.on_disconnect(conn.conn_id, now=time.monotonic()))
 
     def _write_host(self, conn: HostConn, records: list[bytes]) -> None:
@@ -373,19 +373,22 @@ class _Shell(asyncio.DatagramProtocol):
         # host cannot aim the NIC's signals at someone else. Fail closed: a connection whose
         # peer pid is unknown (SO_PEERCRED gave none, e.g. across pid namespaces) gets no
         # signal at all, never one to the pid the host named.
+        # The signal goes through the pidfd taken at connect time: if that process is gone
+        # it fails (counted), and never reaches a process that reused its pid.
         conn = self.conns.get(action.conn)
-        if conn is not None and conn.pid is None:
+        if conn is not None and (conn.pid is None or conn.pidfd is None):
             self.core.on_link_error("signal_unverified")
             return
         if conn is None or conn.pid != action.pid:
             self.core.on_link_error("signal_refused")
             return
+        assert conn.pidfd is not None
         if self.tracer is not None:
             self.tracer.emit(K_SIGNAL_RAISE, action.pid)
         try:
-            os.kill(action.pid, signal.SIGUSR1)
+            signal.pidfd_send_signal(conn.pidfd, signal.SIGUSR1)
         except OSError:
-            self.core.on_link_error("signal_failed")  # the host just exited
+            self.core.on_link_error("signal_failed")  # the host exited
 
     def _watch_link(self) -> None:
         # uvloop refuses add_writer on a transport's fd, so retry after a moment instead.
@@ -404,7 +407,7 @@ class _Shell(asyncio.DatagramProtocol):
             self.loop.remove_reader(conn.sock.fileno())
             if conn.writing:
                 self.loop.remove_writer(conn.sock.fileno())
-            conn.sock.close()
+            conn.close()
         self.conns.clear()
         if self.udp is not None:
             self.udp.close()

@@ -1,25 +1,30 @@
 """One host connection of the PCI socket: its record assembler, its write queue, the
-descriptors that came with its records, and the pid of the process at its other end.
+descriptors that came with its records, and the pid of the process at its other end with a
+pidfd of that very process, taken when it connected (the NIC's signals go through the pidfd:
+once that process is gone they fail, never reaching another process that reused its pid).
 
 The daemon (:mod:`nicd.shell.daemon`) owns the connections and decides what to read and write
 when; this is the per-connection state and the socket calls that fill it.
 
 Invariants: a descriptor received is closed exactly once, by :meth:`HostConn.pop_fd` (which
-hands one over and closes the rest) or :meth:`HostConn.close_fds`; ``outq_bytes`` is the size
-of ``outq``.
+hands one over and closes the rest) or :meth:`HostConn.close_fds`; the pidfd is closed once, by
+:meth:`HostConn.close`; ``outq_bytes`` is the size of ``outq``.
 """
 
 from __future__ import annotations
 
 import array
+import contextlib
+import errno
 import os
 import socket
 import struct
+import sys
 from collections import deque
 
 from nicd import hostlink as hl
 
-__all__ = ["FD_SPACE", "HostConn", "fds_of", "peer_pid"]
+__all__ = ["FD_SPACE", "HostConn", "fds_of", "peer_pid", "peer_pidfd"]
 
 _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 FD_SPACE = socket.CMSG_LEN(struct.calcsize("i"))  # one descriptor a record chunk, as recv_fds(1)
@@ -38,6 +43,32 @@ def peer_pid(sock: socket.socket) -> int | None:
     return pid or None
 
 
+_SO_PEERPIDFD = 77  # Linux 6.5: a pidfd of the peer as it connected (not in Python 3.11)
+_NO_PEERPIDFD = (errno.ENOPROTOOPT, errno.EINVAL, errno.EOPNOTSUPP)  # an older kernel
+
+
+def peer_pidfd(sock: socket.socket, pid: int | None) -> int | None:
+    """A pidfd of the process at the other end of a Unix socket: the kernel's own record of
+    the connecting process (SO_PEERPIDFD) where the kernel has it, else one opened now on
+    ``pid`` (its SO_PEERCRED pid: the process that connected, unless it exited meanwhile);
+    None if neither is available."""
+    if sys.platform == "linux":
+        try:
+            fd: int = sock.getsockopt(socket.SOL_SOCKET, _SO_PEERPIDFD)
+        except OSError as exc:
+            if exc.errno not in _NO_PEERPIDFD:
+                return None  # the peer is gone already: its pid may be another's now
+        else:
+            os.set_inheritable(fd, False)
+            return fd
+    if pid is None:
+        return None
+    try:
+        return os.pidfd_open(pid)
+    except (OSError, AttributeError):  # gone already, or no pidfd_open on this platform
+        return None
+
+
 def fds_of(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
     """The descriptors in ``recvmsg``'s ancillary data (SCM_RIGHTS), as ``socket.recv_fds``."""
     fds = array.array("i")
@@ -50,12 +81,16 @@ def fds_of(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
 class HostConn:
     """A host's connection to this NIC."""
 
-    __slots__ = ("assembler", "conn_id", "fds", "outq", "outq_bytes", "pid", "sock", "writing")
+    __slots__ = (
+        "assembler", "conn_id", "fds", "outq", "outq_bytes", "pid", "pidfd", "sock", "writing",
+    )  # fmt: skip
 
     def __init__(self, conn_id: int, sock: socket.socket, max_message: int) -> None:
         self.conn_id = conn_id
         self.sock = sock
         self.pid = peer_pid(sock)
+        self.pidfd = peer_pidfd(sock, self.pid)
+        """The connected process's pidfd: signals go through it (None: no signal at all)."""
         self.assembler = hl.Assembler(max_message)
         self.outq: deque[bytes] = deque()
         self.outq_bytes = 0
@@ -90,3 +125,12 @@ class HostConn:
         for fd in self.fds:
             os.close(fd)
         self.fds.clear()
+
+    def close(self) -> None:
+        """Close the socket, any descriptor received, the pidfd."""
+        self.sock.close()
+        self.close_fds()
+        if self.pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.pidfd)
+            self.pidfd = None

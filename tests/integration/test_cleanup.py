@@ -1,6 +1,8 @@
-"""A killed job leaves nothing behind (audit test 17): after ``kill -9 emurun`` its nicds and
-hosts stop on their own (the lifeline), and the next emurun sweeps what is left of the job
-(detached children, segments, the run directory), never a live job's.
+"""A killed job leaves nothing behind (audit test 17, issue 30): after ``kill -9 emurun`` its
+warden ends every process of the job (also what the hosts started) and removes its segments and
+run directory; without the warden, the nicds and hosts stop on their own (the lifeline) and the
+next emurun sweeps what is left of the job, never a live job's. (`test_orphans.py`: the same
+for programs that never open their NIC, and for a killed agent.)
 
 Real emurun, real nicds and hosts, real SIGKILL. Every wait has a generous timeout; no test
 asserts a duration.
@@ -78,21 +80,59 @@ def zygotes(job_id: str) -> list[psutil.Process]:
     return found
 
 
+def wardens(emurun: int) -> list[psutil.Process]:
+    """The warden (`launcher.warden`) of the emurun with pid ``emurun``."""
+    found = []
+    with contextlib.suppress(psutil.Error):
+        for proc in psutil.Process(emurun).children():
+            with contextlib.suppress(psutil.Error):
+                if "launcher.warden" in proc.cmdline():
+                    found.append(proc)
+    return found
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("forkserver", ["1", "0"])
-def test_kill_9_emurun_stops_nicds_and_hosts_and_the_next_run_sweeps(
+def test_kill_9_emurun_leaves_nothing_not_even_what_the_hosts_started(
     job: Job, forkserver: str
 ) -> None:
+    """Hosts that opened their port, each with a /dev/shm segment of the job and a child in a
+    session of its own that ignores SIGTERM: the warden ends all of it and removes the rest."""
+    job.env["EMU_FORKSERVER"] = forkserver
+    job.start("-np", str(NODES), ORPHAN_HOST)
+    job.wait_ready(NODES)
+    started = job_processes(job.id)
+    assert len(started) >= 3 * NODES  # nicds, hosts, their detached children
+    assert job.proc is not None
+    job.proc.kill()
+    job.proc.wait(timeout=WAIT_S)
+    _, alive = psutil.wait_procs(started, timeout=WAIT_S)
+    assert alive == [], [p.pid for p in alive]
+    wait_for(lambda: not job_segments(job.id) and not os.listdir(job.tmpdir), "removed")
+    job.assert_clean()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("forkserver", ["1", "0"])
+def test_without_its_warden_a_killed_emurun_is_swept_by_the_next_run(
+    job: Job, forkserver: str
+) -> None:
+    """The warden killed first: the lifeline still stops the nicds and the hosts that opened
+    their port, and the next emurun sweeps what is left (the detached children, the segments,
+    the run directory)."""
     job.env["EMU_FORKSERVER"] = forkserver
     job.start("-np", str(NODES), ORPHAN_HOST)
     hosts = job.wait_ready(NODES)
     nicds = [job.nicd_pid(node) for node in range(NODES)]
     assert job.proc is not None
+    (warden,) = wardens(job.proc.pid)
+    warden.kill()
+    wait_for(lambda: not running(warden.pid), "killed")  # a zombie until emurun is gone
     job.proc.kill()
     job.proc.wait(timeout=WAIT_S)
 
     wait_for(lambda: not any(map(running, [*hosts.values(), *nicds])), "stopped")
-    wait_for(lambda: not zygotes(job.id), "without a fork server")  # it follows its last child
+    wait_for(lambda: not zygotes(job.id), "without a fork server")  # it kills its children
     # What emurun would have swept is still there: the detached children, the segments, the
     # run directory with its socket files.
     detached = job_processes(job.id)

@@ -8,6 +8,8 @@ import contextlib
 import os
 import signal
 import socket
+import subprocess
+import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -98,3 +100,43 @@ def test_no_signal_without_a_verified_peer_pid(shell: _Shell) -> None:
             assert shell.core.link.drops["signal_unverified"] == 1
     finally:
         signal.signal(signal.SIGUSR1, old)
+
+
+def test_a_signal_never_reaches_a_process_that_reused_the_hosts_pid(
+    shell: _Shell, tmp_path: Path
+) -> None:
+    """The host that connected exits; its pid then names another process (this one, standing
+    in for a reuse): the NIC's signal goes through the pidfd taken at connect time, so it
+    fails (counted) instead of hitting the newcomer."""
+    path = str(tmp_path / "pci.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(path)
+    listener.listen(1)
+    code = (
+        "import socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+        f"s.connect({path!r})\n"
+        "sys.stdin.read()\n"
+    )
+    host = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE)
+    got: list[int] = []
+    old = signal.signal(signal.SIGUSR1, lambda signum, _frame: got.append(signum))
+    try:
+        nic, _ = listener.accept()
+        nic.setblocking(False)
+        conn = HostConn(shell._next_conn, nic, shell.core.config.max_message)
+        shell.conns[conn.conn_id] = conn
+        assert conn.pid == host.pid
+        assert host.stdin is not None
+        host.stdin.close()
+        assert host.wait(timeout=60) == 0  # exited and reaped: its pid is free for reuse
+        conn.pid = os.getpid()  # the reuse: the connection's pid now names a live process
+        shell._raise_signal(RaiseSignal(conn.conn_id, os.getpid()))
+        assert got == []
+        assert shell.core.link.drops["signal_failed"] == 1
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+        listener.close()
+        if host.poll() is None:
+            host.kill()
+            host.wait()
