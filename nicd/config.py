@@ -73,7 +73,12 @@ class TransportConfig:
     """A stream whose receiver refuses NO_BUFFER for this long fails its messages
     ``no_buffer`` (the peer stays alive; GM itself waits for ever)."""
     max_message: int = 1 << 24
-    """Largest message a receiver reassembles, in bytes; a longer one is a counted drop."""
+    """Largest message a receiver reassembles, in bytes; a longer one is refused (NACK
+    ABORTED: the sender's request fails ``aborted``)."""
+    nack_repeat_s: float = 0.005
+    """A go-back-N receiver repeats its GAP NACK while the gap persists: this long after the
+    first, then twice as long each time, :data:`~nicd.link.reliable.NACK_REPEATS` times at
+    most, so a lost NACK costs about this long instead of a whole RTO."""
     idle_stream_s: float = 60.0
     """An incoming stream that never took a packet (its state is the initial one: garbage,
     or refused at its first message) and heard nothing for this long is forgotten, counted

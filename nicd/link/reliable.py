@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from nicd.core.stats import TransportStats
 
 __all__ = [
+    "NACK_REPEATS",
     "REFUSAL_HOLD",
     "SEQ_MASK",
     "Admission",
@@ -57,6 +58,7 @@ SEQ_BITS = 32  # width of the sequence number on the wire
 SEQ_MASK = (1 << SEQ_BITS) - 1
 _HALF = 1 << (SEQ_BITS - 1)
 REFUSAL_HOLD = 0.5  # fraction of no_buffer_retry_s a refused receiver ignores retransmissions
+NACK_REPEATS = 4  # a GAP NACK is repeated at most this many times per gap (then the RTO)
 
 
 class Admission(IntEnum):
@@ -126,6 +128,10 @@ class GbnReceiver:
         """Set while the port refuses this stream (NO_BUFFER / NO_PORT)."""
         self._refused_at = 0.0
         self._gap_nacked: int | None = None
+        """The ``expected`` whose gap was NACKed last."""
+        self._gap_repeats = 0
+        self.gap_due: float | None = None
+        """When the GAP NACK is repeated if the gap persists (None: no repeat pending)."""
         self._reassembly: _Reassembly | None = None
         self._held: HoldBuffer | None = (
             HoldBuffer(config.window) if config.recovery == "selective" else None
@@ -146,7 +152,9 @@ class GbnReceiver:
                 return self._ahead(seq, p, now)
             stats.drops["out_of_order"] += 1
             if self.refusal is None and self._gap_nacked != self.expected:
-                self._gap_nacked = self.expected  # once per gap; the sender's RTO covers loss
+                self._gap_nacked = self.expected  # once per gap, then repeated by the timer
+                self._gap_repeats = 0
+                self.gap_due = now + self.config.nack_repeat_s
                 return [self._control(MsgType.NACK, NackReason.GAP)]
             return []
         held = self._held
@@ -226,6 +234,25 @@ class GbnReceiver:
             return None
         return self._control(MsgType.ACK, None)
 
+    def repeat_nack(self, now: float) -> SendPacket | None:
+        """The GAP NACK again if its repeat is due and the gap persists (the first, or the
+        retransmission it asked for, may have been lost); each repeat doubles the wait, and
+        after :data:`NACK_REPEATS` the sender's RTO is left to cover it. Clears or moves
+        ``gap_due`` whenever it has passed."""
+        due = self.gap_due
+        if due is None or now < due:
+            return None
+        if self._gap_nacked != self.expected or self.refusal is not None:
+            self.gap_due = None  # the gap closed (or the stream is refused: no GAP then)
+            return None
+        self._gap_repeats += 1
+        repeats = self._gap_repeats
+        self.gap_due = (
+            now + self.config.nack_repeat_s * (1 << repeats) if repeats < NACK_REPEATS else None
+        )
+        self.stats.recovery["nacks_repeated"] += 1
+        return self._control(MsgType.NACK, NackReason.GAP)
+
     def resume(self) -> SendPacket | None:
         """The port can take messages again: NACK RESUME(expected) if we refused the stream."""
         if self.refusal is None:
@@ -282,6 +309,7 @@ class GbnReceiver:
             r.chunks.append(p.payload)
         r.received += len(p.payload)
         self.expected += 1
+        self.gap_due = None  # any gap before this packet is closed
         out: list[TransportAction] = []
         if p.flags in HAS_LAST:
             self._reassembly = None
