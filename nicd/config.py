@@ -250,9 +250,10 @@ class NicConfig:
     """Largest message a port may send, in bytes."""
     reassembly_timeout_s: float = 30.0
     """A message being reassembled whose stream brings nothing for this long (its sender
-    died or went silent mid-message) is discarded, counted ``reassembly_timeout``, and its
-    receive token goes back to the port. A live sender resends at least every RTO (1 s at
-    most), so only a gone one comes near this."""
+    died or went silent mid-message) is aborted, counted ``reassembly_timeout``: its
+    receive token goes back to the port and its sender is told (NACK ABORTED), so the
+    sender's request fails ``aborted`` instead of ending SENT. A live sender resends at
+    least every RTO (1 s at most), so only a gone or frozen one comes near this."""
     host_out_bytes: int = 64 << 20
     """Bytes of records nicd keeps queued for one host connection that does not read them
     (beyond what its socket buffer holds). Past this the connection is closed with a logged

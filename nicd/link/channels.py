@@ -152,7 +152,7 @@ class Transport:
 
     def close_port(self, port: int, *, now: float) -> list[TransportAction]:
         """Local ``port`` closed: its sends fail ``closed``; partial messages into it are
-        dropped."""
+        aborted (their senders' requests fail ``aborted``, never SENT)."""
         out: list[TransportAction] = []
         for key, sender in self._senders.items():
             if key.src_port == port:
@@ -160,15 +160,29 @@ class Transport:
                 self._track_sender(key, sender, now)
         for rkey, receiver in self._receivers.items():
             if rkey.dst_port == port:
-                receiver.drop_partial()
+                out += self._abort(rkey, receiver, "port_closed", now)
         return out
 
-    def drop_partial(self, src_node: int, src_port: int, dst_port: int) -> None:
-        """Discard the message being reassembled on that incoming stream (its sender went
-        silent); later fragments are still taken in order, so the stream stays whole."""
-        receiver = self._receivers.get(RecvKey(src_node, src_port, dst_port))
-        if receiver is not None:
-            receiver.drop_partial()
+    def abort_partial(
+        self, src_node: int, src_port: int, dst_port: int, *, now: float
+    ) -> list[TransportAction]:
+        """Give up on the message being reassembled on that incoming stream (its sender went
+        silent past the reassembly timeout): NACK ABORTED, so its sender fails it instead of
+        reporting it SENT; the stream goes on once the sender skipped the rest."""
+        key = RecvKey(src_node, src_port, dst_port)
+        receiver = self._receivers.get(key)
+        if receiver is None:
+            return []
+        return self._abort(key, receiver, "reassembly_timeout", now)
+
+    def _abort(
+        self, key: RecvKey, receiver: GbnReceiver, cause: str, now: float
+    ) -> list[TransportAction]:
+        action = receiver.abort(cause, now=now)
+        if action is None:
+            return []
+        self._pending_acks.pop(key, None)  # the NACK carries the cumulative ACK
+        return [action]
 
     # -- packets ----------------------------------------------------------------------------
 
