@@ -2,21 +2,23 @@
 believes in tells the sender (NACK ABORTED), so the sender's request ends in an error naming
 the peer, never SENT; the receiving port's token comes back and the stream goes on.
 
-The place covered here, on whole NICs and a virtual clock: a sender that freezes mid-message
-for longer than the reassembly timeout (its NIC takes no datagram and fires no timer, as under
-SIGSTOP). The other places have their tests beside the code: a receiving port that closes
-mid-message (``test_channels.py::test_receiver_close_port_aborts_the_partial_message...``),
-a message longer than the receiver's ``max_message`` and the receiver's abort itself
-(``test_reliable.py``)."""
+Covered here, on a virtual clock: a sender that freezes mid-message for longer than the
+reassembly timeout (its NIC takes no datagram and fires no timer, as under SIGSTOP), also with
+the first NACK lost; a receiving port that closes mid-message on a lossy link, under both
+recoveries. Beside the code: the receiver's abort and a message longer than the receiver's
+``max_message`` (``test_reliable.py``), a port closed mid-message on a clean link
+(``test_channels.py``)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from nicd import hostlink as hl
 from nicd.config import NicConfig, TransportConfig
 from nicd.link.wire import ControlPacket, DataPacket, MsgType, NackReason
-from tests.unit.netsim import NicNet, Transit, perfect, sent_handles
+from tests.unit.netsim import BadNetwork, Net, NicNet, Transit, perfect, sent_handles, test_config
 
 PORT = 0
 TIMEOUT = 5.0
@@ -117,3 +119,32 @@ def test_a_sender_that_keeps_sending_is_not_aborted() -> None:
     assert _errors(net) == []
     assert sent_handles(net.hosts[0]) == [1]
     assert [r.payload for r in net.records(1, hl.RecvEvent)] == [b"m" * (MTU * 3)]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("recovery", ["gbn", "selective"])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_port_closed_mid_message_under_loss_ends_in_exactly_one_outcome_each(
+    recovery: str, seed: int
+) -> None:
+    """Transports on a lossy, duplicating, reordering link: the receiving port closes while
+    the first message is partly taken and opens again. Every message ends once, and none the
+    receiver did not deliver is reported SENT."""
+    net = Net(2, test_config(recovery=recovery, ack_every=1), BadNetwork(seed=seed, loss=0.2,
+              dup=0.05, reorder=0.1))  # fmt: skip
+    handles = [net.send(0, 1, bytes([i]) * (64 * 3)) for i in range(3)]
+    receiver = net.nodes[1]
+    net.advance(0.0001)  # two link delays: the first fragments are in, not all
+    receiver.ports.close(0)
+    net.apply(1, receiver.transport.close_port(0, now=net.now))
+    receiver.ports.open(0)
+    net.apply(1, receiver.transport.resume_port(0, now=net.now))
+    net.run()
+    sender = net.nodes[0]
+    completed = [c.handle for c in sender.completed]
+    failed = [f.handle for f in sender.failed]
+    assert sorted(completed + failed) == handles  # each exactly once
+    delivered = [d.payload[0] for d in receiver.delivered]
+    assert [handles[i] for i in delivered] == completed  # SENT means delivered, in order
+    assert all(f.reason == "aborted" and f.dst_node == 1 for f in sender.failed)
+    drops = receiver.transport.stats()["drops"]
+    assert drops.get("port_closed", 0) == len(failed)  # type: ignore[attr-defined]  # one each
