@@ -89,7 +89,13 @@ FAULTS: tuple[str, ...] = ("drop", "dup", "corrupt", "reorder", "delay")
 """A ``K_FAULT`` event's ``fault`` field is an index here."""
 F_DROP, F_DUP, F_CORRUPT, F_REORDER, F_DELAY = range(5)
 
-NACK_REASONS: dict[int, str] = {1: "GAP", 2: "NO_BUFFER", 3: "RESUME", 4: "NO_PORT"}
+NACK_REASONS: dict[int, str] = {
+    1: "GAP",
+    2: "NO_BUFFER",
+    3: "RESUME",
+    4: "NO_PORT",
+    5: "ABORTED",
+}
 """nicd.link.wire.NackReason values -> names (a NACK's flags byte; copied like MSG_TYPES)."""
 
 MPI_CALLS: tuple[str, ...] = (

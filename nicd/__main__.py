@@ -95,8 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--reassembly-timeout-s",
         type=float,
         default=30.0,
-        help="seconds a partial message may hear nothing before it is dropped and its "
-        "receive token returned (%(default)s)",
+        help="seconds a partial message may hear nothing before it is aborted (its sender "
+        "told, its receive token returned) (%(default)s)",
     )
     g.add_argument(
         "--host-out-bytes",

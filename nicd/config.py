@@ -73,7 +73,12 @@ class TransportConfig:
     """A stream whose receiver refuses NO_BUFFER for this long fails its messages
     ``no_buffer`` (the peer stays alive; GM itself waits for ever)."""
     max_message: int = 1 << 24
-    """Largest message a receiver reassembles, in bytes; a longer one is a counted drop."""
+    """Largest message a receiver reassembles, in bytes; a longer one is refused (NACK
+    ABORTED: the sender's request fails ``aborted``)."""
+    nack_repeat_s: float = 0.005
+    """A go-back-N receiver repeats its GAP NACK while the gap persists: this long after the
+    first, then twice as long each time, :data:`~nicd.link.reliable.NACK_REPEATS` times at
+    most, so a lost NACK costs about this long instead of a whole RTO."""
     idle_stream_s: float = 60.0
     """An incoming stream that never took a packet (its state is the initial one: garbage,
     or refused at its first message) and heard nothing for this long is forgotten, counted
@@ -245,9 +250,10 @@ class NicConfig:
     """Largest message a port may send, in bytes."""
     reassembly_timeout_s: float = 30.0
     """A message being reassembled whose stream brings nothing for this long (its sender
-    died or went silent mid-message) is discarded, counted ``reassembly_timeout``, and its
-    receive token goes back to the port. A live sender resends at least every RTO (1 s at
-    most), so only a gone one comes near this."""
+    died or went silent mid-message) is aborted, counted ``reassembly_timeout``: its
+    receive token goes back to the port and its sender is told (NACK ABORTED), so the
+    sender's request fails ``aborted`` instead of ending SENT. A live sender resends at
+    least every RTO (1 s at most), so only a gone or frozen one comes near this."""
     host_out_bytes: int = 64 << 20
     """Bytes of records nicd keeps queued for one host connection that does not read them
     (beyond what its socket buffer holds). Past this the connection is closed with a logged

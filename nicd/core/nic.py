@@ -216,6 +216,9 @@ class NicCore:
             return []
         service = self._by_packet.get(packet.msg_type)
         if service is not None:  # life from the peer too (the transport sees the rest itself)
+            if isinstance(packet, DataPacket) and packet.skip:  # only streams skip
+                link.drop("unexpected_skip")
+                return []
             revived = self.transport.heard(node, now=now)
             return self._run([*revived, *service.on_packet(packet, now=now)], now)
         if isinstance(packet, ControlPacket):
@@ -501,10 +504,11 @@ class NicCore:
         return self.partials.admit(first, self.grim.admit, now=self._now)
 
     def _expire_partials(self, now: float) -> list[CoreAction]:
-        """Discard the partial messages whose senders went silent; return their tokens."""
+        """Abort the partial messages whose senders went silent (their senders are told, so
+        their requests fail instead of ending SENT); return their tokens."""
         out: list[CoreAction] = []
         for key, token in self.partials.expired(now):
-            self.transport.drop_partial(key.src_node, key.src_port, key.dst_port)
+            out += self.transport.abort_partial(key.src_node, key.src_port, key.dst_port, now=now)
             if token:
                 out.append(GiveBack(key.dst_port))
         return out

@@ -5,7 +5,8 @@ A multi-fragment message takes its port's receive token when its FIRST fragment 
 when its LAST arrives. If its sender dies or goes silent in between, nothing else would ever
 end it (GRIM 4.3.3 buffers only at the sender; the receiver just waits). This table remembers,
 per incoming stream, when the partial message last heard a packet and whether it took a token;
-NicCore discards the ones silent for ``reassembly_timeout_s`` and returns their tokens. A
+NicCore aborts the ones silent for ``reassembly_timeout_s`` (their senders are told, NACK
+ABORTED, so they report an error and never SENT) and returns their tokens. A
 stream holds at most one partial at a time, so the table never holds more entries than there
 are incoming streams. Sans-IO.
 """
@@ -108,8 +109,10 @@ class Partials:
     def expired(self, now: float) -> list[tuple[PartialKey, bool]]:
         """Forget and return the partials silent for the timeout (each a counted drop), with
         whether each held a token."""
-        limit = now - self.timeout_s
-        gone = [(k, p.token) for k, p in self._by_key.items() if p.heard <= limit]
+        timeout = self.timeout_s  # ``heard + timeout`` as next_deadline computes it: a timer
+        # at that deadline always finds it passed (``heard <= now - timeout`` may not, by a
+        # rounding, and the caller would spin)
+        gone = [(k, p.token) for k, p in self._by_key.items() if p.heard + timeout <= now]
         for key, _ in gone:
             del self._by_key[key]
             self.link.drop("reassembly_timeout")

@@ -19,6 +19,9 @@ stream and no probe timer, and new sends to it fail at once; PeerDead is emitted
 death; ``next_deadline`` is the minimum of the busy streams' and the probe timers, and
 ``on_timer`` clears or moves every deadline it finds passed, so a caller never spins; a bad or
 unexpected packet is a counted drop.
+
+Over 500 lines because every input here reads and writes the same stream tables (senders,
+busy, receivers, pending ACKs, gaps, refusals): split, the halves would share them all.
 """
 
 from __future__ import annotations
@@ -83,6 +86,8 @@ class Transport:
         self._control_handlers: dict[
             MsgType, Callable[[StreamSender, ControlPacket, float], list[TransportAction]]
         ] = {MsgType.ACK: self._on_ack, MsgType.NACK: self._on_nack, MsgType.SACK: self._on_sack}
+        self._gaps: dict[RecvKey, GbnReceiver] = {}
+        """Incoming streams whose GAP NACK may be repeated (``gap_due`` set)."""
         self._initial: dict[RecvKey, float] = {}
         """Incoming streams that never took a packet, with when one last came: evictable."""
         self._sweep_at: float | None = None
@@ -147,7 +152,7 @@ class Transport:
 
     def close_port(self, port: int, *, now: float) -> list[TransportAction]:
         """Local ``port`` closed: its sends fail ``closed``; partial messages into it are
-        dropped."""
+        aborted (their senders' requests fail ``aborted``, never SENT)."""
         out: list[TransportAction] = []
         for key, sender in self._senders.items():
             if key.src_port == port:
@@ -155,15 +160,29 @@ class Transport:
                 self._track_sender(key, sender, now)
         for rkey, receiver in self._receivers.items():
             if rkey.dst_port == port:
-                receiver.drop_partial()
+                out += self._abort(rkey, receiver, "port_closed", now)
         return out
 
-    def drop_partial(self, src_node: int, src_port: int, dst_port: int) -> None:
-        """Discard the message being reassembled on that incoming stream (its sender went
-        silent); later fragments are still taken in order, so the stream stays whole."""
-        receiver = self._receivers.get(RecvKey(src_node, src_port, dst_port))
-        if receiver is not None:
-            receiver.drop_partial()
+    def abort_partial(
+        self, src_node: int, src_port: int, dst_port: int, *, now: float
+    ) -> list[TransportAction]:
+        """Give up on the message being reassembled on that incoming stream (its sender went
+        silent past the reassembly timeout): NACK ABORTED, so its sender fails it instead of
+        reporting it SENT; the stream goes on once the sender skipped the rest."""
+        key = RecvKey(src_node, src_port, dst_port)
+        receiver = self._receivers.get(key)
+        if receiver is None:
+            return []
+        return self._abort(key, receiver, "reassembly_timeout", now)
+
+    def _abort(
+        self, key: RecvKey, receiver: GbnReceiver, cause: str, now: float
+    ) -> list[TransportAction]:
+        action = receiver.abort(cause, now=now)
+        if action is None:
+            return []
+        self._pending_acks.pop(key, None)  # the NACK carries the cumulative ACK
+        return [action]
 
     # -- packets ----------------------------------------------------------------------------
 
@@ -198,6 +217,10 @@ class Transport:
             self._pending_acks[key] = receiver
         else:
             self._pending_acks.pop(key, None)
+        if receiver.gap_due is not None:
+            self._gaps[key] = receiver
+        elif self._gaps:
+            self._gaps.pop(key, None)
         if receiver.refusal is not None:
             self._refused.setdefault(key.dst_port, {})[key] = receiver
         else:
@@ -284,6 +307,8 @@ class Transport:
                 out += sender.on_timeout(now=now)
             out += sender.on_timer(now=now)
             self._track_sender(key, sender, now)
+        if self._gaps:
+            out += self._repeat_nacks(now)
         if self._pending_acks:
             out += self.flush(now=now)
         if self._sweep_at is not None and now >= self._sweep_at:
@@ -319,6 +344,10 @@ class Transport:
                 best = d
         for receiver in self._pending_acks.values():
             d = receiver.ack_due
+            if d is not None and (best is None or d < best):
+                best = d
+        for receiver in self._gaps.values():
+            d = receiver.gap_due
             if d is not None and (best is None or d < best):
                 best = d
         return best
@@ -386,6 +415,18 @@ class Transport:
         self._stats.nacks_received[reason.name.lower()] += 1
         return sender.on_nack(reason, packet.seq, now=now)
 
+    def _repeat_nacks(self, now: float) -> list[TransportAction]:
+        """Repeat the GAP NACKs that are due; forget the streams with no repeat left."""
+        out: list[TransportAction] = []
+        for key, receiver in list(self._gaps.items()):
+            action = receiver.repeat_nack(now)
+            if action is not None:
+                out.append(action)
+                self._pending_acks.pop(key, None)  # the NACK carries the cumulative ACK
+            if receiver.gap_due is None:
+                del self._gaps[key]
+        return out
+
     def _evict_idle(self, now: float) -> None:
         """Forget incoming streams still in their initial state (``expected`` 0: nothing
         taken, so no partial message and nothing the sender counts on) that heard nothing
@@ -407,6 +448,7 @@ class Transport:
             del self._initial[key]
             del self._receivers[key]
             self._pending_acks.pop(key, None)
+            self._gaps.pop(key, None)
             refused = self._refused.get(key.dst_port)
             if refused is not None:
                 refused.pop(key, None)
@@ -479,10 +521,11 @@ def _check_config(c: TransportConfig) -> None:
     if (
         min(c.no_buffer_retry_s, c.dead_peer_timeout_s, c.probe_interval_s) <= 0
         or min(c.no_port_timeout_s, c.no_buffer_timeout_s, c.idle_stream_s) <= 0
+        or c.nack_repeat_s <= 0
     ):
         raise UsageError(
             "no_buffer_retry_s, dead_peer_timeout_s, probe_interval_s, no_port_timeout_s, "
-            "no_buffer_timeout_s and idle_stream_s must be positive"
+            "no_buffer_timeout_s, idle_stream_s and nack_repeat_s must be positive"
         )
     if c.recovery not in RECOVERIES:
         raise UsageError(f"recovery {c.recovery!r} must be one of {', '.join(RECOVERIES)}")

@@ -12,6 +12,15 @@ fragment arrives at ``expected`` after every earlier fragment was taken in order
 called only for a FIRST fragment at ``expected``; a bad peer is a counted drop, never raised.
 Sequence numbers are unbounded in the cores and 32-bit on the wire (:func:`unwrap` maps back).
 
+No silent loss: a receiver that gives up on a message its sender still believes in (the
+partial message's reassembly timed out, its port closed, it is longer than ``max_message``)
+does not take the rest of it quietly, which would let the sender report it SENT. It aborts it:
+``expected`` stays at the first fragment not taken, every packet of the stream that comes is
+answered NACK ABORTED (rate-limited by ``nack_repeat_s``) until the sender, which fails that
+message, sends its remaining fragments as SKIP packets; those are taken without payload, and
+after the LAST the stream goes on. Because ``expected`` cannot pass the aborted message before
+the sender has seen an ABORTED NACK, no ACK can ever complete it.
+
 Selective recovery (``recovery="selective"``, RFC 2018/6675): the receiver holds packets that
 arrive ahead of ``expected`` (bounded by :class:`~nicd.link.selective.HoldBuffer`, never while
 it refuses the stream), takes them in order once the hole is filled, and answers with SACK
@@ -44,6 +53,7 @@ if TYPE_CHECKING:
     from nicd.core.stats import TransportStats
 
 __all__ = [
+    "NACK_REPEATS",
     "REFUSAL_HOLD",
     "SEQ_MASK",
     "Admission",
@@ -57,6 +67,7 @@ SEQ_BITS = 32  # width of the sequence number on the wire
 SEQ_MASK = (1 << SEQ_BITS) - 1
 _HALF = 1 << (SEQ_BITS - 1)
 REFUSAL_HOLD = 0.5  # fraction of no_buffer_retry_s a refused receiver ignores retransmissions
+NACK_REPEATS = 4  # a GAP NACK is repeated at most this many times per gap (then the RTO)
 
 
 class Admission(IntEnum):
@@ -91,8 +102,6 @@ class _Reassembly:
     """The FIRST fragment: the message's header fields."""
     chunks: list[bytes]
     received: int
-    discard: bool = False
-    """Take the fragments in order but deliver nothing (too long, or its port closed)."""
 
 
 class GbnReceiver:
@@ -126,7 +135,15 @@ class GbnReceiver:
         """Set while the port refuses this stream (NO_BUFFER / NO_PORT)."""
         self._refused_at = 0.0
         self._gap_nacked: int | None = None
+        """The ``expected`` whose gap was NACKed last."""
+        self._gap_repeats = 0
+        self.gap_due: float | None = None
+        """When the GAP NACK is repeated if the gap persists (None: no repeat pending)."""
         self._reassembly: _Reassembly | None = None
+        self.aborting = False
+        """The message at ``expected`` was aborted: only SKIP packets are taken until its
+        LAST; anything else is answered NACK ABORTED."""
+        self._aborted_nack_at = float("-inf")
         self._held: HoldBuffer | None = (
             HoldBuffer(config.window) if config.recovery == "selective" else None
         )
@@ -142,13 +159,20 @@ class GbnReceiver:
             self.ack_due = now
             return []
         if seq > self.expected:
+            if self.aborting:
+                stats.drops["aborted"] += 1
+                return self._abort_nack(now)
             if self._held is not None:
                 return self._ahead(seq, p, now)
             stats.drops["out_of_order"] += 1
             if self.refusal is None and self._gap_nacked != self.expected:
-                self._gap_nacked = self.expected  # once per gap; the sender's RTO covers loss
+                self._gap_nacked = self.expected  # once per gap, then repeated by the timer
+                self._gap_repeats = 0
+                self.gap_due = now + self.config.nack_repeat_s
                 return [self._control(MsgType.NACK, NackReason.GAP)]
             return []
+        if self.aborting or p.skip:
+            return self._skip(p, now)
         held = self._held
         if held is None or not held:
             return self._in_order(p, now, admit)
@@ -226,6 +250,25 @@ class GbnReceiver:
             return None
         return self._control(MsgType.ACK, None)
 
+    def repeat_nack(self, now: float) -> SendPacket | None:
+        """The GAP NACK again if its repeat is due and the gap persists (the first, or the
+        retransmission it asked for, may have been lost); each repeat doubles the wait, and
+        after :data:`NACK_REPEATS` the sender's RTO is left to cover it. Clears or moves
+        ``gap_due`` whenever it has passed."""
+        due = self.gap_due
+        if due is None or now < due:
+            return None
+        if self._gap_nacked != self.expected or self.refusal is not None:
+            self.gap_due = None  # the gap closed (or the stream is refused: no GAP then)
+            return None
+        self._gap_repeats += 1
+        repeats = self._gap_repeats
+        self.gap_due = (
+            now + self.config.nack_repeat_s * (1 << repeats) if repeats < NACK_REPEATS else None
+        )
+        self.stats.recovery["nacks_repeated"] += 1
+        return self._control(MsgType.NACK, NackReason.GAP)
+
     def resume(self) -> SendPacket | None:
         """The port can take messages again: NACK RESUME(expected) if we refused the stream."""
         if self.refusal is None:
@@ -233,14 +276,47 @@ class GbnReceiver:
         self.refusal = None
         return self._control(MsgType.NACK, NackReason.RESUME)
 
-    def drop_partial(self) -> None:
-        """The port closed: discard the message being reassembled (its later fragments are
-        still taken in order, so the stream does not stall)."""
-        r = self._reassembly
-        if r is not None and not r.discard:
-            r.discard = True
-            r.chunks.clear()
-            self.stats.drops["port_closed"] += 1
+    def abort(self, cause: str, *, now: float) -> SendPacket | None:
+        """Give up on the message being reassembled (``cause``: ``reassembly_timeout``,
+        ``port_closed``), counted under ``cause``: NACK ABORTED at once (and again for each
+        later packet until the sender skips the rest). None when no message is partial."""
+        if self._reassembly is None:
+            return None
+        self._reassembly = None
+        self.stats.drops[cause] += 1
+        return self._begin_abort(now)
+
+    def _begin_abort(self, now: float) -> SendPacket:
+        self.aborting = True
+        self.gap_due = None  # the sender is told ABORTED instead
+        if self._held:
+            self.stats.recovery["held_discarded"] += self._held.clear()
+        self._aborted_nack_at = now
+        return self._control(MsgType.NACK, NackReason.ABORTED)
+
+    def _abort_nack(self, now: float) -> list[TransportAction]:
+        """A packet of an aborted message that is no SKIP: the sender has not heard; tell it
+        again, at most once per ``nack_repeat_s``."""
+        if now - self._aborted_nack_at < self.config.nack_repeat_s:
+            return []
+        self._aborted_nack_at = now
+        return [self._control(MsgType.NACK, NackReason.ABORTED)]
+
+    def _skip(self, p: DataPacket, now: float) -> list[TransportAction]:
+        """A packet at ``expected`` while aborting, or a SKIP packet."""
+        stats = self.stats
+        if not p.skip:
+            stats.drops["aborted"] += 1
+            return self._abort_nack(now)
+        if not self.aborting and self._reassembly is not None:
+            self._reassembly = None  # the sender aborted it on its own
+            stats.drops["abandoned"] += 1
+        stats.recovery["skipped"] += 1
+        self.expected += 1
+        self.gap_due = None
+        if p.flags in HAS_LAST:
+            self.aborting = False
+        return self._count_ack(now, [])
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -262,8 +338,7 @@ class GbnReceiver:
         if p.msg_len > self.config.max_message:
             stats.drops["too_large"] += 1
             self.refusal = None
-            self._reassembly = _Reassembly(p, [], 0, discard=True)
-            return None, []
+            return [self._begin_abort(now)], []
         verdict, raised = admit(p)
         reason = _REFUSALS.get(verdict)
         if reason is not None:
@@ -278,23 +353,24 @@ class GbnReceiver:
     def _take(self, p: DataPacket, now: float) -> list[TransportAction]:
         r = self._reassembly
         assert r is not None  # _start or the consistency check made sure
-        if not r.discard:
-            r.chunks.append(p.payload)
+        r.chunks.append(p.payload)
         r.received += len(p.payload)
         self.expected += 1
+        self.gap_due = None  # any gap before this packet is closed
         out: list[TransportAction] = []
         if p.flags in HAS_LAST:
             self._reassembly = None
-            if r.discard:
-                self.stats.drops["discarded_message"] += 1
-            else:
-                first = r.first
-                self.stats.delivered += 1
-                delivery = Deliver(
-                    self.dst_port, self.src_node, self.src_port, first.msg_type,
-                    b"".join(r.chunks), first.am_handler, first.args, first.mcast_group,
-                )  # fmt: skip
-                out.append(delivery)
+            first = r.first
+            self.stats.delivered += 1
+            delivery = Deliver(
+                self.dst_port, self.src_node, self.src_port, first.msg_type,
+                b"".join(r.chunks), first.am_handler, first.args, first.mcast_group,
+            )  # fmt: skip
+            out.append(delivery)
+        return self._count_ack(now, out)
+
+    def _count_ack(self, now: float, out: list[TransportAction]) -> list[TransportAction]:
+        """One more packet taken: ACK now every ``ack_every``, else arm the delayed ACK."""
         self.unacked += 1
         if self.unacked >= self.config.ack_every:
             out.append(self._control(MsgType.ACK, None))

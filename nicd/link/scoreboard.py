@@ -20,7 +20,7 @@ the wire is reused only after :meth:`Scoreboard.clear`. Pure: callers pass ``now
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from nicd.core.actions import SendComplete, SendPacket
@@ -261,6 +261,15 @@ class Scoreboard:
         answering copies sent before it, must not make us send the window twice."""
         last = self.rollback
         return last is not None and last[0] == seq and now - last[1] < rto.round_trip()
+
+    def skip(self, message: Message, seq: int) -> None:
+        """The receiver aborted ``message`` at ``seq``: its packets from ``seq`` to its last
+        become SKIP packets (no payload; only their sequence numbers still count)."""
+        for index in range(seq - self.base, message.last_seq - self.base + 1):
+            entry = self.packets[index]
+            if not entry.packet.skip:
+                entry.packet = replace(entry.packet, payload=b"", skip=True)
+                entry.sacked = False
 
     def forget_sacks(self) -> None:
         """Drop every SACK mark (the receiver refused and dropped what it held, or the marks

@@ -15,6 +15,8 @@ receiver lets it send (:mod:`~nicd.link.refusal`). What a sender does on each in
 * SACK: the same for its cumulative part, then the recovery marks the held packets.
 * NACK GAP / RESUME: free what it acknowledges and go back to its seq (a GAP is a loss event;
   a RESUME ends a refusal). NACK NO_BUFFER / NO_PORT: free, rewind to its seq, pause.
+* NACK ABORTED: free what it acknowledges; the message holding its seq fails ``aborted`` (its
+  receiver gave up on it) and its fragments from there on become SKIP packets, sent from seq.
 * Retransmission timeout: back off, cut the window, go back to ``base``.
 * Its own timer: the refusal retry or give-up while paused, else the recovery's timer.
 
@@ -169,6 +171,8 @@ class StreamSender:
             self.stats.drops["stale_nack"] += 1
             return []
         out = self._free(wanted, now=now, sample=False) if wanted > board.base else []
+        if reason is NackReason.ABORTED:
+            return out + self._aborted(wanted, now=now)
         if reason is NackReason.GAP or reason is NackReason.RESUME:
             if reason is NackReason.RESUME and self.refusal.state is not _OPEN:
                 self.refusal.clear()
@@ -271,6 +275,25 @@ class StreamSender:
         if self.refusal.state is not _OPEN:
             self.refusal.clear()
         return out
+
+    def _aborted(self, seq: int, *, now: float) -> list[TransportAction]:
+        """The receiver aborted the message holding ``seq`` (all before it arrived): fail it
+        (once), make the rest of its fragments SKIP packets and send them from ``seq``."""
+        board = self.board
+        if seq >= board.next_seq:  # nothing there: the stream was emptied meanwhile
+            self.stats.drops["stale_nack"] += 1
+            return []
+        message = board[seq].message
+        out: list[TransportAction] = []
+        if not message.orphan:
+            message.orphan = True  # reported now; its packets still end silently
+            out.append(self._failure(message, "aborted"))
+        board.skip(message, seq)
+        if self.refusal.state is not _OPEN:
+            self.refusal.clear()  # the receiver answered: it is aborting, not refusing
+        if board.send_next > seq:  # the receiver rate-limits its ABORTED NACKs
+            board.go_back(seq, now=now)
+        return out + self.transmit(now=now)
 
     def _loss_event(self, now: float) -> None:
         if self.congestion.on_loss(now=now, rto=self.rto):

@@ -6,7 +6,8 @@ Frame layout (one UDP datagram = one Myrinet packet), all integers big-endian::
 
 Every body starts with the same word: packet type 0x0636 (16, GRIM's Myricom id) | message
 type (8) | flags (8). Data bodies then carry the rest of the data header, the piggy-backed
-ACK word when the flags say so (:data:`ACKED`), and the payload;
+ACK word when the flags say so (:data:`ACKED`), and the payload (none in a :data:`SKIP`
+packet, which only keeps the sequence of a message its receiver aborted);
 control (ACK/NACK) bodies carry three more words and nothing else (GRIM 4.1.1: "control
 messages are only 8 bytes long"; ours are 16 because UDP lacks Myrinet's in-order, lossless
 links and the stream key must travel along). The one exception is SACK (selective recovery,
@@ -43,6 +44,7 @@ __all__ = [
     "SACK_BITS",
     "SACK_TRAILER",
     "SIGNAL_TYPES",
+    "SKIP",
     "ControlPacket",
     "DataPacket",
     "FragFlags",
@@ -65,7 +67,9 @@ MAX_PORT = 0xFFFF  # ports (GRIM endpoints / logical channels) are 16-bit
 MAX_ROUTE_BYTES = 255
 
 # Data header, 12 words (48 bytes), after GRIM Fig 4.2:
-#   w0  packet type 0x0636 (16) | message type (8) | flags (8): FIRST 1, LAST 2, ACKED 4
+#   w0  packet type 0x0636 (16) | message type (8) | flags (8): FIRST 1, LAST 2, ACKED 4,
+#       SKIP 8 (a fragment of a message its receiver aborted, NACK ABORTED: no payload, the
+#       offset and length fields as the fragment had them; only the sequence number counts)
 #   w1  NI token (16) | multicast group (16)
 #   w2  sequence number (32), per (source LC, destination node, destination LC) stream
 #   w3  source node (16) | source endpoint = source LC (16)
@@ -82,6 +86,9 @@ DATA_HEADER = struct.Struct(">HBBHHIHHHHHHII4I")
 ACK_WORD = struct.Struct(">I")
 ACKED = 0x04
 """Data flags bit (beside the fragment flags): an ACK word follows the header."""
+SKIP = 0x08
+"""Data flags bit: this fragment's message was aborted by its receiver (NACK ABORTED); the
+packet carries no payload and is taken only to keep the stream's sequence whole."""
 
 # Control header (ACK, NACK), 4 words (16 bytes):
 #   w0  packet type 0x0636 (16) | message type (8) | NACK reason (8)
@@ -153,7 +160,7 @@ class FragFlags(IntFlag):
 
 
 _FRAG_MASK = int(FragFlags.ONLY)
-_DATA_FLAGS_MASK = _FRAG_MASK | ACKED
+_DATA_FLAGS_MASK = _FRAG_MASK | ACKED | SKIP
 FRAG_FLAGS = (FragFlags.NONE, FragFlags.FIRST, FragFlags.LAST, FragFlags.ONLY)
 """FragFlags by value: ``FRAG_FLAGS[first | last << 1]``. The fast path tests flags against
 these tables: building an IntFlag, ``|``, ``&`` and ``in`` on one are Python-level calls."""
@@ -180,6 +187,10 @@ class NackReason(IntEnum):
     """Receive tokens came back after NO_BUFFER; retransmit from ``seq`` now."""
     NO_PORT = 4
     """No endpoint is open at the destination LC; the sends fail."""
+    ABORTED = 5
+    """The receiver gave up on the message holding ``seq`` (its reassembly timed out, its port
+    closed, it is too long): that message fails at the sender, whose remaining fragments of
+    it go out as :data:`SKIP` packets from ``seq`` on (all before ``seq`` arrived)."""
 
 
 _NACK_REASONS = {int(r): r for r in NackReason}
@@ -211,6 +222,8 @@ class DataPacket:
     """The piggy-backed cumulative ACK of the reverse stream (see ``w12``), as decoded. The
     transport's own packets leave it None and pass the ACK to :func:`encode_data` instead:
     they are kept for retransmission, while an ACK is of the moment."""
+    skip: bool = False
+    """A :data:`SKIP` packet: its message was aborted by the receiver; no payload."""
 
 
 @dataclass(slots=True)
@@ -251,6 +264,8 @@ def encode_data(p: DataPacket, ack: int | None = None) -> bytes:
     flags = int(p.flags)
     if ack is not None:
         flags |= ACKED
+    if p.skip:
+        flags |= SKIP
     header = DATA_HEADER.pack(
         GRIM_PACKET_TYPE,
         int(p.msg_type),
@@ -386,7 +401,11 @@ def _decode_data(
         raise BadPacket("length", "fragment past the end of its message")
     if flags & 1 and offset != 0:  # FIRST
         raise BadPacket("offset", "FIRST fragment at a non-zero offset")
-    if flags & 2 and offset + frag_len != msg_len:  # LAST
+    skip = bool(flags & SKIP)
+    if skip:
+        if frag_len:
+            raise BadPacket("length", "a SKIP packet carries no payload")
+    elif flags & 2 and offset + frag_len != msg_len:  # LAST
         raise BadPacket("offset", "LAST fragment does not end the message")
     return DataPacket(
         msg_type,
@@ -405,6 +424,7 @@ def _decode_data(
         (a0, a1, a2, a3),
         route,
         ack,
+        skip,
     )
 
 

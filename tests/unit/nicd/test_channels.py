@@ -499,7 +499,7 @@ def test_close_port_fails_pending_sends_and_the_stream_stays_usable() -> None:
     assert len(net.nodes[0].failed) == 3
 
 
-def test_receiver_close_port_drops_the_partial_message_and_the_stream_goes_on() -> None:
+def test_receiver_close_port_aborts_the_partial_message_and_the_stream_goes_on() -> None:
     held = {"on": False}
 
     def hold_later_fragments(t: Transit) -> bool:
@@ -516,7 +516,9 @@ def test_receiver_close_port_drops_the_partial_message_and_the_stream_goes_on() 
     held["on"] = False
     net.run()
     assert receiver.delivered == []
-    assert len(net.nodes[0].completed) == 1  # the NIC took it; the host closed its port
+    # never SENT: the receiver gave up on it and said so (NACK ABORTED), naming the peer
+    assert net.nodes[0].completed == []
+    assert [(f.dst_node, f.reason) for f in net.nodes[0].failed] == [(1, "aborted")]
     assert receiver.transport.stats()["drops"]["port_closed"] == 1  # type: ignore[index]
     receiver.ports.open(0)
     net.send(0, 1, b"next")

@@ -180,18 +180,24 @@ def test_refused_receiver_tries_again_on_a_retransmission_after_the_hold() -> No
     assert len(admit.calls) == 3
 
 
-def test_too_long_message_is_taken_but_discarded() -> None:
+def test_too_long_message_is_aborted_and_its_skipped_fragments_keep_the_stream() -> None:
     r, stats = receiver(max_message=3)
     admit = OkAdmit()
     frags = [
         data_packet(seq=0, flags=FragFlags.FIRST, offset=0, payload=b"ab", msg_len=4),
         data_packet(seq=1, flags=FragFlags.LAST, offset=2, payload=b"cd", msg_len=4),
     ]
-    assert r.on_data(frags[0], now=0.0, admit=admit) == []
-    assert r.on_data(frags[1], now=0.0, admit=admit) == []
+    nack = only_control(r.on_data(frags[0], now=0.0, admit=admit))
+    assert (nack.reason, nack.seq) == (NackReason.ABORTED, 0)  # the sender fails it
+    assert r.on_data(frags[1], now=0.0, admit=admit) == []  # not taken: no ACK can cover it
     assert admit.calls == []
-    assert r.expected == 2  # the stream goes on
+    assert r.expected == 0
     assert stats.drops["too_large"] == 1
+    for frag in frags:  # what the sender sends once it heard
+        skipped = data_packet(seq=frag.seq, flags=frag.flags, offset=frag.offset, payload=b"",
+                              msg_len=4, skip=True)  # fmt: skip
+        assert [a for a in r.on_data(skipped, now=0.0, admit=admit) if isinstance(a, Deliver)] == []
+    assert r.expected == 2  # the stream goes on
     out = r.on_data(data_packet(seq=2, payload=b"ok"), now=0.0, admit=admit)
     assert [a.payload for a in out if isinstance(a, Deliver)] == [b"ok"]
 
@@ -236,21 +242,35 @@ def test_first_fragment_mid_message_abandons_the_partial_one() -> None:
     assert stats.drops["abandoned"] == 1
 
 
-def test_drop_partial_takes_the_rest_of_the_message_without_delivering_it() -> None:
-    r, stats = receiver()
+def test_an_aborted_partial_is_refused_until_the_sender_skips_the_rest() -> None:
+    r, stats = receiver(nack_repeat_s=0.01)
     admit = OkAdmit()
     r.on_data(
-        data_packet(seq=0, flags=FragFlags.FIRST, payload=b"ab", msg_len=3), now=0.0, admit=admit
+        data_packet(seq=0, flags=FragFlags.FIRST, payload=b"ab", msg_len=4), now=0.0, admit=admit
     )
-    r.drop_partial()
-    assert (
+    nack = only_control([r.abort("port_closed", now=0.0)])
+    assert (nack.reason, nack.seq) == (NackReason.ABORTED, 1)  # seq 0 arrived, 1 on refused
+    assert r.abort("port_closed", now=0.0) is None  # nothing partial any more
+    middle = data_packet(seq=1, flags=FragFlags.NONE, offset=2, payload=b"c", msg_len=4)
+    last = data_packet(seq=2, flags=FragFlags.LAST, offset=3, payload=b"d", msg_len=4)
+    assert r.on_data(middle, now=0.001, admit=admit) == []  # rate-limited
+    assert r.on_data(last, now=0.002, admit=admit) == []
+    again = only_control(r.on_data(middle, now=0.011, admit=admit))  # the sender did not hear
+    assert (again.reason, again.seq) == (NackReason.ABORTED, 1)
+    assert r.expected == 1
+    for p in (middle, last):
         r.on_data(
-            data_packet(seq=1, flags=FragFlags.LAST, offset=2, payload=b"c", msg_len=3),
-            now=0.0,
-            admit=admit,
-        )
-        == []
-    )
-    assert r.expected == 2
+            data_packet(seq=p.seq, flags=p.flags, offset=p.offset, payload=b"", msg_len=4,
+                        skip=True),
+            now=0.02, admit=admit,
+        )  # fmt: skip
+    assert r.expected == 3
+    assert not r.aborting
+    [d] = [a for a in r.on_data(data_packet(seq=3, payload=b"x"), now=0.03, admit=admit)
+           if isinstance(a, Deliver)]  # fmt: skip
+    assert d.payload == b"x"
     assert stats.drops["port_closed"] == 1
-    assert stats.delivered == 0
+    assert stats.drops["aborted"] == 3
+    assert stats.recovery["skipped"] == 2
+    assert stats.nacks_sent["aborted"] == 2
+    assert stats.delivered == 1

@@ -121,6 +121,10 @@ EXPECTED: dict[str, DataPacket | ControlPacket] = {
         args=(3, 6, 0x802, 0),
         route=b"",
     ),
+    # the LAST fragment (token, seq 9; 1:2 -> 3:4; 300 B, offset 200) of an aborted message
+    "data_skip": DataPacket(
+        MsgType.GM_DATA, FragFlags.LAST, 9, 9, 1, 2, 3, 4, 300, 200, b"", skip=True
+    ),
     "ack": ControlPacket(
         msg_type=MsgType.ACK,
         seq=100,
@@ -316,7 +320,7 @@ def resealed(packet: DataPacket | ControlPacket, offset: int, value: int) -> byt
         (1, 0x07, "packet_type"),  # 0x0736
         (3, 0, "msg_type"),
         (3, 63, "msg_type"),
-        (4, 0x08, "flags"),  # a data flag bit that does not exist (0x04 is ACKED)
+        (4, 0x10, "flags"),  # a data flag bit that does not exist (0x08 is SKIP)
     ],
 )
 def test_bad_header_fields_under_a_valid_crc(offset: int, value: int, reason: str) -> None:
@@ -343,6 +347,7 @@ def test_control_flag_checks() -> None:
         ({"offset": 1, "msg_len": 20}, "offset"),  # FIRST at a non-zero offset
         ({"msg_len": 100}, "offset"),  # LAST that does not end the message
         ({"flags": FragFlags.NONE, "offset": 10, "msg_len": 12}, "length"),  # past the end
+        ({"skip": True}, "length"),  # a SKIP packet with a payload
     ],
 )
 def test_inconsistent_fragments_are_refused(overrides: dict[str, object], reason: str) -> None:
