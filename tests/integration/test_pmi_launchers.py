@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -98,7 +99,9 @@ def assert_nothing_left(tmp: str, timeout: float = 30.0) -> None:
 
 
 def ok_lines(out: str, prefix: str) -> list[str]:
-    return sorted(line for line in out.splitlines() if line.startswith(prefix))
+    """Every ``PREFIX <rank>`` in ``out``, sorted: Hydra forwards the ranks' writes as they
+    come, so two ranks' lines may share one line of its output (emurun keeps lines whole)."""
+    return sorted(f"{prefix} {rank}" for rank in re.findall(rf"{re.escape(prefix)} (\d+)", out))
 
 
 @needs_hydra
