@@ -208,7 +208,7 @@ def _attach(channel: PmiChannel, environ: MutableMapping[str, str], timeout: flo
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
     os.close(lifeline.read_fd)  # the nicd holds it; we keep only the write end
-    attached = Attached(channel, kvsname, rank, size, nicd, replace_read(lifeline), run_dir)
+    attached = Attached(channel, kvsname, rank, size, nicd, _without_read_end(lifeline), run_dir)
     try:
         address = _read_ready(nicd, rank, timeout)
         table = _exchange(channel, kvsname, rank, size, address)
@@ -228,7 +228,7 @@ def _attach(channel: PmiChannel, environ: MutableMapping[str, str], timeout: flo
     return attached
 
 
-def replace_read(lifeline: Lifeline) -> Lifeline:
+def _without_read_end(lifeline: Lifeline) -> Lifeline:
     """``lifeline`` with its read end marked closed (-1), so `Lifeline.close` leaves it."""
     return replace(lifeline, read_fd=-1)
 
