@@ -220,7 +220,10 @@ def _excepthook(
 
 
 def _close_quietly() -> None:
-    """Before an immediate exit: free registered memory (no leak warnings), close the Port."""
+    """Before an immediate exit: free registered memory (no leak warnings), close the Port;
+    under a PMI launcher, stop this rank's nicd too."""
     if _runtime is not None:
         with contextlib.suppress(OSError, PortError):
             _runtime.engine.close()
+    if _attached is not None:
+        _attached.stop()

@@ -149,7 +149,7 @@ class Attached:
         except (PmiChannelError, PmiProtocolError, PmiRefused) as exc:
             failure = exc
         finally:
-            self._stop_nicd()
+            self.stop()
         if failure is not None:
             raise BootstrapError(f"rank {self.rank}: PMI at Finalize: {failure}") from failure
 
@@ -157,8 +157,12 @@ class Attached:
         """Ask the launcher to end the job with ``exitcode`` (no reply is awaited)."""
         self.channel.abort(exitcode, message)
 
-    def _stop_nicd(self) -> None:
-        self.channel.close()
+    def stop(self) -> None:
+        """Without a barrier: close the PMI connection, stop the nicd (SIGTERM, then SIGKILL
+        after `STOP_GRACE_S`), remove the run directory. A rank ending on an error does this
+        before it exits; a rank killed by a signal cannot, and leaves its run directory (its
+        nicd still stops, through the lifeline)."""
+        self.done = True
         with contextlib.suppress(ProcessLookupError):
             self.nicd.send_signal(signal.SIGTERM)
         try:
@@ -168,6 +172,7 @@ class Attached:
             self.nicd.wait()
         self.lifeline.close()
         shutil.rmtree(self.run_dir, ignore_errors=True)
+        self.channel.close()  # last: a launcher may take the closed connection for our end
 
 
 def attach(environ: MutableMapping[str, str]) -> Attached | None:
@@ -215,8 +220,7 @@ def _attach(channel: PmiChannel, environ: MutableMapping[str, str], timeout: flo
         set_routes(socket_path(run_dir, rank), table, timeout)
         channel.barrier()
     except BaseException as exc:
-        attached.done = True
-        attached._stop_nicd()
+        attached.stop()
         if isinstance(exc, PmiChannelError | PmiProtocolError | PmiRefused | NicdError):
             raise BootstrapError(f"rank {rank}: {exc}") from exc
         raise
