@@ -275,12 +275,19 @@ def _listen_host(environ: MutableMapping[str, str], mapping: str) -> str:
         return "127.0.0.1"
     name = socket.gethostname()
     try:
-        return socket.gethostbyname(name)
+        address = socket.gethostbyname(name)
     except OSError as exc:
         raise BootstrapError(
             f"the job spans several nodes but this host's name {name!r} does not resolve "
             f"({exc}): set {ENV_NIC_LISTEN} to this node's address"
         ) from None
+    if address.startswith("127."):  # Debian maps the host's name to 127.0.1.1
+        print(
+            f"emucluster: the job spans several nodes but {name!r} resolves to {address}: "
+            f"peers on other machines cannot reach it; set {ENV_NIC_LISTEN}",
+            file=sys.stderr,
+        )
+    return address
 
 
 def _start_nicd(

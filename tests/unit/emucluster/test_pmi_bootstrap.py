@@ -56,3 +56,22 @@ def test_the_listen_address() -> None:
     assert listen({}, "(vector,(0,1,4))") == "127.0.0.1"
     assert listen({}, "") == "127.0.0.1"
     assert listen({"EMU_NIC_LISTEN": "198.18.0.7"}, "(vector,(0,2,2))") == "198.18.0.7"
+
+
+def test_a_job_on_several_nodes_listens_where_the_hosts_name_resolves(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(bootstrap.socket, "gethostname", lambda: "n1")
+    monkeypatch.setattr(bootstrap.socket, "gethostbyname", lambda name: "198.18.0.5")
+    assert bootstrap._listen_host({}, "(vector,(0,2,2))") == "198.18.0.5"
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(bootstrap.socket, "gethostbyname", lambda name: "127.0.1.1")
+    assert bootstrap._listen_host({}, "(vector,(0,2,2))") == "127.0.1.1"
+    assert "set EMU_NIC_LISTEN" in capsys.readouterr().err
+
+    def unknown(name: str) -> str:
+        raise OSError("no such host")
+
+    monkeypatch.setattr(bootstrap.socket, "gethostbyname", unknown)
+    with pytest.raises(BootstrapError, match="set EMU_NIC_LISTEN"):
+        bootstrap._listen_host({}, "(vector,(0,2,2))")
