@@ -123,20 +123,25 @@ class PmiChannel:
     # -- the requests the wiring-up uses -------------------------------------------------------
 
     def maxes(self) -> Maxes:
+        """``get_maxes``: the manager's length limits."""
         value = self.call(self.session.get_maxes())
         assert isinstance(value, Maxes)
         return value
 
     def kvsname(self) -> str:
+        """``get_my_kvsname``: the job's key-value space."""
         return str(self.call(self.session.get_my_kvsname()))
 
     def put(self, kvsname: str, key: str, value: str) -> None:
+        """``put`` ``key`` = ``value`` (visible once every rank passed the next barrier)."""
         self.call(self.session.put(kvsname, key, value))
 
     def barrier(self) -> None:
+        """``barrier_in`` until ``barrier_out``: every rank of the job got here."""
         self.call(self.session.barrier_in())
 
     def get(self, kvsname: str, key: str) -> str:
+        """``get``: the value under ``key`` (PmiRefused when nobody put it)."""
         return str(self.call(self.session.get(kvsname, key)))
 
     def finalize(self) -> None:
@@ -152,5 +157,6 @@ class PmiChannel:
             self.sock.sendall(self.session.abort(exitcode, message))
 
     def close(self) -> None:
+        """Close the connection (idempotent)."""
         with contextlib.suppress(OSError):
             self.sock.close()
