@@ -25,7 +25,7 @@ from emucluster.p2p.protocol import EAGER_LIMIT_BYTES
 from emucluster.port.wait import DEFAULT_SPIN_US
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, MutableMapping
 
 __all__ = [
     "DEFAULT_SPIN_US",
@@ -45,6 +45,7 @@ __all__ = [
     "ENV_WAIT",
     "ConfigError",
     "HostConfig",
+    "process_environ",
 ]
 
 # -- set by emurun for every host process (its place in the job) -------------------------------
@@ -129,6 +130,13 @@ class HostConfig:
             mcast_costs=environ.get(ENV_MCAST_COSTS, "").strip(),
             algorithms={name: value for name, value in environ.items() if name in names},
         )
+
+
+def process_environ() -> MutableMapping[str, str]:
+    """This process's environment, for the one module that writes a host's place into it
+    before `HostConfig.from_env` reads it: a rank started by a PMI launcher
+    (``emucluster.pmi.bootstrap``) sets ``EMU_RANK`` ... there, as emurun would have."""
+    return os.environ
 
 
 def _number(

@@ -22,7 +22,7 @@ from emucluster.config import (  # the variables a host learns its place from
     ENV_WAIT,
 )
 from launcher.errors import EXIT_NOT_EXECUTABLE, ProgramNotFound, UsageError
-from nicd.config import FAULT_ENV, FaultConfig, Recovery
+from nicd.config import FAULT_ENV, FaultConfig, Recovery, node_fault_seed
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -56,7 +56,6 @@ of its own, and `emucluster.hosttime` charges the wait as polling; ``throughput`
 first (lower latency when cores are free), the library's historical default."""
 
 _JOB_ID = re.compile(r"[A-Za-z0-9]{1,32}")
-_SEED_STRIDE = 1 << 16  # node ids are 16 bits on the wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +179,7 @@ def shm_prefix(job_id: str) -> str:
 
 def fault_seed_for(seed: int, node: int) -> int:
     """Node ``node``'s fault seed: distinct per node, so nodes do not lose the same packets."""
-    return seed * _SEED_STRIDE + node
+    return node_fault_seed(seed, node)
 
 
 def resolve_program(

@@ -25,6 +25,7 @@ __all__ = [
     "Recovery",
     "TransportConfig",
     "fault_flag",
+    "node_fault_seed",
 ]
 
 Recovery = Literal["gbn", "selective"]
@@ -107,6 +108,15 @@ variable each falls back to when the flag is absent. Read by nicd and by emurun,
 ``fault_seed`` is :attr:`FaultConfig.seed`, the rest are the fields of the same name."""
 
 _PROBABILITIES = ("loss", "dup", "reorder", "corrupt")
+
+
+_SEED_STRIDE = 1 << 16  # node ids are 16 bits on the wire
+
+
+def node_fault_seed(seed: int, node: int) -> int:
+    """Node ``node``'s fault seed from a job's ``seed``: distinct per node, so nodes do not
+    lose the same packets (emurun and a rank started by a PMI launcher derive it alike)."""
+    return seed * _SEED_STRIDE + node
 
 
 def fault_flag(name: str) -> str:

@@ -2,7 +2,10 @@
 
 A host (``emucluster``) talks to its NIC over the PCI socket in host records and puts message
 types, GRIM fields, active-message registry requests and NICVM modules into the messages it
-sends; it compiles a NICVM module before uploading it, and stops when its launcher dies. Those
+sends; it compiles a NICVM module before uploading it, and stops when its launcher dies. A rank
+that a PMI launcher started (``emucluster.pmi``) also starts its own nicd as emurun would: it
+reads the nicd's ready line, installs its routing table, holds its lifeline and derives its
+fault seed. Those
 names are re-exported here, and only those: ``emucluster`` imports ``nicd.contract`` and no
 other module of nicd (``tests/unit/test_layering.py`` checks it), so the rest of nicd may move
 and change without a host noticing, and what a host depends on is read in one place. A name a
@@ -13,7 +16,8 @@ rooms that import ``hostlink`` themselves (``link/`` for message types, ``grim/`
 so a facade in ``hostlink`` would import back up into them. Nothing in nicd imports this module.
 
 Importing it costs what a host paid before: the records and their codec, the wire's message
-types, the GRIM field layouts, the lifeline. The NICVM virtual machine is not loaded, and the
+types, the GRIM field layouts, the lifeline, the ready line and the management client (a few
+small modules). The NICVM virtual machine is not loaded, and the
 compiler (with lark) only by the first :func:`compile_module` call.
 """
 
@@ -21,6 +25,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from nicd.config import FaultConfig, node_fault_seed
+from nicd.core.ready import BadReadyLine, Ready, decode_ready_untrusted, socket_path
+from nicd.errors import NicdError
 from nicd.grim.amregistry import MAX_HANDLER_ID as AM_MAX_HANDLER_ID
 from nicd.grim.amregistry import decode_reply as decode_am_reply
 from nicd.grim.amregistry import encode_request as encode_am_request
@@ -84,7 +91,9 @@ from nicd.link.wire import MsgType
 from nicd.nicvm.errors import NicvmError
 from nicd.nicvm.modules import BCAST_BINARY_TREE
 from nicd.nicvm.packet import encode_preamble
+from nicd.shell.lifeline import Lifeline
 from nicd.shell.lifeline import watch as watch_lifeline
+from nicd.shell.manage import set_routes
 
 if TYPE_CHECKING:
     from nicd.nicvm.program import Module
@@ -101,10 +110,13 @@ __all__ = [
     "REGISTRY_NODE",
     "AddressMap",
     "Assembler",
+    "BadReadyLine",
     "CloseReq",
     "DeregisterReq",
     "ErrorEvent",
+    "FaultConfig",
     "HostRecord",
+    "Lifeline",
     "McastErrorEvent",
     "McastFreeReq",
     "McastGroupOk",
@@ -112,6 +124,7 @@ __all__ = [
     "McastSendReq",
     "MsgType",
     "MultiSendReq",
+    "NicdError",
     "NicvmCommReq",
     "NicvmDelegateReq",
     "NicvmDone",
@@ -124,6 +137,7 @@ __all__ = [
     "OpenReq",
     "Opened",
     "ProvideReq",
+    "Ready",
     "RecvEvent",
     "Refused",
     "RegisterReq",
@@ -148,9 +162,13 @@ __all__ = [
     "Translation",
     "compile_module",
     "decode_am_reply",
+    "decode_ready_untrusted",
     "encode_am_request",
     "encode_preamble",
     "encode_record",
+    "node_fault_seed",
+    "set_routes",
+    "socket_path",
     "watch_lifeline",
 ]
 

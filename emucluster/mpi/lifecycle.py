@@ -7,7 +7,13 @@ this process's `Runtime` (``emucluster.mpi.runtime``); `finalize` runs at interp
 exception prints its traceback and ends the rank at once with exit status 1 (no finalize,
 which could wait on peers forever), so emurun stops the job.
 
-Outside emurun (no ``EMU_NIC_SOCKET``) the library runs as a singleton: one rank, no NIC;
+A process that a PMI-1 launcher started instead (``mpiexec``, ``srun --mpi=pmi2``: ``PMI_FD``
+or ``PMI_PORT`` set, no ``EMU_NIC_SOCKET``) first brings its node up through the launcher
+(``emucluster.pmi.bootstrap``: its own nicd, the address exchange, the routes) and then runs as
+under emurun; its Finalize ends with a PMI barrier and stops that nicd, and Abort asks the
+launcher to end the job.
+
+Outside both (no ``EMU_NIC_SOCKET``, no PMI) the library runs as a singleton: one rank, no NIC;
 sends to itself still work, and a wait that can never be satisfied raises instead of hanging.
 
 This module keeps the one piece of process-wide MPI state, the current Runtime, for the calls
@@ -27,13 +33,14 @@ import time
 from typing import TYPE_CHECKING
 
 from emucluster import nicvm as host_nicvm
-from emucluster.config import HostConfig
+from emucluster.config import HostConfig, process_environ
 from emucluster.mpi.errors import ERR_OTHER
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.info import set_maxprocs
 from emucluster.mpi.runtime import Runtime, open_runtime
 from emucluster.offload import shells
 from emucluster.offload.app_bypass import shell as appbypass
+from emucluster.pmi import bootstrap
 from emucluster.port.client import PortError
 
 if TYPE_CHECKING:
@@ -60,6 +67,7 @@ VENDOR = ("emucluster", (0, 1, 0))
 FINALIZE_TIMEOUT_S = 30.0  # longest Finalize waits for the NIC to complete outstanding sends
 
 _runtime: Runtime | None = None
+_attached: bootstrap.Attached | None = None  # this rank's node, when a PMI launcher started it
 _config = HostConfig()  # replaced by the environment's at init
 _state = "new"  # new -> initialized -> finalized
 _wtime_origin = time.perf_counter()
@@ -67,11 +75,16 @@ _wtime_origin = time.perf_counter()
 
 def init() -> Runtime:
     """Open the MPI port and build this process's Runtime (idempotent while initialized)."""
-    global _config, _runtime, _state
+    global _attached, _config, _runtime, _state
     if _runtime is not None:
         return _runtime
     if _state == "finalized":
         raise MPIException(ERR_OTHER, "MPI was finalized; it cannot be initialized again")
+    try:
+        # started by a PMI launcher (not emurun): bring this rank's node up first
+        _attached = bootstrap.attach(process_environ())
+    except bootstrap.BootstrapError as exc:
+        raise MPIException(ERR_OTHER, str(exc)) from exc
     _config = HostConfig.from_env()
     _runtime = runtime = open_runtime(_config)
     host_nicvm.use_mpi_port(None if runtime.engine.singleton else runtime.engine.port)
@@ -129,6 +142,18 @@ def finalize() -> None:
         _runtime = None
         _state = "finalized"
         progress.close()
+        _detach()
+
+
+def _detach() -> None:
+    """A rank a PMI launcher started: barrier with the others, then stop its nicd."""
+    global _attached
+    attached, _attached = _attached, None
+    if attached is not None:
+        try:
+            attached.finish()
+        except bootstrap.BootstrapError as exc:
+            raise MPIException(ERR_OTHER, str(exc)) from exc
 
 
 def abort(errorcode: int = 0) -> None:
@@ -137,6 +162,8 @@ def abort(errorcode: int = 0) -> None:
     sys.stdout.flush()
     print(f"emucluster: MPI_Abort(errorcode={errorcode}) called by rank {rank}", file=sys.stderr)
     sys.stderr.flush()
+    if _attached is not None:  # the launcher ends the others with this code
+        _attached.abort(errorcode, f"MPI_Abort by rank {rank}")
     _close_quietly()
     os._exit(errorcode & 0xFF if errorcode else 0)
 
@@ -193,7 +220,10 @@ def _excepthook(
 
 
 def _close_quietly() -> None:
-    """Before an immediate exit: free registered memory (no leak warnings), close the Port."""
+    """Before an immediate exit: free registered memory (no leak warnings), close the Port;
+    under a PMI launcher, stop this rank's nicd too."""
     if _runtime is not None:
         with contextlib.suppress(OSError, PortError):
             _runtime.engine.close()
+    if _attached is not None:
+        _attached.stop()

@@ -59,6 +59,8 @@ CORE_MODULES = (
     "emucluster/offload/nic_mcast/bcast.py",
     "emucluster/offload/nic_mcast/trees.py",
     "emucluster/offload/nicvm/bcast.py",
+    "emucluster/pmi/wire.py",
+    "emucluster/pmi/session.py",
     "launcher/plan.py",
     "launcher/rendezvous.py",
     "launcher/startup.py",
