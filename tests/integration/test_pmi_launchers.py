@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from emucluster.mpi4py_shim import SHIM_PATH
+from tests.integration import slurm_cluster
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -185,16 +186,21 @@ def test_an_uncaught_exception_fails_the_job(tmpdir_: str) -> None:
     assert not list(Path(tmpdir_).glob("emu-*-1-*")), "rank 1 left its run directory"
 
 
-@pytest.mark.skipif(
-    os.environ.get("EMUCLUSTER_SLURM_TESTS") != "1" or shutil.which("srun") is None,
-    reason="needs a running test Slurm (EMUCLUSTER_SLURM_TESTS=1 and srun on PATH)",
-)
 def test_srun_mpi_pmi2_runs_a_job(tmpdir_: str) -> None:
-    """``srun --mpi=pmi2 -n 4 python app.py``: Slurm's pmi2 plugin also speaks PMI-1."""
-    result = run(["srun", "--mpi=pmi2", "-n", "4"], PROGRAMS / "coll_suite.py", tmp=tmpdir_)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert ok_lines(result.stdout, "coll ok") == [f"coll ok {r}" for r in range(4)]
-    failed = run(["srun", "--mpi=pmi2", "-n", "3"], PROGRAMS / "failing.py", "abort", tmp=tmpdir_)
-    assert failed.returncode != 0
-    assert "MPI_Abort(errorcode=7)" in failed.stderr
-    assert_nothing_left(tmpdir_)
+    """``srun --mpi=pmi2 -n 4 python app.py`` on the test Slurm (`slurm_cluster`: the one CI
+    started, or one started here; skipped where Slurm cannot run): Slurm's pmi2 plugin also
+    speaks PMI-1."""
+    cluster, started = slurm_cluster.start_or_find()
+    try:
+        env = {"SLURM_CONF": cluster.conf}
+        srun = ["srun", "--mpi=pmi2", "--cpu-bind=none"]
+        result = run([*srun, "-n", "4"], PROGRAMS / "coll_suite.py", tmp=tmpdir_, env=env)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert ok_lines(result.stdout, "coll ok") == [f"coll ok {r}" for r in range(4)]
+        failed = run([*srun, "-n", "3"], PROGRAMS / "failing.py", "abort", tmp=tmpdir_, env=env)
+        assert failed.returncode != 0
+        assert "MPI_Abort(errorcode=7)" in failed.stderr
+        assert_nothing_left(tmpdir_)
+    finally:
+        if started is not None:
+            slurm_cluster.stop(started)
