@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING
 from nicd.grim.amregistry import MAX_HANDLER_ID as AM_MAX_HANDLER_ID
 from nicd.grim.amregistry import decode_reply as decode_am_reply
 from nicd.grim.amregistry import encode_request as encode_am_request
+from nicd.grim.atomics import ELEMENT_CODES as ATOMIC_ELEMENT_CODES
+from nicd.grim.atomics import AtomicOp
+from nicd.grim.atomics import pack_meta as pack_atomic_meta
 from nicd.grim.xlate import AddressMap, Translation
 from nicd.hostlink import (
     ANY_PORT,
@@ -92,6 +95,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AM_MAX_HANDLER_ID",
     "ANY_PORT",
+    "ATOMIC_ELEMENT_CODES",
     "BCAST_BINARY_TREE",
     "MAX_RECORD_BYTES",
     "NICVM_MAX_DELEGATE",
@@ -101,6 +105,7 @@ __all__ = [
     "REGISTRY_NODE",
     "AddressMap",
     "Assembler",
+    "AtomicOp",
     "CloseReq",
     "DeregisterReq",
     "ErrorEvent",
@@ -151,6 +156,7 @@ __all__ = [
     "encode_am_request",
     "encode_preamble",
     "encode_record",
+    "pack_atomic_meta",
     "watch_lifeline",
 ]
 

@@ -1,0 +1,262 @@
+"""One-sided data movement: Put, Get, Accumulate, Get_accumulate, Fetch_and_op,
+Compare_and_swap (and the request forms' operations), each turned into NIC operations on the
+target's registered window memory.
+
+The origin reads mpi4py's specs (origin message; target ``disp``, ``[disp, count,
+datatype]``), checks the target range against the window size it learnt at creation, cuts a
+non-contiguous target datatype into its contiguous runs, and starts one NIC operation per run:
+RM-V for a put, RM-RV for a get (into a scratch block), RM_ATOMIC for the rest, which the
+target's NIC applies whole, so accumulates and atomics are atomic per element with respect to
+each other. Each call leaves one `RmaOp` in the window's pending list for its target; the
+synchronization calls complete them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from emucluster.mpi.buffer.spec import EMPTY, MessageSpecError, Msg, as_datatype, message
+from emucluster.mpi.constants import PROC_NULL
+from emucluster.mpi.errors import ERR_ARG, ERR_OP, ERR_RANK, ERR_RMA_RANGE, ERR_TYPE
+from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.rma.engine import RmaOp
+from nicd.contract import ATOMIC_ELEMENT_CODES, AtomicOp
+
+if TYPE_CHECKING:
+    from emucluster.grim.port import Block, RmRequest
+    from emucluster.mpi.collective.ops import Op
+    from emucluster.mpi.datatype.datatype import Datatype
+    from emucluster.mpi.rma.state import WinState
+
+__all__ = ["Transfer"]
+
+_Runs = list[tuple[int, int]]  # (byte offset in the target's block, bytes)
+_NO_DATA = (AtomicOp.REPLACE, AtomicOp.NO_OP)
+
+
+class Transfer:
+    """The data-movement calls of one window (``Win.Put`` ... delegate here)."""
+
+    __slots__ = ("st",)
+
+    def __init__(self, st: WinState) -> None:
+        self.st = st
+
+    # -- the calls ---------------------------------------------------------------------------
+
+    def put(self, origin: Any, target_rank: int, target: Any = None) -> RmaOp | None:
+        """Start a Put (origin bytes to the target window)."""
+        msg = message(origin, writable=False)
+        if self._null(target_rank):
+            _parse_target(target, msg)
+            return None
+        runs = self._runs(target_rank, target, msg)
+        ep, tgt, data = self.st.engine.endpoint, self.st.targets[target_rank], msg.view
+        reqs: list[RmRequest] = []
+        pos = 0
+        for offset, n in runs:
+            reqs.append(ep.iwrite(tgt.node, tgt.handle, offset, data[pos : pos + n]))
+            pos += n
+        return self._add(target_rank, RmaOp(reqs))
+
+    def get(self, origin: Any, target_rank: int, target: Any = None) -> RmaOp | None:
+        """Start a Get (target bytes into the origin buffer)."""
+        msg = message(origin, writable=True, staged=True)
+        if self._null(target_rank):
+            _parse_target(target, msg)
+            return None
+        runs = self._runs(target_rank, target, msg)
+        eng, tgt = self.st.engine, self.st.targets[target_rank]
+        total = sum(n for _, n in runs)
+        scratch = eng.scratch(total)
+        reqs: list[RmRequest] = []
+        pos = 0
+        for offset, n in runs:
+            reqs.append(eng.endpoint.iread(tgt.node, tgt.handle, offset, n, scratch, pos))
+            pos += n
+        return self._add(target_rank, RmaOp(reqs, _copy_out(eng, scratch, msg, total)))
+
+    def accumulate(
+        self, origin: Any, target_rank: int, target: Any = None, op: Op | None = None
+    ) -> RmaOp | None:
+        """Start an Accumulate (``op`` applied at the target, element by element)."""
+        return self._atomic(origin, None, target_rank, target, op)
+
+    def get_accumulate(
+        self, origin: Any, result: Any, target_rank: int, target: Any = None, op: Op | None = None
+    ) -> RmaOp | None:
+        """Start a Get_accumulate (the old target contents into ``result``)."""
+        return self._atomic(origin, result, target_rank, target, op)
+
+    def fetch_and_op(
+        self, origin: Any, result: Any, target_rank: int, target_disp: int = 0, op: Op | None = None
+    ) -> RmaOp | None:
+        """Start a Fetch_and_op (one element)."""
+        o = message(origin, writable=False)
+        r = message(result, writable=True)
+        datatype = _single(r, o, "result")
+        _single(o, r, "origin", allow_empty=_op_code(op) is AtomicOp.NO_OP)
+        return self._atomic(o, r, target_rank, [target_disp, 1, datatype], op)
+
+    def compare_and_swap(
+        self, origin: Any, compare: Any, result: Any, target_rank: int, target_disp: int = 0
+    ) -> RmaOp | None:
+        """Start a Compare_and_swap (one element)."""
+        o = message(origin, writable=False)
+        c = message(compare, writable=False)
+        r = message(result, writable=True)
+        datatype = _single(o, r, "origin")
+        _single(c, r, "compare")
+        _single(r, o, "result")
+        if self._null(target_rank):
+            return None
+        runs = self._runs(target_rank, [target_disp, 1, datatype], o)
+        eng, tgt = self.st.engine, self.st.targets[target_rank]
+        n = runs[0][1]
+        scratch = eng.scratch(n)
+        payload = bytes(c.view) + bytes(o.view)
+        code = _element_code(datatype, AtomicOp.CAS)
+        req = eng.endpoint.iatomic(
+            tgt.node, tgt.handle, runs[0][0], AtomicOp.CAS, code, payload, scratch, 0
+        )
+        return self._add(target_rank, RmaOp([req], _copy_out(eng, scratch, r, n)))
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _atomic(
+        self, origin: Any, result: Any, target_rank: int, target: Any, op: Op | None
+    ) -> RmaOp | None:
+        aop = _op_code(op)
+        o = origin if isinstance(origin, Msg) else message(origin, writable=False)
+        r = None
+        if result is not None:
+            r = result if isinstance(result, Msg) else message(result, writable=True, staged=True)
+        if self._null(target_rank):
+            _parse_target(target, r if aop is AtomicOp.NO_OP and r is not None else o)
+            return None
+        spec = r if aop is AtomicOp.NO_OP and r is not None and not o.elements else o
+        runs = self._runs(target_rank, target, spec)
+        datatype = _parse_target(target, spec)[2]
+        code = _element_code(datatype, aop)
+        total = sum(n for _, n in runs)
+        operand = bytes(o.view) if o.view.nbytes == total else bytes(total)
+        if aop is not AtomicOp.NO_OP and o.view.nbytes != total:
+            raise MPIException(ERR_TYPE, "origin and target data differ in size")
+        if r is not None and r.view.nbytes != total:
+            raise MPIException(ERR_TYPE, "result and target data differ in size")
+        eng, tgt = self.st.engine, self.st.targets[target_rank]
+        scratch = None if r is None else eng.scratch(total)
+        reqs: list[RmRequest] = []
+        pos = 0
+        for offset, n in runs:
+            chunk = operand[pos : pos + n]
+            reqs.append(eng.endpoint.iatomic(tgt.node, tgt.handle, offset, aop, code, chunk,
+                                             scratch, pos))  # fmt: skip
+            pos += n
+        after = None if scratch is None or r is None else _copy_out(eng, scratch, r, total)
+        return self._add(target_rank, RmaOp(reqs, after))
+
+    def _null(self, target_rank: int) -> bool:
+        if target_rank == PROC_NULL:
+            return True
+        if not 0 <= target_rank < self.st.size:
+            raise MPIException(ERR_RANK, f"target rank {target_rank} is not in the window")
+        self.st.check_access(target_rank)
+        return False
+
+    def _add(self, target_rank: int, op: RmaOp) -> RmaOp:
+        self.st.pending.setdefault(target_rank, []).append(op)
+        return op
+
+    def _runs(self, target_rank: int, target: Any, msg: Msg) -> _Runs:
+        """The contiguous byte runs (in the target's block) a target spec names."""
+        disp, count, datatype = _parse_target(target, msg)
+        tgt = self.st.targets[target_rank]
+        start = disp * tgt.disp_unit
+        runs = _datatype_runs(datatype, count, start)
+        if sum(n for _, n in runs) != msg.view.nbytes:
+            raise MPIException(ERR_TYPE, "origin and target data differ in size")
+        for offset, n in runs:
+            if offset < 0 or offset + n > tgt.size:
+                raise MPIException(
+                    ERR_RMA_RANGE,
+                    f"{n} B at {offset} are outside rank {target_rank}'s {tgt.size} B window",
+                )
+        return [(tgt.base + offset, n) for offset, n in runs if n]
+
+
+def _parse_target(target: Any, msg: Msg | None) -> tuple[int, int, Datatype]:
+    """mpi4py's target spec: None, ``disp``, or ``[disp[, count[, datatype]]]``."""
+    count = 0 if msg is None else msg.elements
+    datatype = EMPTY.datatype if msg is None else msg.datatype
+    if target is None:
+        return 0, count, datatype
+    if isinstance(target, int | np.integer):
+        return int(target), count, datatype
+    if not isinstance(target, list | tuple) or len(target) > 3:
+        raise MessageSpecError(ERR_ARG, f"target: expecting integral or list/tuple, {target!r}")
+    disp = int(target[0]) if len(target) > 0 else 0
+    if len(target) > 1:
+        count = int(target[1])
+    if len(target) > 2:
+        datatype = as_datatype(target[2])
+    return disp, count, datatype
+
+
+def _datatype_runs(datatype: Datatype, count: int, start: int) -> _Runs:
+    tm = datatype.typemap
+    if count <= 0 or tm.size == 0:
+        return []
+    if tm.contiguous:
+        return [(start, count * tm.size)]
+    bases = start + np.arange(count, dtype=np.int64)[:, None] * tm.extent
+    offsets = (bases + tm.disps[None, :]).ravel()
+    sizes = np.broadcast_to(tm.run_bytes()[None, :], (count, len(tm.disps))).ravel()
+    runs: _Runs = []
+    for off, n in zip(offsets.tolist(), sizes.tolist(), strict=True):
+        if runs and runs[-1][0] + runs[-1][1] == off:
+            runs[-1] = (runs[-1][0], runs[-1][1] + n)
+        else:
+            runs.append((off, n))
+    return runs
+
+
+def _op_code(op: Op | None) -> AtomicOp:
+    if op is None:
+        return AtomicOp.SUM
+    name = getattr(op, "_name", "").removeprefix("MPI_")
+    if name not in AtomicOp.__members__ or name == "CAS":
+        raise MPIException(ERR_OP, f"{name or op!r} cannot be used in one-sided accumulates")
+    return AtomicOp[name]
+
+
+def _element_code(datatype: Datatype, op: AtomicOp) -> str:
+    if op in _NO_DATA or op is AtomicOp.CAS:
+        code = datatype.element_dtype.char
+        return code if code in ATOMIC_ELEMENT_CODES else "B"
+    code = datatype.element_dtype.char
+    if code not in ATOMIC_ELEMENT_CODES:
+        raise MPIException(ERR_OP, f"{op.name} does not apply to {datatype.name}")
+    return code
+
+
+def _single(msg: Msg, other: Msg, what: str, *, allow_empty: bool = False) -> Datatype:
+    if allow_empty and msg.elements == 0:
+        return other.datatype
+    if msg.elements != 1:
+        raise MessageSpecError(ERR_ARG, f"{what}: expecting a single element, got {msg.elements}")
+    if other.elements and msg.datatype.typemap.size != other.datatype.typemap.size:
+        raise MessageSpecError(ERR_ARG, f"{what}: mismatched origin and result datatypes")
+    return msg.datatype
+
+
+def _copy_out(eng: Any, scratch: Block, msg: Msg, nbytes: int) -> Any:
+    def after() -> None:
+        msg.view[:nbytes] = scratch.buf[:nbytes]
+        if msg.deliver is not None:
+            msg.deliver(nbytes)
+        eng.give_back(scratch)
+
+    return after
