@@ -25,7 +25,7 @@ from nicd.grim.amregistry import MAX_HANDLER_ID as AM_MAX_HANDLER_ID
 from nicd.grim.amregistry import decode_reply as decode_am_reply
 from nicd.grim.amregistry import encode_request as encode_am_request
 from nicd.grim.atomics import ELEMENT_CODES as ATOMIC_ELEMENT_CODES
-from nicd.grim.atomics import AtomicOp
+from nicd.grim.atomics import AtomicOp, apply_atomic
 from nicd.grim.atomics import pack_meta as pack_atomic_meta
 from nicd.grim.xlate import AddressMap, Translation
 from nicd.hostlink import (
@@ -151,6 +151,7 @@ __all__ = [
     "StatsReply",
     "StatsReq",
     "Translation",
+    "apply_atomic",
     "compile_module",
     "decode_am_reply",
     "encode_am_request",

@@ -68,7 +68,8 @@ class Synchronization:
         st = self._target(rank)
         if rank in st.locks or st.lock_all:
             raise MPIException(ERR_RMA_SYNC, f"rank {rank} is already locked by this rank")
-        held = _NOT_HELD if assertion & MODE_NOCHECK else lock_type
+        alone = st.size == 1  # nobody else can lock: nothing to take
+        held = _NOT_HELD if assertion & MODE_NOCHECK or alone else lock_type
         if held:
             self._acquire(rank, exclusive=lock_type == LOCK_EXCLUSIVE)
         st.locks[rank] = held
@@ -83,11 +84,10 @@ class Synchronization:
         if rank not in st.locks:
             raise MPIException(ERR_RMA_SYNC, f"rank {rank} is not locked by this rank")
         held = st.locks.pop(rank)
-        try:
-            st.engine.complete(st.take_pending(rank), "Win.Unlock")
-        finally:
-            if held:
-                self._release(rank, exclusive=held == LOCK_EXCLUSIVE)
+        ops = st.take_pending(rank)
+        if held:  # after the epoch's operations on the same ordered stream: one round trip
+            ops.append(self._release(rank, exclusive=held == LOCK_EXCLUSIVE))
+        st.engine.complete(ops, "Win.Unlock")
         if rank == st.rank:
             st.sync_memory()
 
@@ -96,7 +96,7 @@ class Synchronization:
         st = self.st
         if st.lock_all or st.locks:
             raise MPIException(ERR_RMA_SYNC, "Lock_all inside a passive-target epoch")
-        if not assertion & MODE_NOCHECK:
+        if not assertion & MODE_NOCHECK and st.size > 1:
             for rank in range(st.size):
                 self._acquire(rank, exclusive=False)
             st.locks = dict.fromkeys(range(st.size), LOCK_SHARED)
@@ -111,12 +111,9 @@ class Synchronization:
         if not st.lock_all:
             raise MPIException(ERR_RMA_SYNC, "Unlock_all without Lock_all")
         held, st.locks, st.lock_all = st.locks, {}, False
-        try:
-            st.engine.complete(st.all_pending(), "Win.Unlock_all")
-        finally:
-            for rank, kind in held.items():
-                if kind:
-                    self._release(rank, exclusive=False)
+        ops = st.all_pending()
+        ops += [self._release(rank, exclusive=False) for rank, kind in held.items() if kind]
+        st.engine.complete(ops, "Win.Unlock_all")
         st.sync_memory()
 
     def flush(self, rank: int) -> None:
@@ -212,15 +209,13 @@ class Synchronization:
         except KeyError:
             raise MPIException(ERR_GROUP, "the group has processes outside the window") from None
 
-    def _word(self, rank: int, op: AtomicOp, operand: bytes, *, fetch: bool) -> int:
-        """Apply ``op`` to ``rank``'s lock word at its NIC; the old value if ``fetch``."""
+    def _word(self, rank: int, op: AtomicOp, operand: bytes) -> int:
+        """Apply ``op`` to ``rank``'s lock word at its NIC; the old value."""
         st = self.st
         eng, tgt = st.engine, st.targets[rank]
-        scratch = eng.scratch(_Q.size) if fetch else None
+        scratch = eng.scratch(_Q.size)
         req = eng.endpoint.iatomic(tgt.node, tgt.handle, 0, op, "q", operand, scratch, 0)
         eng.complete([RmaOp([req])], "Win.Lock")
-        if scratch is None:
-            return 0
         old: int = _Q.unpack_from(scratch.buf, 0)[0]
         eng.give_back(scratch)
         return old
@@ -230,15 +225,21 @@ class Synchronization:
         while True:
             if exclusive:
                 operand = _Q.pack(0) + _Q.pack(EXCLUSIVE)
-                if self._word(rank, AtomicOp.CAS, operand, fetch=True) == 0:
+                if self._word(rank, AtomicOp.CAS, operand) == 0:
                     return
             else:
-                if self._word(rank, AtomicOp.SUM, _Q.pack(1), fetch=True) < EXCLUSIVE:
+                if self._word(rank, AtomicOp.SUM, _Q.pack(1)) < EXCLUSIVE:
                     return
-                self._word(rank, AtomicOp.SUM, _Q.pack(-1), fetch=False)
+                self.st.engine.complete([self._release(rank, exclusive=False)], "Win.Lock")
             self.st.engine.pause(pause)
             pause = min(pause * 2, _BACKOFF_S[1])
 
-    def _release(self, rank: int, *, exclusive: bool) -> None:
+    def _release(self, rank: int, *, exclusive: bool) -> RmaOp:
+        """Start releasing ``rank``'s lock (an op to complete with the epoch's)."""
+        st = self.st
+        tgt = st.targets[rank]
         amount = -EXCLUSIVE if exclusive else -1
-        self._word(rank, AtomicOp.SUM, _Q.pack(amount), fetch=False)
+        req = st.engine.endpoint.iatomic(
+            tgt.node, tgt.handle, 0, AtomicOp.SUM, "q", _Q.pack(amount)
+        )
+        return RmaOp([req])

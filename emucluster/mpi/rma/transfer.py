@@ -21,8 +21,9 @@ from emucluster.mpi.buffer.spec import EMPTY, MessageSpecError, Msg, as_datatype
 from emucluster.mpi.constants import PROC_NULL
 from emucluster.mpi.errors import ERR_ARG, ERR_OP, ERR_RANK, ERR_RMA_RANGE, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.rma.constants import LOCK_EXCLUSIVE
 from emucluster.mpi.rma.engine import RmaOp
-from nicd.contract import ATOMIC_ELEMENT_CODES, AtomicOp
+from nicd.contract import ATOMIC_ELEMENT_CODES, AtomicOp, apply_atomic
 
 if TYPE_CHECKING:
     from emucluster.grim.port import Block, RmRequest
@@ -54,10 +55,14 @@ class Transfer:
             return None
         runs = self._runs(target_rank, target, msg)
         ep, tgt, data = self.st.engine.endpoint, self.st.targets[target_rank], msg.view
+        mem = self._here(target_rank, atomic=False)
         reqs: list[RmRequest] = []
         pos = 0
         for offset, n in runs:
-            reqs.append(ep.iwrite(tgt.node, tgt.handle, offset, data[pos : pos + n]))
+            if mem is not None:
+                mem[offset : offset + n] = data[pos : pos + n]
+            else:
+                reqs.append(ep.iwrite(tgt.node, tgt.handle, offset, data[pos : pos + n]))
             pos += n
         return self._add(target_rank, RmaOp(reqs))
 
@@ -70,6 +75,10 @@ class Transfer:
         runs = self._runs(target_rank, target, msg)
         eng, tgt = self.st.engine, self.st.targets[target_rank]
         total = sum(n for _, n in runs)
+        mem = self._here(target_rank, atomic=False)
+        if mem is not None:
+            _deliver(msg, b"".join(mem[offset : offset + n] for offset, n in runs))
+            return self._add(target_rank, RmaOp([]))
         scratch = eng.scratch(total)
         reqs: list[RmRequest] = []
         pos = 0
@@ -115,9 +124,13 @@ class Transfer:
         runs = self._runs(target_rank, [target_disp, 1, datatype], o)
         eng, tgt = self.st.engine, self.st.targets[target_rank]
         n = runs[0][1]
-        scratch = eng.scratch(n)
         payload = bytes(c.view) + bytes(o.view)
         code = _element_code(datatype, AtomicOp.CAS)
+        mem = self._here(target_rank, atomic=True)
+        if mem is not None:
+            _deliver(r, _apply(AtomicOp.CAS, code, mem[runs[0][0] : runs[0][0] + n], payload))
+            return self._add(target_rank, RmaOp([]))
+        scratch = eng.scratch(n)
         req = eng.endpoint.iatomic(
             tgt.node, tgt.handle, runs[0][0], AtomicOp.CAS, code, payload, scratch, 0
         )
@@ -147,6 +160,13 @@ class Transfer:
         if r is not None and r.view.nbytes != total:
             raise MPIException(ERR_TYPE, "result and target data differ in size")
         eng, tgt = self.st.engine, self.st.targets[target_rank]
+        mem = self._here(target_rank, atomic=True)
+        if mem is not None:
+            old = [_apply(aop, code, mem[off : off + n], operand[p : p + n])
+                   for (off, n), p in zip(runs, _starts(runs), strict=True)]  # fmt: skip
+            if r is not None:
+                _deliver(r, b"".join(old))
+            return self._add(target_rank, RmaOp([]))
         scratch = None if r is None else eng.scratch(total)
         reqs: list[RmRequest] = []
         pos = 0
@@ -157,6 +177,18 @@ class Transfer:
             pos += n
         after = None if scratch is None or r is None else _copy_out(eng, scratch, r, total)
         return self._add(target_rank, RmaOp(reqs, after))
+
+    def _here(self, target_rank: int, *, atomic: bool) -> memoryview | None:
+        """This rank's block when an operation on it may run here, without the NIC: a put
+        or get to itself (a conflicting access at the same time would be erroneous), and
+        an accumulate or atomic when nobody else can touch the window (a window of one
+        rank, or an exclusive lock held on itself)."""
+        st = self.st
+        if target_rank != st.rank or st.local is None:
+            return None
+        if atomic and st.size > 1 and st.locks.get(st.rank) != LOCK_EXCLUSIVE:
+            return None
+        return st.local.block.buf
 
     def _null(self, target_rank: int) -> bool:
         if target_rank == PROC_NULL:
@@ -250,6 +282,27 @@ def _single(msg: Msg, other: Msg, what: str, *, allow_empty: bool = False) -> Da
     if other.elements and msg.datatype.typemap.size != other.datatype.typemap.size:
         raise MessageSpecError(ERR_ARG, f"{what}: mismatched origin and result datatypes")
     return msg.datatype
+
+
+def _starts(runs: _Runs) -> list[int]:
+    out, pos = [], 0
+    for _, n in runs:
+        out.append(pos)
+        pos += n
+    return out
+
+
+def _apply(op: AtomicOp, code: str, where: memoryview, operand: bytes) -> bytes:
+    try:
+        return apply_atomic(int(op), code, where, operand)
+    except ValueError as exc:
+        raise MPIException(ERR_OP, str(exc)) from None
+
+
+def _deliver(msg: Msg, data: bytes) -> None:
+    msg.view[: len(data)] = data
+    if msg.deliver is not None:
+        msg.deliver(len(data))
 
 
 def _copy_out(eng: Any, scratch: Block, msg: Msg, nbytes: int) -> Any:
