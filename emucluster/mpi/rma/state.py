@@ -13,6 +13,7 @@ the public copy, with what remote operations put there, comes back).
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,10 +29,15 @@ if TYPE_CHECKING:
     from emucluster.mpi.errhandler import Handler
     from emucluster.mpi.rma.engine import RmaEngine, RmaOp
 
-__all__ = ["CTRL", "LocalMemory", "Target", "WinState"]
+__all__ = ["CTRL", "MAX_ATTACHED", "TABLE", "LocalMemory", "Target", "WinState"]
 
 CTRL = 64
 """Bytes of control words before a rank's window bytes in its block (lock word at 0)."""
+TABLE = struct.Struct("<QQQ")
+"""Dynamic windows: one entry of the attach table after the control words (address, size,
+block virtual address; size 0 = a free entry), which origins read with the NIC."""
+MAX_ATTACHED = 32
+"""Dynamic windows: memory regions attached at once per rank."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -49,10 +55,14 @@ class Target:
 class LocalMemory:
     """This rank's window memory (see the module docstring)."""
 
-    def __init__(self, block: Block, size: int, private: memoryview | None) -> None:
+    def __init__(
+        self, block: Block, size: int, private: memoryview | None, *, control: bool = True
+    ) -> None:
         self.block = block
         self.size = size
-        self.public = block.buf[CTRL : CTRL + size]
+        self.public = block.buf[CTRL : CTRL + size] if control else block.buf[:size]
+        """The bytes remote operations reach (after the control words, unless ``control``
+        is False: an attached region's block is all window bytes)."""
         self.private = private
         """The program's buffer of a Create window (None: the window is the block)."""
         self._seen: np.ndarray | None = None
@@ -116,8 +126,11 @@ class WinState:
         self.info: dict[str, str] = {}
         self.attrs: dict[int, object] = {}
         self.errhandler = errhandler
-        self.attached: list[tuple[int, memoryview]] = []
-        """Dynamic windows: (address, memory) attached here."""
+        self.attached: dict[int, LocalMemory] = {}
+        """Dynamic windows: the memory attached here, by address (each in its own block,
+        the separate model as for Create)."""
+        self.tables: dict[int, list[tuple[int, int, int]]] = {}
+        """Dynamic windows: the attach tables read from targets in this epoch."""
 
     @property
     def model(self) -> int:
@@ -152,6 +165,22 @@ class WinState:
         return self.pending.pop(target_rank, [])
 
     def sync_memory(self) -> None:
-        """Private and public copies agree (see `LocalMemory.sync`)."""
+        """Private and public copies agree (see `LocalMemory.sync`); a new epoch reads
+        targets' attach tables afresh."""
         if self.local is not None:
             self.local.sync()
+        for memory in self.attached.values():
+            memory.sync()
+        self.tables.clear()
+
+    def write_table(self) -> None:
+        """Publish the attach table in this rank's control block (dynamic windows)."""
+        if self.local is None:
+            return
+        buf = self.local.block.buf
+        entries = list(self.attached.items())
+        for i in range(MAX_ATTACHED):
+            address, memory = entries[i] if i < len(entries) else (0, None)
+            size = 0 if memory is None else memory.size
+            vaddr = 0 if memory is None else memory.block.handle.vaddr
+            TABLE.pack_into(buf, CTRL + i * TABLE.size, address, size, vaddr)

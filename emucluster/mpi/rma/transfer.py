@@ -23,10 +23,11 @@ from emucluster.mpi.errors import ERR_ARG, ERR_OP, ERR_RANK, ERR_RMA_RANGE, ERR_
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.rma.constants import LOCK_EXCLUSIVE
 from emucluster.mpi.rma.engine import RmaOp
+from emucluster.mpi.rma.state import CTRL, MAX_ATTACHED, TABLE
 from nicd.contract import ATOMIC_ELEMENT_CODES, AtomicOp, apply_atomic
 
 if TYPE_CHECKING:
-    from emucluster.grim.port import Block, RmRequest
+    from emucluster.grim.port import Block, Handle, RmRequest
     from emucluster.mpi.collective.ops import Op
     from emucluster.mpi.datatype.datatype import Datatype
     from emucluster.mpi.rma.state import WinState
@@ -53,7 +54,7 @@ class Transfer:
         if self._null(target_rank):
             _parse_target(target, msg)
             return None
-        runs = self._runs(target_rank, target, msg)
+        handle, runs = self._runs(target_rank, target, msg)
         ep, tgt, data = self.st.engine.endpoint, self.st.targets[target_rank], msg.view
         mem = self._here(target_rank, atomic=False)
         reqs: list[RmRequest] = []
@@ -62,7 +63,7 @@ class Transfer:
             if mem is not None:
                 mem[offset : offset + n] = data[pos : pos + n]
             else:
-                reqs.append(ep.iwrite(tgt.node, tgt.handle, offset, data[pos : pos + n]))
+                reqs.append(ep.iwrite(tgt.node, handle, offset, data[pos : pos + n]))
             pos += n
         return self._add(target_rank, RmaOp(reqs))
 
@@ -72,7 +73,7 @@ class Transfer:
         if self._null(target_rank):
             _parse_target(target, msg)
             return None
-        runs = self._runs(target_rank, target, msg)
+        handle, runs = self._runs(target_rank, target, msg)
         eng, tgt = self.st.engine, self.st.targets[target_rank]
         total = sum(n for _, n in runs)
         mem = self._here(target_rank, atomic=False)
@@ -83,7 +84,7 @@ class Transfer:
         reqs: list[RmRequest] = []
         pos = 0
         for offset, n in runs:
-            reqs.append(eng.endpoint.iread(tgt.node, tgt.handle, offset, n, scratch, pos))
+            reqs.append(eng.endpoint.iread(tgt.node, handle, offset, n, scratch, pos))
             pos += n
         return self._add(target_rank, RmaOp(reqs, _copy_out(eng, scratch, msg, total)))
 
@@ -121,7 +122,7 @@ class Transfer:
         _single(r, o, "result")
         if self._null(target_rank):
             return None
-        runs = self._runs(target_rank, [target_disp, 1, datatype], o)
+        handle, runs = self._runs(target_rank, [target_disp, 1, datatype], o)
         eng, tgt = self.st.engine, self.st.targets[target_rank]
         n = runs[0][1]
         payload = bytes(c.view) + bytes(o.view)
@@ -132,7 +133,7 @@ class Transfer:
             return self._add(target_rank, RmaOp([]))
         scratch = eng.scratch(n)
         req = eng.endpoint.iatomic(
-            tgt.node, tgt.handle, runs[0][0], AtomicOp.CAS, code, payload, scratch, 0
+            tgt.node, handle, runs[0][0], AtomicOp.CAS, code, payload, scratch, 0
         )
         return self._add(target_rank, RmaOp([req], _copy_out(eng, scratch, r, n)))
 
@@ -150,7 +151,7 @@ class Transfer:
             _parse_target(target, r if aop is AtomicOp.NO_OP and r is not None else o)
             return None
         spec = r if aop is AtomicOp.NO_OP and r is not None and not o.elements else o
-        runs = self._runs(target_rank, target, spec)
+        handle, runs = self._runs(target_rank, target, spec)
         datatype = _parse_target(target, spec)[2]
         code = _element_code(datatype, aop)
         total = sum(n for _, n in runs)
@@ -172,7 +173,7 @@ class Transfer:
         pos = 0
         for offset, n in runs:
             chunk = operand[pos : pos + n]
-            reqs.append(eng.endpoint.iatomic(tgt.node, tgt.handle, offset, aop, code, chunk,
+            reqs.append(eng.endpoint.iatomic(tgt.node, handle, offset, aop, code, chunk,
                                              scratch, pos))  # fmt: skip
             pos += n
         after = None if scratch is None or r is None else _copy_out(eng, scratch, r, total)
@@ -184,7 +185,7 @@ class Transfer:
         an accumulate or atomic when nobody else can touch the window (a window of one
         rank, or an exclusive lock held on itself)."""
         st = self.st
-        if target_rank != st.rank or st.local is None:
+        if target_rank != st.rank or st.local is None or st.dynamic:
             return None
         if atomic and st.size > 1 and st.locks.get(st.rank) != LOCK_EXCLUSIVE:
             return None
@@ -202,21 +203,51 @@ class Transfer:
         self.st.pending.setdefault(target_rank, []).append(op)
         return op
 
-    def _runs(self, target_rank: int, target: Any, msg: Msg) -> _Runs:
-        """The contiguous byte runs (in the target's block) a target spec names."""
+    def _runs(self, target_rank: int, target: Any, msg: Msg) -> tuple[Handle, _Runs]:
+        """The block and the contiguous byte runs in it that a target spec names."""
         disp, count, datatype = _parse_target(target, msg)
         tgt = self.st.targets[target_rank]
-        start = disp * tgt.disp_unit
-        runs = _datatype_runs(datatype, count, start)
+        runs = _datatype_runs(datatype, count, disp * tgt.disp_unit)
         if sum(n for _, n in runs) != msg.view.nbytes:
             raise MPIException(ERR_TYPE, "origin and target data differ in size")
+        runs = [(offset, n) for offset, n in runs if n]
+        if self.st.dynamic:
+            return self._attached(target_rank, runs)
         for offset, n in runs:
             if offset < 0 or offset + n > tgt.size:
                 raise MPIException(
                     ERR_RMA_RANGE,
                     f"{n} B at {offset} are outside rank {target_rank}'s {tgt.size} B window",
                 )
-        return [(tgt.base + offset, n) for offset, n in runs if n]
+        return tgt.handle, [(tgt.base + offset, n) for offset, n in runs]
+
+    def _attached(self, target_rank: int, runs: _Runs) -> tuple[Handle, _Runs]:
+        """Dynamic windows: displacements are addresses at the target; find the attached
+        region holding them all in its attach table (read with the NIC once an epoch)."""
+        tgt = self.st.targets[target_rank]
+        if not runs:
+            return tgt.handle, []
+        low, high = runs[0][0], max(offset + n for offset, n in runs)
+        for address, size, vaddr in self._table(target_rank):
+            if size and address <= low and high <= address + size:
+                handle = tgt.handle._replace(vaddr=vaddr, size=size, segment=0, offset=0)
+                return handle, [(offset - address, n) for offset, n in runs]
+        raise MPIException(
+            ERR_RMA_RANGE, f"[{low:#x}, {high:#x}) is not attached at rank {target_rank}"
+        )
+
+    def _table(self, target_rank: int) -> list[tuple[int, int, int]]:
+        table = self.st.tables.get(target_rank)
+        if table is None:
+            eng, tgt = self.st.engine, self.st.targets[target_rank]
+            nbytes = TABLE.size * MAX_ATTACHED
+            scratch = eng.scratch(nbytes)
+            req = eng.endpoint.iread(tgt.node, tgt.handle, CTRL, nbytes, scratch, 0)
+            eng.complete([RmaOp([req])], "attach table")
+            table = [TABLE.unpack_from(scratch.buf, i * TABLE.size) for i in range(MAX_ATTACHED)]
+            eng.give_back(scratch)
+            self.st.tables[target_rank] = table
+        return table
 
 
 def _parse_target(target: Any, msg: Msg | None) -> tuple[int, int, Datatype]:

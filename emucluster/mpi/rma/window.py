@@ -49,7 +49,7 @@ from emucluster.mpi.rma.constants import (
 )
 from emucluster.mpi.rma.engine import engine_of
 from emucluster.mpi.rma.requests import rma_request
-from emucluster.mpi.rma.state import CTRL, LocalMemory, Target, WinState
+from emucluster.mpi.rma.state import CTRL, MAX_ATTACHED, TABLE, LocalMemory, Target, WinState
 from emucluster.mpi.rma.sync import Synchronization
 from emucluster.mpi.rma.transfer import Transfer
 
@@ -138,8 +138,9 @@ class Win:
             raise MPIException(ERR_ARG, f"displacement unit {disp_unit} is not positive")
         engine = engine_of(c._state().runtime)
         wcomm = c.Dup()
-        block = engine.alloc(CTRL + size)
-        block.buf[:CTRL] = bytes(CTRL)
+        extra = TABLE.size * MAX_ATTACHED if flavor == WIN_FLAVOR_DYNAMIC else 0
+        block = engine.alloc(CTRL + size + extra)
+        block.buf[: CTRL + extra] = bytes(CTRL + extra)
         local = LocalMemory(block, size, private)
         st = WinState(engine, wcomm, flavor, local, disp_unit, ERRORS_RETURN._handler().acquire())
         st.info = Comm._hints(info)
@@ -155,6 +156,9 @@ class Win:
         st.engine.complete(st.all_pending(), "Win.Free")
         st.comm.Barrier()
         st.sync_memory()
+        for memory in st.attached.values():
+            st.engine.free(memory.block)
+        st.attached.clear()
         if st.local is not None:
             st.engine.free(st.local.block)
             st.local = None
@@ -163,22 +167,31 @@ class Win:
         self._st = None
 
     def Attach(self, memory: Any) -> None:
-        """Dynamic windows: remember ``memory`` as attached here."""
+        """Dynamic windows: expose ``memory`` at its address (``MPI.Get_address``), which
+        origins use as the target displacement. Its public copy is a registered block (the
+        separate model) listed in this rank's attach table, which origins read with the
+        NIC."""
         st = self._state()
         if not st.dynamic:
             raise MPIException(ERR_RMA_FLAVOR, "Attach needs a Create_dynamic window")
         view = byte_view(memory, writable=True)
-        st.attached.append((Get_address(view) if view.nbytes else 0, view))
+        address = Get_address(view) if view.nbytes else 0
+        if address in st.attached or len(st.attached) >= MAX_ATTACHED:
+            raise MPIException(ERR_RMA_ATTACH, "attached already, or too many regions")
+        block = st.engine.alloc(view.nbytes)
+        st.attached[address] = LocalMemory(block, view.nbytes, view, control=False)
+        st.write_table()
 
     def Detach(self, memory: Any) -> None:
-        """Dynamic windows: forget ``memory``."""
+        """Dynamic windows: stop exposing ``memory`` (its last remote updates are kept)."""
         st = self._state()
-        address = Get_address(memory)
-        for i, (addr, _) in enumerate(st.attached):
-            if addr == address:
-                del st.attached[i]
-                return
-        raise MPIException(ERR_RMA_ATTACH, "the memory is not attached to this window")
+        view = byte_view(memory, writable=False)
+        found = st.attached.pop(Get_address(view) if view.nbytes else 0, None)
+        if found is None:
+            raise MPIException(ERR_RMA_ATTACH, "the memory is not attached to this window")
+        found.sync()
+        st.write_table()
+        st.engine.free(found.block)
 
     # -- queries -----------------------------------------------------------------------------
 

@@ -8,7 +8,8 @@
    values every rank saw are all distinct and cover 0..total-1, and the counter is the total.
 3. Fence: a ring of Put/Get/Accumulate over a Create window (separate model) with a strided
    target datatype, checked element by element; Get_accumulate and Compare_and_swap.
-4. PSCW and the request forms (Rput, Rget, Raccumulate, Rget_accumulate).
+4. A dynamic window: memory attached at its address, Put/Accumulate/Get at addresses.
+5. PSCW and the request forms (Rput, Rget, Raccumulate, Rget_accumulate).
 """
 
 from __future__ import annotations
@@ -146,8 +147,31 @@ def pscw_and_requests() -> None:
     win.Free()
 
 
+def dynamic_window() -> None:
+    win = MPI.Win.Create_dynamic(MPI.INFO_NULL, world)
+    memory = np.full(8, -1, np.int32)
+    win.Attach(memory)
+    addresses = world.allgather(MPI.Get_address(memory))
+    right = (rank + 1) % size
+    win.Fence()
+    win.Put(np.array([rank, rank], np.int32), right, addresses[right] + 8)
+    win.Accumulate(np.array([10], np.int32), right, addresses[right], MPI.SUM)
+    win.Fence()
+    left = (rank - 1) % size
+    check("dynamic window", memory.tolist(), [9, -1, left, left, -1, -1, -1, -1])
+    win.Lock(right, MPI.LOCK_SHARED)
+    got = np.zeros(2, np.int32)
+    win.Get(got, right, addresses[right] + 8)
+    win.Unlock(right)
+    check("dynamic get", got.tolist(), [rank, rank])
+    world.Barrier()
+    win.Detach(memory)
+    win.Free()
+
+
 passive_target_while_computing()
 atomic_counter()
+dynamic_window()
 fence_ring()
 pscw_and_requests()
 print(f"rma ok {rank}", flush=True)
