@@ -22,7 +22,7 @@ from emucluster.mpi.buffer.membuf import buffer
 from emucluster.mpi.buffer.view import byte_view
 from emucluster.mpi.comm.comm import Comm
 from emucluster.mpi.comm.group import Group
-from emucluster.mpi.constants import BOTTOM, PROC_NULL
+from emucluster.mpi.constants import BOTTOM, KEYVAL_INVALID, PROC_NULL
 from emucluster.mpi.errhandler import ERRORS_RETURN, Errhandler
 from emucluster.mpi.errors import (
     ERR_ARG,
@@ -34,6 +34,7 @@ from emucluster.mpi.errors import (
 )
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.info import INFO_NULL, Info
+from emucluster.mpi.keyvals import Callback, Keyvals
 from emucluster.mpi.lifecycle import abort
 from emucluster.mpi.rma.constants import (
     LOCK_EXCLUSIVE,
@@ -65,10 +66,18 @@ class Win:
 
     __slots__ = ("_st",)
 
-    def __init__(self, win: Win | None = None) -> None:
+    _st: WinState | None
+
+    def __new__(cls, win: Win | None = None) -> Win:
+        """``Win(win)``: a new handle to ``win``'s window; ``Win()``: WIN_NULL."""
         if win is not None and not isinstance(win, Win):
             raise TypeError(f"Win() takes a Win, not {type(win).__name__}")
-        self._st: WinState | None = None if win is None else win._st
+        self = object.__new__(cls)
+        self._st = None if win is None else win._st
+        return self
+
+    def __init__(self, win: Win | None = None) -> None:
+        """Everything happens in ``__new__`` (subclasses call it, as with mpi4py)."""
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Win):
@@ -154,6 +163,7 @@ class Win:
         """Collective: complete everything, free the memory, become WIN_NULL."""
         st = self._state()
         st.engine.complete(st.all_pending(), "Win.Free")
+        WIN_KEYVALS.delete_all(self, st.attrs)
         st.comm.Barrier()
         st.sync_memory()
         for memory in st.attached.values():
@@ -238,15 +248,28 @@ class Win:
                  WIN_CREATE_FLAVOR: st.flavor, WIN_MODEL: st.model}  # fmt: skip
         if keyval in fixed:
             return fixed[keyval]
-        return st.attrs.get(keyval)
+        return WIN_KEYVALS.get(st.attrs, keyval)
 
     def Set_attr(self, keyval: int, attrval: Any) -> None:
-        """Set a user attribute."""
-        self._state().attrs[keyval] = attrval
+        """Attach ``attrval`` under ``keyval`` (a previous value is deleted first)."""
+        WIN_KEYVALS.set(self, self._state().attrs, keyval, attrval)
 
     def Delete_attr(self, keyval: int) -> None:
-        """Delete a user attribute."""
-        self._state().attrs.pop(keyval, None)
+        """Remove the value under ``keyval`` (its delete callback runs)."""
+        WIN_KEYVALS.delete(self, self._state().attrs, keyval)
+
+    @classmethod
+    def Create_keyval(
+        cls, copy_fn: Callback = None, delete_fn: Callback = None, nopython: bool = False
+    ) -> int:
+        """A new window keyval (windows are never duplicated: ``copy_fn`` is kept unused)."""
+        return WIN_KEYVALS.create(copy_fn, delete_fn)
+
+    @classmethod
+    def Free_keyval(cls, keyval: int) -> int:
+        """Retire ``keyval``; returns KEYVAL_INVALID."""
+        WIN_KEYVALS.free(keyval)
+        return KEYVAL_INVALID
 
     @property
     def attrs(self) -> tuple[int, int, int]:
@@ -436,6 +459,8 @@ class Win:
 
 
 WIN_NULL = Win()
+WIN_KEYVALS = Keyvals("Win", first=64)
+"""The window keyval space (MPI_Win_create_keyval)."""
 
 
 def _comm(comm: Comm | None) -> Comm:
