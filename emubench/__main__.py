@@ -35,6 +35,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "overhead": ("emubench.overhead", "CPU per MPI message in each process vs the relay"),
     "core": ("emubench.core_cost", "the NIC core's Python cost per message, warm (regression)"),
     "multihost": ("emubench.multihost", "3 namespaces x 2 slots vs 6 local nodes (root)"),
+    "rma": ("emubench.rma", "one-sided Put/Get latency, passive target while computing"),
     "trace": ("emubench.trace_figure", "traced Bcast timelines; the cost of tracing"),
     "soak": ("emubench.soak", "a bounded chaos run checking every message (not a figure)"),
 }

@@ -373,6 +373,27 @@ from emucluster.mpi.request.request import (
 from emucluster.mpi.request.status import (
     Status,
 )
+from emucluster.mpi.rma.constants import (
+    LOCK_EXCLUSIVE,
+    LOCK_SHARED,
+    MODE_NOCHECK,
+    MODE_NOPRECEDE,
+    MODE_NOPUT,
+    MODE_NOSTORE,
+    MODE_NOSUCCEED,
+    WIN_BASE,
+    WIN_CREATE_FLAVOR,
+    WIN_DISP_UNIT,
+    WIN_FLAVOR_ALLOCATE,
+    WIN_FLAVOR_CREATE,
+    WIN_FLAVOR_DYNAMIC,
+    WIN_FLAVOR_SHARED,
+    WIN_MODEL,
+    WIN_SEPARATE,
+    WIN_SIZE,
+    WIN_UNIFIED,
+)
+from emucluster.mpi.rma.window import WIN_NULL, Win
 from emucluster.mpi.topo.create import (
     UNWEIGHTED,
     WEIGHTS_EMPTY,
@@ -386,12 +407,10 @@ from emucluster.mpi.topo.topocomm import (
 )
 from emucluster.mpi.topo.topology import CART, DIST_GRAPH, GRAPH
 from emucluster.mpi.unsupported import (
-    WIN_NULL,
     Close_port,
     Get_hw_resource_info,
     Grequest,
     Open_port,
-    Win,
 )
 
 __all__ = [
@@ -562,6 +581,8 @@ __all__ = [
     "LAND",
     "LASTUSEDCODE",
     "LB",
+    "LOCK_EXCLUSIVE",
+    "LOCK_SHARED",
     "LOGICAL",
     "LOGICAL1",
     "LOGICAL2",
@@ -592,6 +613,11 @@ __all__ = [
     "MODE_CREATE",
     "MODE_DELETE_ON_CLOSE",
     "MODE_EXCL",
+    "MODE_NOCHECK",
+    "MODE_NOPRECEDE",
+    "MODE_NOPUT",
+    "MODE_NOSTORE",
+    "MODE_NOSUCCEED",
     "MODE_RDONLY",
     "MODE_RDWR",
     "MODE_SEQUENTIAL",
@@ -653,7 +679,18 @@ __all__ = [
     "VERSION",
     "WCHAR",
     "WEIGHTS_EMPTY",
+    "WIN_BASE",
+    "WIN_CREATE_FLAVOR",
+    "WIN_DISP_UNIT",
+    "WIN_FLAVOR_ALLOCATE",
+    "WIN_FLAVOR_CREATE",
+    "WIN_FLAVOR_DYNAMIC",
+    "WIN_FLAVOR_SHARED",
+    "WIN_MODEL",
     "WIN_NULL",
+    "WIN_SEPARATE",
+    "WIN_SIZE",
+    "WIN_UNIFIED",
     "WTIME_IS_GLOBAL",
     "Abort",
     "Add_error_class",

@@ -128,6 +128,7 @@ MSG_TYPES: dict[int, str] = {
     20: "PING",
     21: "PONG",
     22: "SACK",
+    23: "RM_ATOMIC",
 }
 """nicd.link.wire.MsgType values -> names (copied: emutrace imports nothing of ours; a unit
 test keeps the copy equal)."""

@@ -31,6 +31,9 @@ from nicd.errors import NicdError
 from nicd.grim.amregistry import MAX_HANDLER_ID as AM_MAX_HANDLER_ID
 from nicd.grim.amregistry import decode_reply as decode_am_reply
 from nicd.grim.amregistry import encode_request as encode_am_request
+from nicd.grim.atomics import ELEMENT_CODES as ATOMIC_ELEMENT_CODES
+from nicd.grim.atomics import AtomicOp, apply_atomic
+from nicd.grim.atomics import pack_meta as pack_atomic_meta
 from nicd.grim.xlate import AddressMap, Translation
 from nicd.hostlink import (
     ANY_PORT,
@@ -101,6 +104,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AM_MAX_HANDLER_ID",
     "ANY_PORT",
+    "ATOMIC_ELEMENT_CODES",
     "BCAST_BINARY_TREE",
     "MAX_RECORD_BYTES",
     "NICVM_MAX_DELEGATE",
@@ -110,6 +114,7 @@ __all__ = [
     "REGISTRY_NODE",
     "AddressMap",
     "Assembler",
+    "AtomicOp",
     "BadReadyLine",
     "CloseReq",
     "DeregisterReq",
@@ -160,6 +165,7 @@ __all__ = [
     "StatsReply",
     "StatsReq",
     "Translation",
+    "apply_atomic",
     "compile_module",
     "decode_am_reply",
     "decode_ready_untrusted",
@@ -167,6 +173,7 @@ __all__ = [
     "encode_preamble",
     "encode_record",
     "node_fault_seed",
+    "pack_atomic_meta",
     "set_routes",
     "socket_path",
     "watch_lifeline",

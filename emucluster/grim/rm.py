@@ -21,6 +21,7 @@ from emucluster.grim.rmalloc import Allocator
 from nicd.contract import (
     NOTIFY_P,
     READ_META,
+    AtomicOp,
     MsgType,
     RmFlags,
     RmMapReq,
@@ -28,6 +29,7 @@ from nicd.contract import (
     RmStatusEvent,
     RmUnmapReq,
     Translation,
+    pack_atomic_meta,
 )
 
 if TYPE_CHECKING:
@@ -216,6 +218,38 @@ class RemoteMemory:
     ) -> None:
         """Blocking :meth:`iread`."""
         self.iread(src_rank, handle, offset, nbytes, into, into_offset, notify=notify).wait()
+
+    def iatomic(
+        self,
+        dest_rank: int,
+        handle: Handle,
+        offset: int,
+        op: AtomicOp,
+        code: str,
+        operand: bytes,
+        into: Block | None = None,
+        into_offset: int = 0,
+    ) -> RmRequest:
+        """Start a remote atomic: the NIC of ``dest_rank`` applies ``op`` to the elements
+        (numpy type ``code``) at ``offset`` of block ``handle`` with ``operand`` (CAS:
+        compare value then new value), whole and without its host; with ``into`` the old
+        contents land in that local block at ``into_offset``."""
+        with self._lock:
+            n = len(operand) // 2 if op is AtomicOp.CAS else len(operand)
+            self._check_remote(dest_rank, handle, offset, n)
+            reply = 0
+            if into is not None:
+                if into.handle.vaddr not in self._blocks or into.handle.node != self.rank:
+                    raise RMError("a fetch must land in a block of this endpoint", "not_local")
+                self._check_bounds(into.handle, into_offset, n, "result block")
+                reply = into.handle.vaddr + into_offset
+            req = self._request("atomic")
+            meta = pack_atomic_meta(op, code, fetch=into is not None)
+            args = (handle.vaddr + offset, reply, req.req_id, meta)
+            msg = OutMsg(dest_rank, handle.channel, MsgType.RM_ATOMIC, operand, 0, args, req)
+            self.counts["rm_atomics"] += 1
+            self._submit(msg)
+            return req
 
     # -- internals --------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from emucluster.mpi import lifecycle
+from emucluster.mpi.buffer.membuf import buffer
 from emucluster.mpi.constants import THREAD_MULTIPLE, THREAD_SERIALIZED
 from emucluster.mpi.info import INFO_NULL, Info
 
@@ -115,14 +116,14 @@ def get_vendor() -> tuple[str, tuple[int, int, int]]:
     return lifecycle.VENDOR
 
 
-def Alloc_mem(size: int, info: Info = INFO_NULL) -> memoryview:
-    """``size`` bytes of memory (a writable byte view; no special memory here)."""
-    return memoryview(bytearray(size))
+def Alloc_mem(size: int, info: Info = INFO_NULL) -> buffer:
+    """``size`` bytes of memory (an ``MPI.buffer``, as mpi4py returns; no special memory)."""
+    return buffer.allocate(size)
 
 
 def Free_mem(mem: object) -> None:
     """Release memory from Alloc_mem (the garbage collector does it)."""
-    if isinstance(mem, memoryview):
+    if isinstance(mem, memoryview | buffer):
         mem.release()
 
 

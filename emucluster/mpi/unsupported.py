@@ -1,4 +1,4 @@
-"""What emucluster does not offer (dynamic processes, one-sided, generalized requests).
+"""What emucluster does not offer (dynamic processes, generalized requests).
 
 Each name exists so unmodified programs import and test for it as with mpi4py; using one
 raises ``NotImplementedError`` at once (mpi4py's answer for a call its MPI lacks), never
@@ -9,18 +9,14 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from emucluster.mpi.buffer.spec import MessageSpecError, message
-from emucluster.mpi.errors import ERR_ARG
 from emucluster.mpi.info import INFO_NULL, Info
 from emucluster.mpi.request.request import Request
 
 __all__ = [
-    "WIN_NULL",
     "Close_port",
     "Get_hw_resource_info",
     "Grequest",
     "Open_port",
-    "Win",
     "not_41",
     "not_offered",
 ]
@@ -63,43 +59,6 @@ class _Unoffered:
         not_offered(f"{self._what} ({type(self).__name__}.{name})")
 
 
-class Win(_Unoffered):
-    """One-sided windows (``MPI.Win``): not offered."""
-
-    __slots__ = ()
-    _what = "one-sided communication"
-
-    @classmethod
-    def Create(cls, *args: Any, **kwargs: Any) -> Win:
-        """Not offered."""
-        not_offered("one-sided communication (Win.Create)")
-
-    def Put(self, origin: Any, target_rank: int, target: Any = None) -> None:
-        """Not offered; bad origin or target specs raise first, as in mpi4py."""
-        _rma_specs(origin, target, writable=False)
-        not_offered("one-sided communication (Win.Put)")
-
-    def Get(self, origin: Any, target_rank: int, target: Any = None) -> None:
-        """Not offered; bad origin or target specs raise first, as in mpi4py."""
-        _rma_specs(origin, target, writable=True)
-        not_offered("one-sided communication (Win.Get)")
-
-    @classmethod
-    def Allocate(cls, *args: Any, **kwargs: Any) -> Win:
-        """Not offered."""
-        not_offered("one-sided communication (Win.Allocate)")
-
-
-WIN_NULL = Win()
-
-
-def _rma_specs(origin: Any, target: Any, *, writable: bool) -> None:
-    """mpi4py's checks of an RMA origin message and target spec (ValueError-compatible)."""
-    message(origin, writable=writable)
-    if target is None or isinstance(target, int):
-        return
-    if not isinstance(target, list | tuple) or len(target) > 3:
-        raise MessageSpecError(ERR_ARG, f"target: expecting integral or list/tuple, {target!r}")
 
 
 class Grequest(Request):

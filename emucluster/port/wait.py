@@ -77,6 +77,15 @@ class Waiter:
         ready, _, _ = select.select([fileno], [], [], max(0.0, deadline - self.clock()))
         return bool(ready)
 
+    def readable_any(self, filenos: list[int], deadline: float) -> bool:
+        """Sleep in the kernel until one of ``filenos`` is readable (True) or ``deadline``
+        (False), reading nothing: for a wait on two ports (MPI's and one-sided's). The
+        sleep is charged as a poll, as in `wait`."""
+        started, delay = hosttime.wait_mark()
+        ready, _, _ = select.select(filenos, [], [], max(0.0, deadline - self.clock()))
+        hosttime.charge_wait(started, delay)
+        return bool(ready)
+
     def until(
         self,
         ready: Callable[[], bool],

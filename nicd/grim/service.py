@@ -1,5 +1,6 @@
 """The NIC side of GRIM's programming interfaces (seed 002 §4.4-4.5): remote-memory writes
-(RM-V, RM-P) and reads (RM-RV) executed by the NIC, address translation through the
+(RM-V, RM-P), reads (RM-RV) and atomics (RM_ATOMIC, :mod:`nicd.grim.atomics`, for MPI
+one-sided communication) executed by the NIC, address translation through the
 translation cache with host upcalls on misses, notification words, and the active-message
 handler registry (served by node ``REGISTRY_NODE``'s NIC).
 
@@ -32,6 +33,7 @@ from nicd.core.actions import NicSend, ResumePort, ToPort
 from nicd.core.service import NicService
 from nicd.errors import BadPacket
 from nicd.grim.amregistry import Registry
+from nicd.grim.atomics import AtomicError, apply_atomic, target_length, unpack_meta
 from nicd.grim.xlate import Translation, TranslationCache
 from nicd.hostlink.grim import (
     NIC_PORT,
@@ -73,7 +75,9 @@ __all__ = [
 STATIC_ENTRIES = 32  # static translation-cache entries per port
 DYNAMIC_ENTRIES = 16  # dynamic (filled on miss) entries per port
 _WORD = struct.Struct("<I")  # notification words: 32-bit, little-endian (the hosts' order)
-_RM_TYPES = frozenset({MsgType.RM_WRITE_V, MsgType.RM_READ, MsgType.RM_READ_REPLY})
+_RM_TYPES = frozenset(
+    {MsgType.RM_WRITE_V, MsgType.RM_READ, MsgType.RM_READ_REPLY, MsgType.RM_ATOMIC}
+)
 MAX_UPCALLS_PER_PORT = 64
 """Translation upcalls a port's host may owe at once; a miss beyond waits for a later retry."""
 MAX_NEGATIVE = 4096
@@ -148,6 +152,8 @@ class GrimNic(NicService):
                 ranges.append((a[1], 4))
         elif t is MsgType.RM_READ:
             ranges.append((a[0], a[1]))
+        elif t is MsgType.RM_ATOMIC:
+            ranges.append((a[0], target_length(a[3], first.msg_len)))
         elif t is MsgType.RM_READ_REPLY:
             kind, status = reply_kind_status(first.am_handler)
             if kind is ReplyKind.READ and status == 0:
@@ -203,6 +209,8 @@ class GrimNic(NicService):
             return self._write_p(d) if d.am_handler & RmFlags.RM_API else None
         if t is MsgType.RM_READ:
             return self._read(d)
+        if t is MsgType.RM_ATOMIC:
+            return self._atomic(d)
         if t is MsgType.RM_READ_REPLY:
             return self._read_reply(d)
         return None
@@ -281,6 +289,29 @@ class GrimNic(NicService):
         self.counts["rm_reads_served"] += 1
         args = (reply_vaddr, notify_vaddr, req, value)
         return [NicSend(d.src_node, d.src_port, MsgType.RM_READ_REPLY, bytes(where), 0, args)]
+
+    def _atomic(self, d: Deliver) -> list[CoreAction]:
+        """Apply a remote atomic whole (the NIC runs one message at a time, so it is atomic
+        with respect to every other remote operation); a fetch sends the old contents back
+        as a read's reply."""
+        vaddr, reply_vaddr, req, meta = d.args
+        op, code, fetch = unpack_meta(meta)
+        kind = ReplyKind.READ if fetch else ReplyKind.WRITE
+        pin = self._pinned.pop((d.src_node, d.src_port, d.port), [])
+        n = target_length(meta, len(d.payload))
+        status, where = self._locate(d.port, pin[0] if pin else None, vaddr, n)
+        if status is not RmStatus.OK or where is None:
+            return [self._status(d, req, status, kind)]
+        try:
+            old = apply_atomic(op, code, where, d.payload)
+        except AtomicError:
+            return [self._status(d, req, RmStatus.BAD_OP, kind)]
+        self.counts["rm_atomics"] += 1
+        landed = self._landed(d.port)
+        if fetch:
+            args = (reply_vaddr, 0, req, 0)
+            return [NicSend(d.src_node, d.src_port, MsgType.RM_READ_REPLY, old, 0, args), *landed]
+        return [self._status(d, req, RmStatus.OK, kind), *landed]
 
     def _read_reply(self, d: Deliver) -> list[CoreAction]:
         reply_vaddr, notify_vaddr, req, value = d.args

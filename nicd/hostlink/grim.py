@@ -31,6 +31,11 @@ Message fields (data header, GRIM Fig 4.2 words 5 and 8-11)::
                    payload = notify vaddr (32) | notify value (32) at the reader
     RM_READ_REPLY  handler = status; args = (reply vaddr, notify vaddr, request id, kind);
                    payload = the data (kind READ) or empty (kind WRITE: a write's status)
+    RM_ATOMIC      handler = 0; args = (target vaddr, reply vaddr, request id, meta);
+                   meta = op (8) | element type character (8) | fetch (bit 16), see
+                   nicd.grim.atomics; payload = the operand (CAS: compare value, then new
+                   value); answered like an RM_READ (fetch: the old contents to the reply
+                   vaddr) or like a write (a status)
 """
 
 from __future__ import annotations
@@ -121,6 +126,8 @@ class RmStatus(IntEnum):
     """RM-RV: the reply address is not registered memory at the reader."""
     BUSY = 6
     """The target NIC has too many replies of its own in flight; try again later."""
+    BAD_OP = 7
+    """RM_ATOMIC: an operation or element type the NIC cannot apply."""
 
 
 class ReplyKind(IntEnum):

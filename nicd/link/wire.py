@@ -135,6 +135,8 @@ class MsgType(IntEnum):
     """The answer to a PING (its sequence number echoed)."""
     SACK = 22
     """Selective ACK: cumulative ACK plus a bitmap of the packets held out of order."""
+    RM_ATOMIC = 23
+    """A remote atomic (accumulate, fetch-and-op, compare-and-swap) the target NIC applies."""
 
     def is_control(self) -> bool:
         """True for the short-form control messages."""

@@ -126,6 +126,10 @@ class buffer(np.ndarray):
         new.flags.writeable = False
         return new
 
+    def __bool__(self) -> bool:
+        """True if it has any bytes (as mpi4py's buffer, which has a length)."""
+        return bool(self.size)
+
     def release(self) -> None:
         """Forget the owner (the memory stays valid while other views hold it)."""
         self._owner = None

@@ -1,4 +1,7 @@
-"""One-sided communication (windows, Put/Get/Accumulate).
+"""One-sided communication executed by the NIC: ``MPI.Win`` and its operations.
 
-The room the MPI-breadth issue fills; empty today.
+`window` (the ``Win`` handle class), `state` (a window's memory and epochs), `transfer`
+(Put/Get/accumulates/atomics as NIC operations), `sync` (Fence, locks, PSCW), `requests`
+(the request forms), `engine` (one rank's GRIM endpoint for windows and its waits),
+`constants`.
 """

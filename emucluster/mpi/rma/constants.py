@@ -1,0 +1,33 @@
+"""The one-sided constants: assertion modes, lock types, window attributes, flavors and
+memory models (MPICH's values, so programs that print them see the same numbers)."""
+
+from __future__ import annotations
+
+__all__ = [
+    "LOCK_EXCLUSIVE",
+    "LOCK_SHARED",
+    "MODE_NOCHECK",
+    "MODE_NOPRECEDE",
+    "MODE_NOPUT",
+    "MODE_NOSTORE",
+    "MODE_NOSUCCEED",
+    "WIN_BASE",
+    "WIN_CREATE_FLAVOR",
+    "WIN_DISP_UNIT",
+    "WIN_FLAVOR_ALLOCATE",
+    "WIN_FLAVOR_CREATE",
+    "WIN_FLAVOR_DYNAMIC",
+    "WIN_FLAVOR_SHARED",
+    "WIN_MODEL",
+    "WIN_SEPARATE",
+    "WIN_SIZE",
+    "WIN_UNIFIED",
+]
+
+MODE_NOCHECK, MODE_NOSTORE, MODE_NOPUT = 1024, 2048, 4096
+MODE_NOPRECEDE, MODE_NOSUCCEED = 8192, 16384
+LOCK_EXCLUSIVE, LOCK_SHARED = 234, 235
+WIN_BASE, WIN_SIZE, WIN_DISP_UNIT = 0x66000001, 0x66000003, 0x66000005
+WIN_CREATE_FLAVOR, WIN_MODEL = 0x66000007, 0x66000009
+WIN_FLAVOR_CREATE, WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED = 1, 2, 3, 4
+WIN_SEPARATE, WIN_UNIFIED = 1, 2

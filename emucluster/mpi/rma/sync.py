@@ -1,0 +1,245 @@
+"""One-sided synchronization: Fence, passive target (Lock/Unlock, Lock_all/Unlock_all,
+Flush*, Sync) and generalized active target (Post/Start/Complete/Wait/Test).
+
+Passive-target locks live in the target's registered memory: a 64-bit lock word before the
+window's bytes, which origins change with NIC atomics (exclusive: compare-and-swap 0 ->
+``EXCLUSIVE``; shared: fetch-and-add 1, backing off and undoing it while an exclusive holder
+is there). So a lock, the operations in its epoch and the unlock all complete with the
+target's host computing elsewhere: its NIC does everything. A Fence completes this rank's
+operations and meets the others in a barrier; PSCW sends its post and completion notices as
+zero-byte messages on the window's private communicator. Every call that ends an epoch waits
+for its operations' completions from the target NICs, so at its return they are done there.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING
+
+from emucluster.mpi.constants import PROC_NULL
+from emucluster.mpi.errors import ERR_GROUP, ERR_LOCKTYPE, ERR_RANK, ERR_RMA_SYNC
+from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.rma.constants import LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK, MODE_NOSUCCEED
+from emucluster.mpi.rma.engine import RmaOp
+from nicd.contract import AtomicOp
+
+if TYPE_CHECKING:
+    from emucluster.mpi.comm.group import Group
+    from emucluster.mpi.rma.state import WinState
+
+__all__ = ["EXCLUSIVE", "Synchronization"]
+
+EXCLUSIVE = 1 << 40
+"""The lock word's value while an exclusive lock is held (shared holders count below it)."""
+_Q = struct.Struct("<q")
+_POST, _DONE = 1, 2  # tags of PSCW notices on the window's private communicator
+_BACKOFF_S = (2e-5, 0.002)  # first and longest pause between lock attempts
+_NOT_HELD = 0  # a lock taken with MODE_NOCHECK: nothing to release
+
+
+class Synchronization:
+    """The synchronization calls of one window (``Win.Fence`` ... delegate here)."""
+
+    __slots__ = ("st",)
+
+    def __init__(self, st: WinState) -> None:
+        self.st = st
+
+    # -- fence -------------------------------------------------------------------------------
+
+    def fence(self, assertion: int = 0) -> None:
+        """Complete this rank's operations, then meet every rank: all operations of the
+        epoch are complete everywhere at return."""
+        st = self.st
+        st.sync_memory()
+        st.engine.complete(st.all_pending(), "Win.Fence")
+        st.comm.Barrier()
+        st.sync_memory()
+        st.fence_open = not assertion & MODE_NOSUCCEED
+
+    # -- passive target ----------------------------------------------------------------------
+
+    def lock(self, rank: int, lock_type: int = LOCK_EXCLUSIVE, assertion: int = 0) -> None:
+        """Open a passive-target epoch at ``rank`` (the lock is taken at its NIC)."""
+        if lock_type not in (LOCK_EXCLUSIVE, LOCK_SHARED):
+            raise MPIException(ERR_LOCKTYPE, f"lock type {lock_type} is not LOCK_EXCLUSIVE/SHARED")
+        if rank == PROC_NULL:
+            return
+        st = self._target(rank)
+        if rank in st.locks or st.lock_all:
+            raise MPIException(ERR_RMA_SYNC, f"rank {rank} is already locked by this rank")
+        alone = st.size == 1  # nobody else can lock: nothing to take
+        held = _NOT_HELD if assertion & MODE_NOCHECK or alone else lock_type
+        if held:
+            self._acquire(rank, exclusive=lock_type == LOCK_EXCLUSIVE)
+        st.locks[rank] = held
+        if rank == st.rank:
+            st.sync_memory()
+
+    def unlock(self, rank: int) -> None:
+        """Complete the epoch's operations at ``rank`` and release its lock."""
+        if rank == PROC_NULL:
+            return
+        st = self._target(rank)
+        if rank not in st.locks:
+            raise MPIException(ERR_RMA_SYNC, f"rank {rank} is not locked by this rank")
+        held = st.locks.pop(rank)
+        ops = st.take_pending(rank)
+        if held:  # after the epoch's operations on the same ordered stream: one round trip
+            ops.append(self._release(rank, exclusive=held == LOCK_EXCLUSIVE))
+        st.engine.complete(ops, "Win.Unlock")
+        if rank == st.rank:
+            st.sync_memory()
+
+    def lock_all(self, assertion: int = 0) -> None:
+        """A shared lock at every rank."""
+        st = self.st
+        if st.lock_all or st.locks:
+            raise MPIException(ERR_RMA_SYNC, "Lock_all inside a passive-target epoch")
+        if not assertion & MODE_NOCHECK and st.size > 1:
+            for rank in range(st.size):
+                self._acquire(rank, exclusive=False)
+            st.locks = dict.fromkeys(range(st.size), LOCK_SHARED)
+        else:
+            st.locks = dict.fromkeys(range(st.size), _NOT_HELD)
+        st.lock_all = True
+        st.sync_memory()
+
+    def unlock_all(self) -> None:
+        """Complete every operation and release every lock of Lock_all."""
+        st = self.st
+        if not st.lock_all:
+            raise MPIException(ERR_RMA_SYNC, "Unlock_all without Lock_all")
+        held, st.locks, st.lock_all = st.locks, {}, False
+        ops = st.all_pending()
+        ops += [self._release(rank, exclusive=False) for rank, kind in held.items() if kind]
+        st.engine.complete(ops, "Win.Unlock_all")
+        st.sync_memory()
+
+    def flush(self, rank: int) -> None:
+        """Complete the operations to ``rank`` (at the target, hence locally too)."""
+        if rank == PROC_NULL:
+            return
+        st = self._target(rank)
+        st.engine.complete(st.take_pending(rank), "Win.Flush")
+
+    def flush_all(self) -> None:
+        """Complete every operation in flight."""
+        self.st.engine.complete(self.st.all_pending(), "Win.Flush_all")
+
+    def sync(self) -> None:
+        """Make this rank's private and public window copies agree."""
+        self.st.sync_memory()
+
+    # -- PSCW --------------------------------------------------------------------------------
+
+    def post(self, group: Group, assertion: int = 0) -> None:
+        """Expose the window to the ranks of ``group`` until Wait/Test."""
+        st = self.st
+        if st.exposure is not None:
+            raise MPIException(ERR_RMA_SYNC, "Post inside an exposure epoch")
+        ranks = self._ranks(group)
+        st.sync_memory()
+        st.exposure, st.completed = ranks, set()
+        for rank in ranks:
+            st.comm.Send(b"", rank, _POST)
+
+    def start(self, group: Group, assertion: int = 0) -> None:
+        """Open an access epoch to the ranks of ``group`` once each has posted."""
+        st = self.st
+        if st.access is not None:
+            raise MPIException(ERR_RMA_SYNC, "Start inside an access epoch")
+        ranks = self._ranks(group)
+        for rank in ranks:
+            st.comm.Recv(bytearray(0), rank, _POST)
+        st.access = ranks
+
+    def complete(self) -> None:
+        """End the access epoch: its operations are complete at their targets."""
+        st = self.st
+        if st.access is None:
+            raise MPIException(ERR_RMA_SYNC, "Complete without Start")
+        ranks, st.access = st.access, None
+        ops = [op for rank in ranks for op in st.take_pending(rank)]
+        st.engine.complete(ops, "Win.Complete")
+        for rank in ranks:
+            st.comm.Send(b"", rank, _DONE)
+
+    def wait(self) -> None:
+        """End the exposure epoch once every origin has completed."""
+        st = self.st
+        if st.exposure is None:
+            raise MPIException(ERR_RMA_SYNC, "Wait without Post")
+        for rank in st.exposure:
+            if rank not in st.completed:
+                st.comm.Recv(bytearray(0), rank, _DONE)
+        self._end_exposure()
+
+    def test(self) -> bool:
+        """Wait's nonblocking form: True (the epoch ended) once every origin completed."""
+        st = self.st
+        if st.exposure is None:
+            raise MPIException(ERR_RMA_SYNC, "Test without Post")
+        for rank in st.exposure:
+            if rank not in st.completed and st.comm.Iprobe(rank, _DONE):
+                st.comm.Recv(bytearray(0), rank, _DONE)
+                st.completed.add(rank)
+        if len(st.completed) < len(st.exposure):
+            return False
+        self._end_exposure()
+        return True
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _end_exposure(self) -> None:
+        st = self.st
+        st.exposure, st.completed = None, set()
+        st.sync_memory()
+
+    def _target(self, rank: int) -> WinState:
+        st = self.st
+        if not 0 <= rank < st.size:
+            raise MPIException(ERR_RANK, f"rank {rank} is not in the window's group")
+        return st
+
+    def _ranks(self, group: Group) -> tuple[int, ...]:
+        index = {node: i for i, node in enumerate(self.st.nodes)}
+        try:
+            return tuple(index[node] for node in group.members)
+        except KeyError:
+            raise MPIException(ERR_GROUP, "the group has processes outside the window") from None
+
+    def _word(self, rank: int, op: AtomicOp, operand: bytes) -> int:
+        """Apply ``op`` to ``rank``'s lock word at its NIC; the old value."""
+        st = self.st
+        eng, tgt = st.engine, st.targets[rank]
+        scratch = eng.scratch(_Q.size)
+        req = eng.endpoint.iatomic(tgt.node, tgt.handle, 0, op, "q", operand, scratch, 0)
+        eng.complete([RmaOp([req])], "Win.Lock")
+        old: int = _Q.unpack_from(scratch.buf, 0)[0]
+        eng.give_back(scratch)
+        return old
+
+    def _acquire(self, rank: int, *, exclusive: bool) -> None:
+        pause = _BACKOFF_S[0]
+        while True:
+            if exclusive:
+                operand = _Q.pack(0) + _Q.pack(EXCLUSIVE)
+                if self._word(rank, AtomicOp.CAS, operand) == 0:
+                    return
+            else:
+                if self._word(rank, AtomicOp.SUM, _Q.pack(1)) < EXCLUSIVE:
+                    return
+                self.st.engine.complete([self._release(rank, exclusive=False)], "Win.Lock")
+            self.st.engine.pause(pause)
+            pause = min(pause * 2, _BACKOFF_S[1])
+
+    def _release(self, rank: int, *, exclusive: bool) -> RmaOp:
+        """Start releasing ``rank``'s lock (an op to complete with the epoch's)."""
+        st = self.st
+        tgt = st.targets[rank]
+        amount = -EXCLUSIVE if exclusive else -1
+        req = st.engine.endpoint.iatomic(
+            tgt.node, tgt.handle, 0, AtomicOp.SUM, "q", _Q.pack(amount)
+        )
+        return RmaOp([req])
