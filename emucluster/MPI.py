@@ -231,6 +231,9 @@ from emucluster.mpi.environment import (
     Alloc_mem,
     Finalize,
     Free_mem,
+    Get_abi_fortran_info,
+    Get_abi_info,
+    Get_abi_version,
     Get_library_version,
     Get_processor_name,
     Get_version,
@@ -353,6 +356,10 @@ from emucluster.mpi.request.request import (
     Request,
 )
 from emucluster.mpi.request.status import (
+    F_ERROR,
+    F_SOURCE,
+    F_STATUS_SIZE,
+    F_TAG,
     Status,
 )
 from emucluster.mpi.topo.create import (
@@ -521,6 +528,10 @@ __all__ = [
     "FLOAT32_T",
     "FLOAT64_T",
     "FLOAT_INT",
+    "F_ERROR",
+    "F_SOURCE",
+    "F_STATUS_SIZE",
+    "F_TAG",
     "GRAPH",
     "GROUP_EMPTY",
     "GROUP_NULL",
@@ -654,6 +665,9 @@ __all__ = [
     "File",
     "Finalize",
     "Free_mem",
+    "Get_abi_fortran_info",
+    "Get_abi_info",
+    "Get_abi_version",
     "Get_address",
     "Get_error_class",
     "Get_error_string",

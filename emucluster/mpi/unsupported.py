@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from emucluster.mpi.buffer.spec import MessageSpecError, message
+from emucluster.mpi.errhandler import ERRORS_RETURN, Errhandler
 from emucluster.mpi.errors import ERR_ARG
+from emucluster.mpi.handles import Handled
 from emucluster.mpi.info import INFO_NULL, Info
 from emucluster.mpi.request.request import Request
 
@@ -38,7 +40,7 @@ def not_offered(what: str) -> NoReturn:
     raise NotImplementedError(f"{what} is not offered by emucluster (see docs/guide/mpi.md)")
 
 
-class _Unoffered:
+class _Unoffered(Handled):
     """A class of objects emucluster cannot create; only its null handle exists."""
 
     __slots__ = ("_null",)
@@ -76,6 +78,17 @@ class File(_Unoffered):
         """Not offered."""
         not_offered("MPI-IO (File.Open)")
 
+    def Get_errhandler(self) -> Errhandler:
+        """A new handle to FILE_NULL's error handler, the one new files would start with
+        (ERRORS_RETURN until set)."""
+        return Errhandler._of(_file_errhandler[0])
+
+    def Set_errhandler(self, errhandler: Errhandler) -> None:
+        """Set FILE_NULL's error handler; ERR_ERRHANDLER for ERRHANDLER_NULL."""
+        handler = errhandler._handler().acquire()
+        _file_errhandler[0].release()
+        _file_errhandler[0] = handler
+
 
 class Win(_Unoffered):
     """One-sided windows (``MPI.Win``): not offered."""
@@ -104,6 +117,7 @@ class Win(_Unoffered):
         not_offered("one-sided communication (Win.Allocate)")
 
 
+_file_errhandler = [ERRORS_RETURN._handler().acquire()]  # FILE_NULL's: what files start with
 FILE_NULL = File()
 WIN_NULL = Win()
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pickle
 from typing import TYPE_CHECKING, Any
 
-from emucluster.mpi import errhandler, lifecycle, predefined
+from emucluster.mpi import errhandler, handles, lifecycle, predefined
 from emucluster.mpi.collective.calls import internal_allgather, internal_allreduce
 from emucluster.mpi.comm import free as commfree
 from emucluster.mpi.comm import fromgroup as commgroup
@@ -42,8 +42,8 @@ from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.info import INFO_NULL, Info
 from emucluster.mpi.pt2pt.calls import PointToPoint
 from emucluster.mpi.pt2pt.mprobe import MatchedProbe
+from emucluster.mpi.pt2pt.partitioned import PartitionedP2P
 from emucluster.mpi.pt2pt.persistent import PersistentP2P
-from emucluster.mpi.request import handles
 from emucluster.mpi.request.request import Request, completed
 from emucluster.mpi.unsupported import not_41
 from emucluster.port.progress import DeadlockError
@@ -268,6 +268,8 @@ class Comm:
     Ssend_init = delegate(PersistentP2P, PersistentP2P.Ssend_init)
     Rsend_init = delegate(PersistentP2P, PersistentP2P.Rsend_init)
     Recv_init = delegate(PersistentP2P, PersistentP2P.Recv_init)
+    Psend_init = delegate(PartitionedP2P, PartitionedP2P.Psend_init)
+    Precv_init = delegate(PartitionedP2P, PartitionedP2P.Precv_init)
 
     Improbe = delegate(MatchedProbe, MatchedProbe.Improbe)
     Mprobe = delegate(MatchedProbe, MatchedProbe.Mprobe)
@@ -324,6 +326,10 @@ class Comm:
 
     @property
     def handle(self) -> int:
+        """The integer handle (``toint``)."""
+        return self.toint()
+
+    def tohandle(self) -> int:
         """The integer handle (``toint``)."""
         return self.toint()
 

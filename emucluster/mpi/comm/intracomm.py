@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from emucluster.mpi.collective.blocking import Collectives
 from emucluster.mpi.collective.nonblocking import NonblockingCollectives, VectorCollectives
+from emucluster.mpi.collective.persistent import PersistentCollectives
 from emucluster.mpi.comm import kinds
 from emucluster.mpi.comm.comm import Comm
 from emucluster.mpi.comm.delegate import delegate
@@ -85,6 +86,28 @@ class Intracomm(Comm):
     Ireduce_scatter = delegate(NonblockingCollectives, NonblockingCollectives.Ireduce_scatter)
     Iscan = delegate(NonblockingCollectives, NonblockingCollectives.Iscan)
     Iexscan = delegate(NonblockingCollectives, NonblockingCollectives.Iexscan)
+
+    # -- persistent collectives (MPI 4.0) -------------------------------------------------------
+
+    Barrier_init = delegate(PersistentCollectives, PersistentCollectives.Barrier_init)
+    Bcast_init = delegate(PersistentCollectives, PersistentCollectives.Bcast_init)
+    Gather_init = delegate(PersistentCollectives, PersistentCollectives.Gather_init)
+    Gatherv_init = delegate(PersistentCollectives, PersistentCollectives.Gatherv_init)
+    Scatter_init = delegate(PersistentCollectives, PersistentCollectives.Scatter_init)
+    Scatterv_init = delegate(PersistentCollectives, PersistentCollectives.Scatterv_init)
+    Allgather_init = delegate(PersistentCollectives, PersistentCollectives.Allgather_init)
+    Allgatherv_init = delegate(PersistentCollectives, PersistentCollectives.Allgatherv_init)
+    Alltoall_init = delegate(PersistentCollectives, PersistentCollectives.Alltoall_init)
+    Alltoallv_init = delegate(PersistentCollectives, PersistentCollectives.Alltoallv_init)
+    Alltoallw_init = delegate(PersistentCollectives, PersistentCollectives.Alltoallw_init)
+    Reduce_init = delegate(PersistentCollectives, PersistentCollectives.Reduce_init)
+    Allreduce_init = delegate(PersistentCollectives, PersistentCollectives.Allreduce_init)
+    Reduce_scatter_block_init = delegate(
+        PersistentCollectives, PersistentCollectives.Reduce_scatter_block_init
+    )
+    Reduce_scatter_init = delegate(PersistentCollectives, PersistentCollectives.Reduce_scatter_init)
+    Scan_init = delegate(PersistentCollectives, PersistentCollectives.Scan_init)
+    Exscan_init = delegate(PersistentCollectives, PersistentCollectives.Exscan_init)
 
     # -- topology constructors (``emucluster.mpi.topo.create``) --------------------------------
 

@@ -16,6 +16,7 @@ from emucluster.mpi.comm.group import Group
 from emucluster.mpi.errhandler import ERRORS_RETURN, Errhandler, Handler, call
 from emucluster.mpi.errors import ERR_ARG, ERR_SESSION
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.handles import Handled
 from emucluster.mpi.info import INFO_NULL, Info
 from emucluster.mpi.unsupported import not_41
 
@@ -37,10 +38,13 @@ class _SessionState:
         self.errhandler: Handler = chosen._handler().acquire()
 
 
-class Session:
+class Session(Handled):
     """A session (SESSION_NULL when it has no state)."""
 
     __slots__ = ("_st",)
+
+    def _handle_key(self) -> object:
+        return self._st
 
     _st: _SessionState | None
 
