@@ -351,6 +351,9 @@ from emucluster.mpi.pt2pt.mprobe import (
 from emucluster.mpi.pt2pt.persistent import (
     Prequest,
 )
+from emucluster.mpi.request.grequest import (
+    Grequest,
+)
 from emucluster.mpi.request.request import (
     REQUEST_NULL,
     Request,
@@ -380,7 +383,6 @@ from emucluster.mpi.unsupported import (
     Close_port,
     File,
     Get_hw_resource_info,
-    Grequest,
     Open_port,
     Win,
 )

@@ -1,4 +1,4 @@
-"""What emucluster does not offer (dynamic processes, MPI-IO, one-sided, generalized requests).
+"""What emucluster does not offer (dynamic processes, MPI-IO, one-sided communication).
 
 Each name exists so unmodified programs import and test for it as with mpi4py; using one
 raises ``NotImplementedError`` at once (mpi4py's answer for a call its MPI lacks), never
@@ -14,7 +14,6 @@ from emucluster.mpi.errhandler import ERRORS_RETURN, Errhandler
 from emucluster.mpi.errors import ERR_ARG
 from emucluster.mpi.handles import Handled
 from emucluster.mpi.info import INFO_NULL, Info
-from emucluster.mpi.request.request import Request
 
 __all__ = [
     "FILE_NULL",
@@ -22,7 +21,6 @@ __all__ = [
     "Close_port",
     "File",
     "Get_hw_resource_info",
-    "Grequest",
     "Open_port",
     "Win",
     "not_41",
@@ -129,22 +127,6 @@ def _rma_specs(origin: Any, target: Any, *, writable: bool) -> None:
         return
     if not isinstance(target, list | tuple) or len(target) > 3:
         raise MessageSpecError(ERR_ARG, f"target: expecting integral or list/tuple, {target!r}")
-
-
-class Grequest(Request):
-    """Generalized requests: not offered (``Start`` raises NotImplementedError)."""
-
-    __slots__ = ()
-
-    @classmethod
-    def _check(cls, pending: object) -> None:
-        if pending is not None:
-            raise TypeError("Grequest() takes a generalized request")
-
-    @classmethod
-    def Start(cls, *args: object, **kwargs: object) -> Grequest:
-        """Not offered."""
-        not_offered("generalized requests (Grequest.Start)")
 
 
 def Open_port(info: Info = INFO_NULL) -> str:

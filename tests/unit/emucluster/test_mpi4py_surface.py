@@ -175,7 +175,7 @@ def test_user_error_classes_and_exception_protocol() -> None:
 
 
 @pytest.mark.parametrize("call", ["MPI.File.Open(MPI.COMM_WORLD, 'f')", "MPI.Open_port()",
-                                  "MPI.Win.Create(b'')", "MPI.Grequest.Start()"])  # fmt: skip
+                                  "MPI.Win.Create(b'')"])  # fmt: skip
 def test_unsupported_features_raise_not_implemented(call: str) -> None:
     check(f"""
         from emucluster import MPI

@@ -1,5 +1,6 @@
 """The MPI 4.0 requests on an in-process job (tests/unit/mpisim.py): persistent collectives
-started again and again with new data, and partitioned point-to-point, with exact values."""
+started again and again with new data, and partitioned point-to-point, with exact values;
+and generalized requests (the program completes them), alone and beside library requests."""
 
 from __future__ import annotations
 
@@ -111,3 +112,71 @@ def test_partitioned_ring_arrives_once_every_part_is_ready(partitions: int) -> N
             assert early == [False] * partitions
             assert before_last == [False] * partitions  # the message leaves with the last part
             assert received == [10 * round_ + (r - 1) % size] * (2 * partitions)
+
+
+class _Calls:
+    def __init__(self) -> None:
+        self.log: list[Any] = []
+
+    def query(self, status: Any, extra: int) -> None:
+        self.log.append(("query", extra))
+        status.Set_source(3)
+        status.Set_tag(7)
+
+    def free(self, extra: int) -> None:
+        self.log.append(("free", extra))
+
+    def cancel(self, completed: bool, extra: int) -> None:
+        self.log.append(("cancel", completed))
+
+
+def test_a_generalized_request_completes_when_the_program_says_so() -> None:
+    from emucluster.mpi.request.grequest import Grequest
+
+    calls = _Calls()
+    greq = Grequest.Start(calls.query, calls.free, calls.cancel, args=(9,))
+    assert not greq.Test()
+    with pytest.raises(MPI.Exception) as raised:
+        greq.Wait()  # nothing else could complete it: an error at once, not a hang
+    assert raised.value.Get_error_class() == MPI.ERR_REQUEST
+    greq.Cancel()
+    greq.complete("done")
+    greq.Cancel()
+    status = MPI.Status()
+    assert greq.test(status) == (True, "done")
+    assert (status.Get_source(), status.Get_tag(), status.Get_error()) == (3, 7, MPI.SUCCESS)
+    assert calls.log == [("cancel", False), ("cancel", True), ("query", 9), ("free", 9)]
+    assert greq == MPI.REQUEST_NULL
+    assert MPI.Request(Grequest.Start()) != MPI.REQUEST_NULL
+    with pytest.raises(TypeError):
+        MPI.Prequest(Grequest.Start())
+
+
+def test_a_failing_callback_is_an_mpi_exception_and_the_request_still_frees() -> None:
+    from emucluster.mpi.request.grequest import Grequest
+
+    def query(status: Any) -> None:
+        raise ValueError(42)
+
+    freed = []
+    greq = Grequest.Start(query, lambda: freed.append(True))
+    greq.Complete()
+    with pytest.raises(MPI.Exception) as raised:
+        greq.Wait()
+    assert raised.value.Get_error_class() == MPI.ERR_OTHER
+    assert freed == [True]
+    assert greq == MPI.REQUEST_NULL
+
+
+def test_waitall_over_a_generalized_request_and_a_receive() -> None:
+    from emucluster.mpi.request.grequest import Grequest
+
+    def body(comm: Any) -> Any:
+        if comm.rank == 0:
+            comm.send("hello", dest=1, tag=4)
+            return None
+        greq = Grequest.Start()
+        greq.complete(5)
+        return MPI.Request.waitall([comm.irecv(source=0, tag=4), greq])
+
+    assert run(2, body)[1] == ["hello", 5]
