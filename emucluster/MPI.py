@@ -60,8 +60,10 @@ from emucluster.mpi.comm.group import (
     GROUP_NULL,
     Group,
 )
-from emucluster.mpi.comm.intracomm import (
+from emucluster.mpi.comm.intercomm import (
     Intercomm,
+)
+from emucluster.mpi.comm.intracomm import (
     Intracomm,
 )
 from emucluster.mpi.comm.session import (

@@ -51,7 +51,8 @@ from emucluster.port.progress import DeadlockError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from emucluster.mpi.comm.intracomm import Intercomm, Intracomm
+    from emucluster.mpi.comm.intercomm import Intercomm
+    from emucluster.mpi.comm.intracomm import Intracomm
     from emucluster.mpi.keyvals import Callback
     from emucluster.port.progress import Progress
 
