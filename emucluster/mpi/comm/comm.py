@@ -154,23 +154,21 @@ class Comm:
         self.Set_name(value)
 
     def Is_inter(self) -> bool:
-        """False: only intracommunicators exist here."""
-        self._state()
-        return False
+        """Whether this is an intercommunicator."""
+        return self._state().local is not None
 
     def Is_intra(self) -> bool:
-        """True."""
-        self._state()
-        return True
+        """Whether this is an intracommunicator."""
+        return self._state().local is None
 
     @property
     def is_inter(self) -> bool:
-        """False."""
+        """Whether this is an intercommunicator."""
         return self.Is_inter()
 
     @property
     def is_intra(self) -> bool:
-        """True."""
+        """Whether this is an intracommunicator."""
         return self.Is_intra()
 
     @property

@@ -155,16 +155,6 @@ class Intercomm(Comm):
         """Number of processes in the remote group."""
         return self.Get_remote_size()
 
-    def Is_inter(self) -> bool:
-        """True."""
-        self._state()
-        return True
-
-    def Is_intra(self) -> bool:
-        """False."""
-        self._state()
-        return False
-
     def _swap(self, mine: object) -> Any:
         """The leaders' trade, on the intercommunicator's collective context (no program
         message can match it)."""
