@@ -12,7 +12,8 @@ statistics (written to ``$EMU_STATS_DIR/rank<N>.json`` at Finalize when set).
 
 This module only re-exports: every name lives in the room of ``emucluster.mpi`` that owns it
 (docs/dev/architecture.md), and the last statement initialises the library. Its length is its
-name list: about 310 names, one a line in the imports and once more in ``__all__``.
+name list: about 320 names, one a line in the imports (a lone name beside its module) and once
+more in ``__all__``.
 """
 
 from __future__ import annotations
@@ -22,9 +23,7 @@ from emucluster.mpi.buffer.address import (
     Aint_diff,
     Get_address,
 )
-from emucluster.mpi.buffer.membuf import (
-    buffer,
-)
+from emucluster.mpi.buffer.membuf import buffer
 from emucluster.mpi.buffer.serial import PICKLE as pickle
 from emucluster.mpi.collective.ops import (
     BAND,
@@ -45,10 +44,7 @@ from emucluster.mpi.collective.ops import (
     Op,
 )
 from emucluster.mpi.comm import world as _world
-from emucluster.mpi.comm.comm import (
-    COMM_NULL,
-    Comm,
-)
+from emucluster.mpi.comm.comm import COMM_NULL, Comm
 from emucluster.mpi.comm.fromgroup import (
     COMM_TYPE_HW_GUIDED,
     COMM_TYPE_HW_UNGUIDED,
@@ -60,12 +56,8 @@ from emucluster.mpi.comm.group import (
     GROUP_NULL,
     Group,
 )
-from emucluster.mpi.comm.intercomm import (
-    Intercomm,
-)
-from emucluster.mpi.comm.intracomm import (
-    Intracomm,
-)
+from emucluster.mpi.comm.intercomm import Intercomm
+from emucluster.mpi.comm.intracomm import Intracomm
 from emucluster.mpi.comm.session import (
     MAX_PSET_NAME_LEN,
     SESSION_NULL,
@@ -120,9 +112,7 @@ from emucluster.mpi.datatype.darray import (
     DISTRIBUTE_DFLT_DARG,
     DISTRIBUTE_NONE,
 )
-from emucluster.mpi.datatype.datatype import (
-    Datatype,
-)
+from emucluster.mpi.datatype.datatype import Datatype
 from emucluster.mpi.datatype.handles import (
     AINT,
     BFLOAT16_T,
@@ -350,12 +340,8 @@ from emucluster.mpi.pt2pt.mprobe import (
     MESSAGE_NULL,
     Message,
 )
-from emucluster.mpi.pt2pt.persistent import (
-    Prequest,
-)
-from emucluster.mpi.request.grequest import (
-    Grequest,
-)
+from emucluster.mpi.pt2pt.persistent import Prequest
+from emucluster.mpi.request.grequest import Grequest
 from emucluster.mpi.request.request import (
     REQUEST_NULL,
     Request,
