@@ -1,4 +1,5 @@
-"""The MPI environment calls: Init and Finalize, versions, thread level, clock, memory, Abort.
+"""The MPI environment calls: Init and Finalize, versions, the ABI queries, thread level,
+clock, memory, Abort.
 
 Thin calls over ``emucluster.mpi.lifecycle`` (which keeps this process's one Runtime), as
 mpi4py's module-level functions are over MPI's. ``import emucluster.MPI`` has initialised the
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 from emucluster.mpi import lifecycle
 from emucluster.mpi.buffer.membuf import buffer
 from emucluster.mpi.constants import THREAD_MULTIPLE, THREAD_SERIALIZED
+from emucluster.mpi.datatype.handles import AINT, COUNT, OFFSET
 from emucluster.mpi.info import INFO_NULL, Info
 
 if TYPE_CHECKING:
@@ -25,6 +27,9 @@ __all__ = [
     "Alloc_mem",
     "Finalize",
     "Free_mem",
+    "Get_abi_fortran_info",
+    "Get_abi_info",
+    "Get_abi_version",
     "Get_library_version",
     "Get_processor_name",
     "Get_version",
@@ -84,6 +89,24 @@ def Is_thread_main() -> bool:
 def Get_version() -> tuple[int, int]:
     """The MPI standard version implemented: (3, 1)."""
     return VERSION, SUBVERSION
+
+
+def Get_abi_version() -> tuple[int, int]:
+    """The MPI 5.0 ABI version: (-1, -1), as an MPI built without the standard ABI answers
+    (emucluster is a Python library; it has no C ABI)."""
+    return -1, -1
+
+
+def Get_abi_info() -> Info:
+    """A new Info with the sizes in bytes of the address, count and offset integers
+    (``mpi_aint_size``, ``mpi_count_size``, ``mpi_offset_size``)."""
+    sizes = {"aint": AINT, "count": COUNT, "offset": OFFSET}
+    return Info.Create({f"mpi_{name}_size": str(t.Get_size()) for name, t in sizes.items()})
+
+
+def Get_abi_fortran_info() -> Info:
+    """INFO_NULL: no Fortran here."""
+    return INFO_NULL
 
 
 def Get_library_version() -> str:

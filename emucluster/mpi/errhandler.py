@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from emucluster.mpi.errors import ERR_ERRHANDLER, SUCCESS
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.handles import Handled
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -58,10 +59,13 @@ class Handler:
             _live_user -= 1
 
 
-class Errhandler:
+class Errhandler(Handled):
     """A handle to an error handler (ERRHANDLER_NULL when it names none)."""
 
     __slots__ = ("_h",)
+
+    def _handle_key(self) -> object:
+        return self._h
 
     _h: Handler | None
 
@@ -134,14 +138,6 @@ class Errhandler:
             return
         handler.release()
         self._h = None
-
-    def toint(self) -> int:
-        """No integer handles here: -1."""
-        return -1
-
-    def py2f(self) -> int:
-        """No Fortran handles here: -1."""
-        return -1
 
 
 def call(handler: Handler, obj: object, errorcode: int, abort: Callable[[int], None]) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from emucluster.mpi.errors import ERR_INFO, ERR_INFO_KEY, ERR_INFO_NOKEY, ERR_INFO_VALUE
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.handles import Handled
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -33,10 +34,13 @@ def set_maxprocs(nodes: int | None) -> None:
     _maxprocs[:] = [] if nodes is None else [nodes]
 
 
-class Info:
+class Info(Handled):
     """An info object (INFO_NULL when it has no dictionary)."""
 
     __slots__ = ("_d",)
+
+    def _handle_key(self) -> object:
+        return self._d
 
     _d: dict[str, str] | None
 
@@ -147,14 +151,6 @@ class Info:
         if not 0 <= n < len(keys):
             raise MPIException(ERR_INFO_KEY, f"no key number {n} (of {len(keys)})")
         return keys[n]
-
-    def toint(self) -> int:
-        """No integer handles here: -1."""
-        return -1
-
-    def py2f(self) -> int:
-        """No Fortran handles here: -1."""
-        return -1
 
     # -- the dictionary interface (mpi4py's: on INFO_NULL, lookups and stores raise KeyError) --
 

@@ -1,18 +1,17 @@
 """The handle semantics MPI objects over a state share (``Session``, ``File``): a handle
-holds its object's state or None (the null handle); handles of one state are equal and hash
-alike; a null handle is false; the integer handle (``toint``/``py2f``, ``fromint``/``f2py``)
-names the state in this process (`emucluster.mpi.request.handles`)."""
+holds its object's state or None (the null handle); handles of one state are equal, hash alike
+and share one integer handle (`emucluster.mpi.handles.Handled`); a null handle is false."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
-from emucluster.mpi.request import handles
+from emucluster.mpi.handles import Handled
 
 __all__ = ["StateHandle"]
 
 
-class StateHandle:
+class StateHandle(Handled):
     """A handle: ``_st`` is the object's state, None for the null handle."""
 
     __slots__ = ("_st",)
@@ -20,6 +19,9 @@ class StateHandle:
     """What the handle names (handles of different kinds are never equal)."""
 
     _st: Any
+
+    def _handle_key(self) -> object:
+        return self._st
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, StateHandle) or other._kind != self._kind:
@@ -31,33 +33,3 @@ class StateHandle:
 
     def __bool__(self) -> bool:
         return self._st is not None
-
-    def toint(self) -> int:
-        """An integer naming this object in this process (0 for the null handle)."""
-        return handles.handle_of(self._st)
-
-    def py2f(self) -> int:
-        """The integer handle (``toint``)."""
-        return self.toint()
-
-    @property
-    def handle(self) -> int:
-        """The integer handle (``toint``)."""
-        return self.toint()
-
-    @classmethod
-    def fromint(cls, arg: int, /) -> Self:
-        """A handle to the object ``arg`` names."""
-        new = object.__new__(cls)
-        new._st = handles.lookup(arg)
-        return new
-
-    @classmethod
-    def f2py(cls, arg: int, /) -> Self:
-        """The object an integer handle names (``fromint``)."""
-        return cls.fromint(arg)
-
-    @classmethod
-    def fromhandle(cls, arg: int, /) -> Self:
-        """The object an integer handle names (``fromint``)."""
-        return cls.fromint(arg)

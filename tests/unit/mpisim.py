@@ -76,6 +76,7 @@ from emucluster.mpi.collective.ops import Op, predefined_ops
 from emucluster.mpi.comm import comm as _comm
 from emucluster.mpi.comm import fromgroup as _fromgroup
 from emucluster.mpi.comm import group as _group
+from emucluster.mpi.comm import intercomm as _intercomm
 from emucluster.mpi.comm import intracomm as _intracomm
 from emucluster.mpi.datatype.datatype import Datatype, predefined
 from emucluster.mpi.pt2pt import bsend as _bsend
@@ -134,7 +135,7 @@ def _mpi_names() -> types.SimpleNamespace:
         ERRORS_ARE_FATAL=_errhandler.ERRORS_ARE_FATAL,
         Comm=_comm.Comm,
         Intracomm=_intracomm.Intracomm,
-        Intercomm=_intracomm.Intercomm,
+        Intercomm=_intercomm.Intercomm,
         COMM_NULL=_comm.COMM_NULL,
         COMM_TYPE_SHARED=_fromgroup.COMM_TYPE_SHARED,
         Cartcomm=_topocomm.Cartcomm,

@@ -31,6 +31,7 @@ import numpy as np
 from emucluster.mpi.buffer.spec import MessageSpecError, message
 from emucluster.mpi.errors import ERR_BUFFER, ERR_OP
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.handles import Handled
 
 if TYPE_CHECKING:
     from emucluster.mpi.datatype.datatype import Datatype
@@ -67,10 +68,13 @@ ObjFn = Callable[[Any, Any], Any]
 ArrFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-class Op:
+class Op(Handled):
     """A reduction operation (mpi4py's ``MPI.Op``)."""
 
     __slots__ = ("_arrays", "_commute", "_key", "_name", "_objects", "_user")
+
+    def _handle_key(self) -> object:
+        return self._key
 
     _name: str
     _objects: ObjFn | None
@@ -140,14 +144,6 @@ class Op:
         if self._user is None:
             raise ValueError(f"cannot pickle {self!r}")
         return type(self).Create, (self._user, self._commute)
-
-    def toint(self) -> int:
-        """No integer handles for operations here: -1."""
-        return -1
-
-    def py2f(self) -> int:
-        """No Fortran handles here: -1."""
-        return -1
 
     def Is_commutative(self) -> bool:
         """Whether the operation commutes."""

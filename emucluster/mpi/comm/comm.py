@@ -16,7 +16,7 @@ from __future__ import annotations
 import pickle
 from typing import TYPE_CHECKING, Any
 
-from emucluster.mpi import errhandler, lifecycle, predefined
+from emucluster.mpi import errhandler, handles, lifecycle, predefined
 from emucluster.mpi.collective.calls import internal_allgather, internal_allreduce
 from emucluster.mpi.comm import free as commfree
 from emucluster.mpi.comm import fromgroup as commgroup
@@ -42,8 +42,8 @@ from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.info import INFO_NULL, Info
 from emucluster.mpi.pt2pt.calls import PointToPoint
 from emucluster.mpi.pt2pt.mprobe import MatchedProbe
+from emucluster.mpi.pt2pt.partitioned import PartitionedP2P
 from emucluster.mpi.pt2pt.persistent import PersistentP2P
-from emucluster.mpi.request import handles
 from emucluster.mpi.request.request import Request, completed
 from emucluster.mpi.unsupported import not_41
 from emucluster.port.progress import DeadlockError
@@ -51,7 +51,8 @@ from emucluster.port.progress import DeadlockError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from emucluster.mpi.comm.intracomm import Intercomm, Intracomm
+    from emucluster.mpi.comm.intercomm import Intercomm
+    from emucluster.mpi.comm.intracomm import Intracomm
     from emucluster.mpi.keyvals import Callback
     from emucluster.port.progress import Progress
 
@@ -153,23 +154,21 @@ class Comm:
         self.Set_name(value)
 
     def Is_inter(self) -> bool:
-        """False: only intracommunicators exist here."""
-        self._state()
-        return False
+        """Whether this is an intercommunicator."""
+        return self._state().local is not None
 
     def Is_intra(self) -> bool:
-        """True."""
-        self._state()
-        return True
+        """Whether this is an intracommunicator."""
+        return self._state().local is None
 
     @property
     def is_inter(self) -> bool:
-        """False."""
+        """Whether this is an intercommunicator."""
         return self.Is_inter()
 
     @property
     def is_intra(self) -> bool:
-        """True."""
+        """Whether this is an intracommunicator."""
         return self.Is_intra()
 
     @property
@@ -268,6 +267,8 @@ class Comm:
     Ssend_init = delegate(PersistentP2P, PersistentP2P.Ssend_init)
     Rsend_init = delegate(PersistentP2P, PersistentP2P.Rsend_init)
     Recv_init = delegate(PersistentP2P, PersistentP2P.Recv_init)
+    Psend_init = delegate(PartitionedP2P, PartitionedP2P.Psend_init)
+    Precv_init = delegate(PartitionedP2P, PartitionedP2P.Precv_init)
 
     Improbe = delegate(MatchedProbe, MatchedProbe.Improbe)
     Mprobe = delegate(MatchedProbe, MatchedProbe.Mprobe)
@@ -324,6 +325,10 @@ class Comm:
 
     @property
     def handle(self) -> int:
+        """The integer handle (``toint``)."""
+        return self.toint()
+
+    def tohandle(self) -> int:
         """The integer handle (``toint``)."""
         return self.toint()
 

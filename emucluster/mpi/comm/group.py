@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from emucluster.mpi.constants import IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
 from emucluster.mpi.errors import ERR_ARG, ERR_GROUP, ERR_RANK
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.handles import Handled
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -27,10 +28,13 @@ def set_local_node(node: int) -> None:
     _local_node = node
 
 
-class Group:
+class Group(Handled):
     """An ordered set of processes (mpi4py's ``MPI.Group``)."""
 
     __slots__ = ("_members",)
+
+    def _handle_key(self) -> object:
+        return self._members
 
     def __init__(self, group: Group | None = None) -> None:
         self._members: tuple[int, ...] | None = None if group is None else group._members

@@ -1,10 +1,10 @@
-"""Intracommunicators: ``Intracomm`` (collectives and topology constructors) and ``Intercomm``.
+"""Intracommunicators: ``Intracomm`` (collectives, topology and intercommunicator constructors).
 
 ``Intracomm`` adds to ``Comm`` the collective calls, delegated to the plain objects of
-``emucluster.mpi.collective`` (`Collectives`, `VectorCollectives`, `NonblockingCollectives`),
-and the topology constructors of ``emucluster.mpi.topo.create``. ``Intercomm`` has only its
-null handle here (no spawn, no Create_intercomm). `make_world` builds a rank's COMM_WORLD and
-COMM_SELF over its `Runtime`.
+``emucluster.mpi.collective`` (`Collectives`, `VectorCollectives`, `NonblockingCollectives`,
+`PersistentCollectives`), the topology constructors of ``emucluster.mpi.topo.create`` and
+``Create_intercomm`` (``emucluster.mpi.comm.intercomm``). `make_world` builds a rank's
+COMM_WORLD and COMM_SELF over its `Runtime`.
 """
 
 from __future__ import annotations
@@ -13,27 +13,42 @@ from typing import TYPE_CHECKING
 
 from emucluster.mpi.collective.blocking import Collectives
 from emucluster.mpi.collective.nonblocking import NonblockingCollectives, VectorCollectives
+from emucluster.mpi.collective.persistent import PersistentCollectives
 from emucluster.mpi.comm import kinds
 from emucluster.mpi.comm.comm import Comm
 from emucluster.mpi.comm.delegate import delegate
+from emucluster.mpi.comm.intercomm import Intercomm, create_intercomm
 from emucluster.mpi.comm.state import CommState
 from emucluster.mpi.topo import create as topo_create
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from emucluster.mpi.comm.group import Group
     from emucluster.mpi.runtime import Runtime
     from emucluster.mpi.topo.topocomm import Cartcomm, Distgraphcomm, Graphcomm
 
 
-__all__ = ["Intercomm", "Intracomm", "make_world"]
+__all__ = ["Intracomm", "make_world"]
 
 
 class Intracomm(Comm):
     """An intracommunicator (mpi4py's ``MPI.Intracomm``): point-to-point and collectives."""
 
     __slots__ = ()
+
+    def __new__(cls, comm: Comm | None = None) -> Intracomm:
+        """A handle to ``comm`` (COMM_NULL if None); TypeError for an intercommunicator."""
+        if comm is not None and comm._st is not None and comm._st.local is not None:
+            raise TypeError(f"{cls.__name__}() takes an intracommunicator")
+        self = super().__new__(cls, comm)
+        assert isinstance(self, Intracomm)
+        return self
+
+    def Create_intercomm(self, local_leader: int, peer_comm: Comm, remote_leader: int,
+                         tag: int = 0) -> Intercomm:  # fmt: skip
+        """An intercommunicator between this group and the one whose leader is
+        ``remote_leader`` in ``peer_comm`` (collective over both groups)."""
+        return create_intercomm(self, local_leader, peer_comm, remote_leader, tag)
 
     # -- collectives (``emucluster.mpi.collective``) ---------------------------------------------
 
@@ -86,6 +101,28 @@ class Intracomm(Comm):
     Iscan = delegate(NonblockingCollectives, NonblockingCollectives.Iscan)
     Iexscan = delegate(NonblockingCollectives, NonblockingCollectives.Iexscan)
 
+    # -- persistent collectives (MPI 4.0) -------------------------------------------------------
+
+    Barrier_init = delegate(PersistentCollectives, PersistentCollectives.Barrier_init)
+    Bcast_init = delegate(PersistentCollectives, PersistentCollectives.Bcast_init)
+    Gather_init = delegate(PersistentCollectives, PersistentCollectives.Gather_init)
+    Gatherv_init = delegate(PersistentCollectives, PersistentCollectives.Gatherv_init)
+    Scatter_init = delegate(PersistentCollectives, PersistentCollectives.Scatter_init)
+    Scatterv_init = delegate(PersistentCollectives, PersistentCollectives.Scatterv_init)
+    Allgather_init = delegate(PersistentCollectives, PersistentCollectives.Allgather_init)
+    Allgatherv_init = delegate(PersistentCollectives, PersistentCollectives.Allgatherv_init)
+    Alltoall_init = delegate(PersistentCollectives, PersistentCollectives.Alltoall_init)
+    Alltoallv_init = delegate(PersistentCollectives, PersistentCollectives.Alltoallv_init)
+    Alltoallw_init = delegate(PersistentCollectives, PersistentCollectives.Alltoallw_init)
+    Reduce_init = delegate(PersistentCollectives, PersistentCollectives.Reduce_init)
+    Allreduce_init = delegate(PersistentCollectives, PersistentCollectives.Allreduce_init)
+    Reduce_scatter_block_init = delegate(
+        PersistentCollectives, PersistentCollectives.Reduce_scatter_block_init
+    )
+    Reduce_scatter_init = delegate(PersistentCollectives, PersistentCollectives.Reduce_scatter_init)
+    Scan_init = delegate(PersistentCollectives, PersistentCollectives.Scan_init)
+    Exscan_init = delegate(PersistentCollectives, PersistentCollectives.Exscan_init)
+
     # -- topology constructors (``emucluster.mpi.topo.create``) --------------------------------
 
     def Create_cart(self, dims: Sequence[int], periods: Sequence[bool] | bool | None = None,
@@ -134,48 +171,7 @@ class Intracomm(Comm):
         return comm
 
 
-class Intercomm(Comm):
-    """Intercommunicators (mpi4py's ``MPI.Intercomm``): only the null handle exists here
-    (no spawn, no Create_intercomm); calls on it raise ERR_COMM."""
-
-    __slots__ = ()
-
-    def __new__(cls, comm: Comm | None = None) -> Intercomm:
-        """COMM_NULL; TypeError for an intracommunicator."""
-        if comm is not None and comm._st is not None:
-            raise TypeError("Intercomm() takes an intercommunicator")
-        self = super().__new__(cls, comm)
-        assert isinstance(self, Intercomm)
-        return self
-
-    def Get_remote_group(self) -> Group:
-        """The remote group (ERR_COMM: COMM_NULL)."""
-        self._state()
-        raise AssertionError("unreachable: an Intercomm is always null here")
-
-    @property
-    def remote_group(self) -> Group:
-        """The remote group."""
-        return self.Get_remote_group()
-
-    def Get_remote_size(self) -> int:
-        """The remote size (ERR_COMM: COMM_NULL)."""
-        self._state()
-        raise AssertionError("unreachable: an Intercomm is always null here")
-
-    @property
-    def remote_size(self) -> int:
-        """The remote size."""
-        return self.Get_remote_size()
-
-    def Merge(self, high: bool = False) -> Intracomm:
-        """Merge into an intracommunicator (ERR_COMM: COMM_NULL)."""
-        self._state()
-        raise AssertionError("unreachable: an Intercomm is always null here")
-
-
 kinds.register(kinds.NO_TOPOLOGY, Intracomm)
-kinds.register(kinds.INTER, Intercomm)
 
 
 def make_world(rt: Runtime) -> tuple[Intracomm, Intracomm]:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["INTER", "NO_COMM", "NO_TOPOLOGY", "handle", "register"]
 
-INTER = -3  # the key of ``Intercomm`` (only its null handle exists here)
+INTER = -3  # the key of ``Intercomm`` (a state with a ``local`` group state)
 NO_COMM = -2  # the key of the class COMM_NULL is shown as (``Comm``)
 NO_TOPOLOGY = -1  # the key of the class of a communicator without topology (``Intracomm``)
 
@@ -36,7 +36,12 @@ def handle(st: CommState | None, null: int = NO_COMM) -> Any:
     """A new handle to ``st`` of the class its topology registered; for None, the null handle
     of the class registered under ``null`` (``Comm`` by default, ``Intracomm`` for a Split
     that gave this rank no communicator)."""
-    kind = null if st is None else NO_TOPOLOGY if st.topo is None else st.topo.kind
+    if st is None:
+        kind = null
+    elif st.local is not None:
+        kind = INTER
+    else:
+        kind = NO_TOPOLOGY if st.topo is None else st.topo.kind
     cls = _classes.get(kind)
     if cls is None:
         raise MPIException(ERR_INTERN, f"no communicator class registered for kind {kind}")

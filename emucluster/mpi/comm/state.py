@@ -21,8 +21,8 @@ class CommState:
     """One communicator's state, shared by every Comm handle that refers to it."""
 
     __slots__ = (
-        "attrs", "coll_seq", "context", "errhandler", "info", "locks", "name", "nodes", "rank",
-        "runtime", "size", "topo",
+        "attrs", "coll_seq", "context", "errhandler", "info", "local", "locks", "name", "nodes",
+        "rank", "runtime", "size", "topo",
     )  # fmt: skip
 
     def __init__(self, runtime: Runtime, context: int, nodes: tuple[int, ...], rank: int,
@@ -32,7 +32,8 @@ class CommState:
         self.context = context
         """Point-to-point context id (even); collectives use ``context + 1``."""
         self.nodes = nodes
-        """Node id (COMM_WORLD rank) of each rank."""
+        """Node id (COMM_WORLD rank) of each rank (of the remote group, for an
+        intercommunicator)."""
         self.rank = rank
         """This process's rank."""
         self.size = len(nodes)
@@ -47,6 +48,9 @@ class CommState:
         """Attribute values by keyval (Set_attr)."""
         self.errhandler: Handler = ERRORS_RETURN._handler().acquire()
         """The error handler Call_errhandler runs (a counted reference)."""
+        self.local: CommState | None = None
+        """For an intercommunicator, an intracommunicator state of the local group (the
+        library's own agreements run over it); None for an intracommunicator."""
         self.info: dict[str, str] = {}
         """Hints set by Set_info / Dup_with_info (kept, never acted on)."""
         self.locks: dict[str, threading.Lock] = {}

@@ -52,6 +52,7 @@ from emucluster.mpi.datatype.typecodes import CodeSource, code_name, type_char, 
 from emucluster.mpi.datatype.typemap import TypeMap, register_basic
 from emucluster.mpi.errors import ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.handles import Handled
 from emucluster.mpi.keyvals import Callback, Keyvals
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ TYPE_KEYVALS = Keyvals("Datatype", first=64)
 """Datatype keyvals (``MPI_Type_create_keyval``): a space of their own, as MPI says."""
 
 
-class Datatype:
+class Datatype(Handled):
     """An MPI datatype (mpi4py's ``MPI.Datatype``): a type map (`TypeMap`), plus how it was
     made (combiner, contents) for Get_envelope / Get_contents / decode."""
 

@@ -15,6 +15,7 @@ from emucluster.mpi.buffer.spec import message
 from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG
 from emucluster.mpi.errors import ERR_RANK, ERR_REQUEST, ERR_TRUNCATE
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.handles import Handled
 from emucluster.mpi.pt2pt.calls import PointToPoint
 from emucluster.mpi.request.pending import RecvPending
 from emucluster.mpi.request.request import Request, completed
@@ -31,10 +32,13 @@ if TYPE_CHECKING:
 __all__ = ["MESSAGE_NO_PROC", "MESSAGE_NULL", "MatchedProbe", "Message"]
 
 
-class Message:
+class Message(Handled):
     """A message claimed by a matched probe (mpi4py's ``MPI.Message``); receive it once."""
 
     __slots__ = ("_engine", "_op")
+
+    def _handle_key(self) -> object:
+        return self._op
 
     def __init__(self, message: Message | None = None) -> None:
         self._op: RecvOp | str | None = None if message is None else message._op

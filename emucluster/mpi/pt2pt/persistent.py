@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from emucluster.mpi.comm.comm import Comm
     from emucluster.mpi.request.pending import Pending
     from emucluster.mpi.request.status import Status
+    from emucluster.port.progress import Progress
 
-__all__ = ["PersistentP2P", "PersistentPending", "Prequest"]
+__all__ = ["PersistentP2P", "PersistentPending", "Prequest", "persistent"]
 
 
 class PersistentPending:
@@ -107,6 +108,48 @@ class Prequest(Request):
         """Start every request of the list."""
         cls.Startall(requests)
 
+    # -- partitioned requests (``emucluster.mpi.pt2pt.partitioned``) -----------------------------
+
+    def _partitioned(self, call: str) -> Any:
+        pending = self._pending
+        active = pending._active if isinstance(pending, PersistentPending) else None
+        if active is None or not hasattr(active, "arrived"):
+            raise MPIException(ERR_REQUEST, f"{call}: not an active partitioned request")
+        return active
+
+    def Pready(self, partition: int) -> None:
+        """Mark ``partition`` of a started partitioned send ready."""
+        self._partitioned("Pready").ready(partition)
+
+    def Pready_range(self, partition_low: int, partition_high: int) -> None:
+        """Mark partitions ``partition_low`` .. ``partition_high`` (inclusive) ready."""
+        active = self._partitioned("Pready_range")
+        for partition in range(partition_low, partition_high + 1):
+            active.ready(partition)
+
+    def Pready_list(self, partitions: Sequence[int]) -> None:
+        """Mark every partition of the list ready."""
+        active = self._partitioned("Pready_list")
+        for partition in partitions:
+            active.ready(partition)
+
+    def Parrived(self, partition: int) -> bool:
+        """Whether ``partition`` of a partitioned receive has arrived (True when inactive)."""
+        pending = self._pending
+        if isinstance(pending, PersistentPending) and pending._active is None:
+            return True
+        found: bool = self._partitioned("Parrived").arrived(partition)
+        return found
+
+
+def persistent(engine: Progress, starter: Callable[[], Request]) -> Prequest:
+    """An inactive persistent request whose every ``Start`` calls ``starter`` (a nonblocking
+    call) and waits for what it started."""
+    request = Prequest()
+    request._pending = PersistentPending(starter)
+    request._engine = engine
+    return request
+
 
 class PersistentP2P:
     """The ``*_init`` calls of a communicator (``Comm`` delegates here)."""
@@ -118,10 +161,7 @@ class PersistentP2P:
         self._comm = comm
 
     def _persistent(self, starter: Callable[[], Request]) -> Prequest:
-        request = Prequest()
-        request._pending = PersistentPending(starter)
-        request._engine = self._engine
-        return request
+        return persistent(self._engine, starter)
 
     def Send_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
         """A persistent standard send."""

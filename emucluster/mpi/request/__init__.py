@@ -1,1 +1,1 @@
-"""Requests and their completion, statuses, and integer handles of live objects."""
+"""Requests and their completion, statuses, and generalized requests."""

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from emucluster.mpi import handles
 from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED
 from emucluster.mpi.errors import ERR_REQUEST, SUCCESS
 from emucluster.mpi.errors import Exception as MPIException
-from emucluster.mpi.request import handles
 from emucluster.mpi.request.pending import (
     Completed,
     Pending,
@@ -117,6 +117,10 @@ class Request:
     def handle(self) -> int:
         """An integer naming the request while it lives (0 for REQUEST_NULL)."""
         return handles.handle_of(self._pending, self)
+
+    def tohandle(self) -> int:
+        """An integer naming the request while it lives (`handle`)."""
+        return self.handle
 
     @classmethod
     def fromhandle(cls, handle: int) -> Request:

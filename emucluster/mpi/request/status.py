@@ -8,7 +8,12 @@ from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG, UNDEFINED
 from emucluster.mpi.datatype.datatype import Datatype, predefined
 from emucluster.mpi.errors import SUCCESS
 
-__all__ = ["Status"]
+__all__ = ["F_ERROR", "F_SOURCE", "F_STATUS_SIZE", "F_TAG", "Status"]
+
+F_SOURCE = 2  # where source, tag and error sit in a status's Fortran form (MPICH's layout:
+F_TAG = 3  # count_lo, count_hi_and_cancelled, MPI_SOURCE, MPI_TAG, MPI_ERROR)
+F_ERROR = 4
+F_STATUS_SIZE = 5
 
 _BYTE = predefined["BYTE"]
 
@@ -67,15 +72,19 @@ class Status:
         return memoryview(self._mem)
 
     def py2f(self) -> list[int]:
-        """The status as a list of integers (its Fortran form)."""
-        return [*self._mem, self._bytes, int(self._cancelled)]
+        """The status as `F_STATUS_SIZE` integers (its Fortran form, MPICH's layout: the byte
+        count's low 32 bits, its high bits shifted left by one with the cancelled flag in bit
+        0, then source, tag and error at `F_SOURCE`, `F_TAG`, `F_ERROR`)."""
+        low, high = self._bytes & 0xFFFFFFFF, self._bytes >> 32
+        return [low, high << 1 | int(self._cancelled), *self._mem]
 
     @classmethod
     def f2py(cls, arg: list[int]) -> Status:
         """A status from its Fortran form (`py2f`)."""
         status = cls()
-        status._mem = array("i", arg[:3])
-        status._bytes, status._cancelled = arg[3], bool(arg[4])
+        status._mem = array("i", arg[F_SOURCE : F_ERROR + 1])
+        status._bytes = arg[0] | (arg[1] >> 1) << 32
+        status._cancelled = bool(arg[1] & 1)
         return status
 
     def __reduce__(self) -> tuple[object, tuple[list[int]]]:

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 from emucluster.coll.context import TAG_LIMIT, drive
 from emucluster.mpi.collective.calls import CallContext, dump_object, object_items, waiter
 from emucluster.mpi.collective.layout import simple, vector, vector_w
+from emucluster.mpi.collective.persistent import PersistentCollectives
 from emucluster.mpi.comm import kinds
+from emucluster.mpi.comm.delegate import delegate
 from emucluster.mpi.comm.intracomm import Intracomm
 from emucluster.mpi.constants import PROC_NULL
 from emucluster.mpi.errors import ERR_TOPOLOGY
@@ -165,6 +167,22 @@ class Topocomm(Intracomm):
     def Ineighbor_alltoallw(self, sendbuf: Any, recvbuf: Any) -> Request:
         """Nonblocking Neighbor_alltoallw."""
         return self._start(*self._plan(sendbuf, recvbuf, "alltoallw"))
+
+    Neighbor_allgather_init = delegate(
+        PersistentCollectives, PersistentCollectives.Neighbor_allgather_init
+    )
+    Neighbor_allgatherv_init = delegate(
+        PersistentCollectives, PersistentCollectives.Neighbor_allgatherv_init
+    )
+    Neighbor_alltoall_init = delegate(
+        PersistentCollectives, PersistentCollectives.Neighbor_alltoall_init
+    )
+    Neighbor_alltoallv_init = delegate(
+        PersistentCollectives, PersistentCollectives.Neighbor_alltoallv_init
+    )
+    Neighbor_alltoallw_init = delegate(
+        PersistentCollectives, PersistentCollectives.Neighbor_alltoallw_init
+    )
 
     # -- internals ----------------------------------------------------------------------------
 

@@ -223,3 +223,62 @@ def test_empty_message_is_none_lock_table_and_null_type_free() -> None:
             raise AssertionError("DATATYPE_NULL.Free did not raise")
         """
     )
+
+
+def test_every_handle_class_round_trips_through_its_integer() -> None:
+    from emucluster.mpi.comm.group import GROUP_EMPTY, GROUP_NULL, Group
+    from emucluster.mpi.datatype.handles import DATATYPE_NULL, INT
+    from emucluster.mpi.errhandler import ERRHANDLER_NULL, ERRORS_RETURN, Errhandler
+    from emucluster.mpi.io.file import FILE_NULL, File
+    from emucluster.mpi.pt2pt.mprobe import MESSAGE_NO_PROC, MESSAGE_NULL, Message
+
+    info = Info.Create({"k": "v"})
+    dup = INT.Dup()
+    objects = [DATATYPE_NULL, INT, dup, ops["SUM"], ERRHANDLER_NULL, ERRORS_RETURN, INFO_NULL,
+               info, GROUP_NULL, GROUP_EMPTY, Group._of((0, 1)), MESSAGE_NULL, MESSAGE_NO_PROC,
+               FILE_NULL]  # fmt: skip
+    for obj in objects:
+        cls = type(obj)
+        for to, back in (("tohandle", "fromhandle"), ("toint", "fromint"), ("py2f", "f2py")):
+            number = getattr(obj, to)()
+            assert number == obj.handle
+            assert number != -1
+            assert getattr(cls, back)(number) == obj, (obj, to)
+    assert Errhandler.fromhandle(0) == ERRHANDLER_NULL
+    assert Group.fromhandle(0) == GROUP_NULL
+    assert Message.fromhandle(0) == MESSAGE_NULL
+    assert File.fromhandle(0) == FILE_NULL
+    assert INFO_NULL.handle == 0
+    assert info.handle != 0
+    with pytest.raises(TypeError):
+        Group.fromhandle(info.handle)  # a handle names one class of object
+    with pytest.raises(ValueError, match="no live object"):
+        Info.fromhandle(10**9)  # no such handle
+    dup.Free()
+    info.Free()
+
+
+def test_abi_queries_report_no_standard_abi_and_the_integer_sizes() -> None:
+    from emucluster.mpi import environment
+
+    assert environment.Get_abi_version() == (-1, -1)  # no C ABI: what a non-ABI MPI answers
+    info = environment.Get_abi_info()
+    assert {info.Get(f"mpi_{t}_size") for t in ("aint", "count", "offset")} == {"8"}
+    info.Free()
+    assert environment.Get_abi_fortran_info() == INFO_NULL
+
+
+def test_status_fortran_form_is_mpich_layout() -> None:
+    from emucluster.mpi.request.status import F_ERROR, F_SOURCE, F_STATUS_SIZE, F_TAG, Status
+
+    status = Status()
+    status.source, status.tag, status.error = 3, 17, ERR_OP
+    status._bytes, status._cancelled = (5 << 32) + 9, True
+    form = status.py2f()
+    assert len(form) == F_STATUS_SIZE
+    assert (form[F_SOURCE], form[F_TAG], form[F_ERROR]) == (3, 17, ERR_OP)
+    back = Status.f2py(form)
+    assert (back.source, back.tag, back.error) == (3, 17, ERR_OP)
+    assert back._bytes == (5 << 32) + 9
+    assert back.Is_cancelled()
+    assert pickle.loads(pickle.dumps(status)).py2f() == form

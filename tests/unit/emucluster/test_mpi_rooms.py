@@ -1,9 +1,10 @@
 """The shape of the MPI surface: low modules stay low, and the facade only re-exports.
 
 ``docs/dev/architecture.md`` lists ``emucluster/mpi/``'s rooms lowest first. The lowest ones
-(constants, errors, keyvals, info, error handlers, the predefined-handle table) import nothing
-of the library above them, so any room may use them. ``emucluster/MPI.py`` is declarative: a
-docstring, imports, one ``__all__``, and as its last statement the call that initialises MPI.
+(constants, errors, keyvals, integer handles, info, error handlers, the predefined-handle
+table) import nothing of the library above them, so any room may use them.
+``emucluster/MPI.py`` is declarative: a docstring, imports, one ``__all__``, and as its last
+statement the call that initialises MPI.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 MPI_DIR = ROOT / "emucluster" / "mpi"
-LOW_MODULES = ("constants", "errors", "keyvals", "info", "errhandler", "predefined")
+LOW_MODULES = ("constants", "errors", "keyvals", "handles", "info", "errhandler", "predefined")
 LOW_MAY_IMPORT = frozenset(
     {
         *(f"emucluster.mpi.{name}" for name in LOW_MODULES),

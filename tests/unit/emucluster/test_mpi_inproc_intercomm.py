@@ -1,0 +1,110 @@
+"""Intercommunicators on an in-process job (tests/unit/mpisim.py): creation from two halves of
+a communicator, point-to-point across, Merge in both orders, Dup, Split, Compare and Free."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.unit.mpisim import MPI, run
+
+
+def _halves(comm: Any) -> tuple[Any, Any, int]:
+    """(the half intracommunicator, the intercommunicator to the other half, color)."""
+    low = comm.rank < comm.size // 2
+    color = 0 if low else 1
+    half = comm.Split(color, key=comm.rank)
+    remote_leader = comm.size // 2 if low else 0
+    inter = half.Create_intercomm(0, comm, remote_leader, tag=11)
+    return half, inter, color
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_intercomm_sizes_groups_and_point_to_point_across(n: int) -> None:
+    def body(comm: Any) -> Any:
+        half, inter, color = _halves(comm)
+        local, remote = inter.Get_group(), inter.Get_remote_group()
+        facts = (inter.Is_inter(), inter.Is_intra(), inter.size, inter.rank,
+                 inter.remote_size, local.size, remote.size)  # fmt: skip
+        # every process sends its world rank to each remote rank; receives name remote ranks
+        reqs = [inter.isend(comm.rank, dest=r, tag=3) for r in range(inter.remote_size)]
+        got = [inter.recv(source=r, tag=3) for r in range(inter.remote_size)]
+        MPI.Request.waitall(reqs)
+        status = MPI.Status()
+        inter.send("last", dest=0, tag=4)
+        if inter.rank == 0:
+            for _ in range(inter.remote_size):
+                inter.recv(source=MPI.ANY_SOURCE, tag=4, status=status)
+        inter.Free()
+        half.Free()
+        return color, facts, got, inter == MPI.COMM_NULL
+
+    low = n // 2
+    for rank, (color, facts, got, freed) in enumerate(run(n, body)):
+        mine, theirs = (low, n - low) if color == 0 else (n - low, low)
+        local_rank = rank if color == 0 else rank - low
+        assert facts == (True, False, mine, local_rank, theirs, mine, theirs)
+        assert got == (list(range(low, n)) if color == 0 else list(range(low)))
+        assert freed
+
+
+@pytest.mark.parametrize(("low_high", "high_high"), [(False, True), (True, False), (True, True)])
+def test_merge_puts_the_low_group_first(low_high: bool, high_high: bool) -> None:
+    n = 5
+
+    def body(comm: Any) -> Any:
+        half, inter, color = _halves(comm)
+        merged = inter.Merge(high=low_high if color == 0 else high_high)
+        total = merged.allreduce(comm.rank)
+        result = (merged.size, merged.rank, total, merged.Is_inter())
+        merged.Free()
+        inter.Free()
+        half.Free()
+        return result
+
+    results = run(n, body)
+    low_first = (low_high, 0) < (high_high, n // 2)
+    for rank, (size, merged_rank, total, is_inter) in enumerate(results):
+        assert (size, total, is_inter) == (n, sum(range(n)), False)
+        if low_first:
+            assert merged_rank == rank
+        else:
+            assert merged_rank == (rank - n // 2) % n
+
+
+def test_dup_split_compare_and_free_give_contexts_back() -> None:
+    def body(comm: Any) -> Any:
+        before = comm._state().runtime.free_context_mask()
+        half, inter, color = _halves(comm)
+        dup = inter.Dup()
+        compare = (inter.Compare(inter), inter.Compare(dup), inter.Compare(half))
+        dup.send(("dup", comm.rank), dest=0, tag=1)
+        on_dup = dup.recv(source=MPI.ANY_SOURCE, tag=1) if dup.rank == 0 else None
+        if dup.rank == 0:
+            for _ in range(dup.remote_size - 1):
+                dup.recv(source=MPI.ANY_SOURCE, tag=1)
+        split = inter.Split(inter.rank % 2, key=-inter.rank)
+        split_facts = None
+        if split != MPI.COMM_NULL:
+            split_facts = (split.size, split.rank, split.remote_size)
+            split.Free()
+        with pytest.raises(MPI.Exception):
+            inter.Create(inter.Get_group())
+        for c in (dup, inter, half):
+            c.Free()
+        comm.Barrier()
+        after = comm._state().runtime.free_context_mask()
+        return color, compare, on_dup, split_facts, before == after
+
+    n = 5  # halves of 2 (ranks 0, 1) and 3 (ranks 2, 3, 4)
+    for rank, (color, compare, on_dup, split_facts, restored) in enumerate(run(n, body)):
+        assert compare == (MPI.IDENT, MPI.CONGRUENT, MPI.UNEQUAL)
+        if rank in (0, 2):
+            assert on_dup[0] == "dup"
+            assert on_dup[1] in ((2, 3, 4) if color == 0 else (0, 1))
+        local_rank = rank if color == 0 else rank - 2
+        # color local_rank % 2: evens 0 | 0, 2; odds 1 | 3; keys reverse the order
+        expected = {0: (1, 0, 2), 1: (1, 0, 1), 2: (2, 1, 1), 3: (1, 0, 1), 4: (2, 0, 1)}[rank]
+        assert split_facts == expected, (rank, local_rank)
+        assert restored
