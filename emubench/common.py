@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from emucluster import hosttime
+from launcher.build import build_info
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -126,7 +127,8 @@ def environment(
 ) -> dict[str, object]:
     """What decides a run's timings: interpreter, machine, CPUs, the machine's load before
     (``load_before``, taken with `load_average` when the run started) and now, the wait policy
-    (default: ``EMU_WAIT`` or emucluster's default, hybrid), nicd's priority and the git commit.
+    (default: ``EMU_WAIT`` or emucluster's default, hybrid), nicd's priority, the git commit and
+    the build (`launcher.build.build_info`: the modules compiled with mypyc, or pure Python).
     ``extra`` adds the benchmark's own keys (they win over these)."""
     return {
         "python": platform.python_version(),
@@ -141,6 +143,7 @@ def environment(
         "wait_policy": wait_policy or os.environ.get("EMU_WAIT", "hybrid"),
         "nicd_priority": nicd_priority or "emurun default (SCHED_FIFO where permitted)",
         "git_commit": git_commit(),
+        "build": build_info(),
         **extra,
     }
 

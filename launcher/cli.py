@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, cast
 from emucluster import coll, mpi4py_shim
 from emucluster.config import ENV_WAIT
 from emutrace.merge import DEFAULT_WINDOW_MS, parse_window
+from launcher import build
 from launcher.errors import EXIT_USAGE, LaunchError, UsageError
 from launcher.forkserver.client import enabled as forkserver_enabled
 from launcher.multihost import slurm
@@ -53,6 +54,24 @@ Exit status: the first failing rank's code (128+N if killed by signal N); 124 on
 of a multi-host job is lost (its agent died, fell silent or never connected); 126/127 when
 PROGRAM cannot be run or found; 130/143 after SIGINT/SIGTERM; 2 for a bad command line.
 """
+
+
+class _Version(argparse.Action):
+    """``--version``: print the version and the build (`launcher.build`), then exit; the build
+    is looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        print(build.version_text())
+        parser.exit()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -90,6 +109,11 @@ def build_parser() -> _Parser:
         dest="np",
         type=int,
         help="number of nodes (required, except in a Slurm allocation: SLURM_NTASKS)",
+    )
+    p.option(
+        "--version",
+        action=_Version,
+        help="print the version and the build (the modules compiled with mypyc, or pure Python)",
     )
     p.option("-m", dest="module", metavar="MODULE", help="run a Python module (like python -m)")
     p.option("--timeout", type=float, metavar="S", help="stop the job after S seconds (exit 124)")

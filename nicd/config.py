@@ -6,14 +6,12 @@ its fault flags from them and passes them on with :meth:`FaultConfig.flags`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 from nicd.errors import UsageError
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
 
 __all__ = [
     "FAULT_ENV",

@@ -12,11 +12,9 @@ frozen one with 15 fields takes 1.7 us to build against 0.3 us, and every packet
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from nicd.hostlink import HostRecord
-    from nicd.link.wire import ControlPacket, DataPacket, MsgType
+from nicd.hostlink import HostRecord
+from nicd.link.wire import ControlPacket, DataPacket, MsgType
 
 __all__ = [
     "AckNow",

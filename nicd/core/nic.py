@@ -35,12 +35,16 @@ host starts ends in exactly one SENT or ERROR event to it while its port is open
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from emutrace.recorder import Facts
 from nicd import hostlink as hl
+from nicd.config import NicConfig
 from nicd.core.actions import (
     AckNow,
+    CoreAction,
     Deliver,
     GiveBack,
     NicAction,
@@ -55,6 +59,7 @@ from nicd.core.actions import (
     ToHost,
     ToPort,
     Transmit,
+    TransportAction,
 )
 from nicd.core.doorbell import DoorbellCoalescer
 from nicd.core.routing import SET_ONCE, Addr, RoutingTable
@@ -69,6 +74,7 @@ from nicd.grim.service import GrimNic
 from nicd.hostlink.grim import NIC_PORT
 from nicd.link.channels import Transport
 from nicd.link.faults import FaultPlan
+from nicd.link.reliable import Verdict
 from nicd.link.wire import (
     ControlPacket,
     DataPacket,
@@ -80,14 +86,6 @@ from nicd.link.wire import (
 from nicd.mcast.config import McastConfig
 from nicd.mcast.service import McastNic
 from nicd.nicvm.engine import NicvmEngine, NicvmOff
-
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
-
-    from emutrace.recorder import Facts
-    from nicd.config import NicConfig
-    from nicd.core.actions import CoreAction, TransportAction
-    from nicd.link.reliable import Verdict
 
 __all__ = ["NicCore"]
 

@@ -13,18 +13,13 @@ are incoming streams. Sans-IO.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
-from nicd.link.reliable import Admission
-from nicd.link.wire import HAS_LAST
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from nicd.core.stats import LinkStats
-    from nicd.gm.ports import PortTable
-    from nicd.link.reliable import Verdict
-    from nicd.link.wire import DataPacket
+from nicd.core.stats import LinkStats
+from nicd.gm.ports import PortTable
+from nicd.link.reliable import Admission, Verdict
+from nicd.link.wire import HAS_LAST, DataPacket
 
 __all__ = ["PartialKey", "Partials"]
 
@@ -59,6 +54,9 @@ class Partials:
 
     def __len__(self) -> int:
         return len(self._by_key)
+
+    def __bool__(self) -> bool:  # compiled (mypyc), truth ignores __len__: empty is false here
+        return bool(self._by_key)
 
     def admit(
         self, first: DataPacket, claim: Callable[[DataPacket], Verdict | None], *, now: float

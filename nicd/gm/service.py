@@ -16,21 +16,25 @@ such messages are unseen), on a port with signals enabled and none pending.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from nicd import hostlink as hl
-from nicd.core.actions import PortSend, RaiseSignal, ResumePort, SendComplete, ToHost
+from nicd.config import NicConfig
+from nicd.core.actions import (
+    CoreAction,
+    Deliver,
+    PortSend,
+    RaiseSignal,
+    ResumePort,
+    SendComplete,
+    SendFailed,
+    ToHost,
+)
 from nicd.core.service import NicService
+from nicd.core.stats import LinkStats
 from nicd.errors import UsageError
+from nicd.gm.ports import PortState, PortTable
 from nicd.link.wire import SIGNAL_TYPES, MsgType
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from nicd.config import NicConfig
-    from nicd.core.actions import CoreAction, Deliver, SendFailed
-    from nicd.core.stats import LinkStats
-    from nicd.gm.ports import PortState, PortTable
 
 __all__ = ["HOST_MSG_TYPES", "NIC_MSG_TYPES", "GmService"]
 

@@ -21,12 +21,9 @@ No GRIM frame can be read as a bundle: a frame with an empty route has GRIM's pa
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from nicd.errors import BadPacket
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
 
 __all__ = [
     "BUNDLE_PACKET_TYPE",

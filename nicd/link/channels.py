@@ -26,25 +26,19 @@ busy, receivers, pending ACKs, gaps, refusals): split, the halves would share th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
-from nicd.core.actions import PeerDead, SendFailed
+from nicd.config import TransportConfig
+from nicd.core.actions import PeerDead, SendFailed, TransportAction
 from nicd.core.stats import TransportStats
 from nicd.errors import UsageError
-from nicd.link.liveness import Liveness, PeerState
+from nicd.link.liveness import Liveness, Peer, PeerState
 from nicd.link.recovery import RECOVERIES
 from nicd.link.reliable import Admission, Admit, GbnReceiver
 from nicd.link.rto import Rto, RttEstimator
 from nicd.link.sender import StreamKey, StreamSender
-from nicd.link.wire import MAX_NODE, MAX_PORT, ControlPacket, MsgType
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from nicd.config import TransportConfig
-    from nicd.core.actions import TransportAction
-    from nicd.link.liveness import Peer
-    from nicd.link.wire import DataPacket
+from nicd.link.wire import MAX_NODE, MAX_PORT, ControlPacket, DataPacket, MsgType
 
 __all__ = [
     "Admission",

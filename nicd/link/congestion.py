@@ -14,11 +14,8 @@ trip apart. Pure: callers pass ``now`` and the round trip.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from nicd.config import TransportConfig
-    from nicd.link.rto import Rto
+from nicd.config import TransportConfig
+from nicd.link.rto import Rto
 
 __all__ = ["Aimd"]
 

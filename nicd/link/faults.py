@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import heapq
 import random
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from emutrace.kinds import F_CORRUPT, F_DELAY, F_DROP, F_DUP, F_REORDER, K_FAULT
-
-if TYPE_CHECKING:
-    from emutrace.recorder import Facts
-    from nicd.config import FaultConfig
+from emutrace.recorder import Facts
+from nicd.config import FaultConfig
 
 __all__ = ["REORDER_MAX_HOLD_S", "FaultPlan"]
 

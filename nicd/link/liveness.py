@@ -26,16 +26,13 @@ PINGs to one peer carry distinct ids (mod 2**32). Pure: callers pass ``now``.
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING
 
+from nicd.config import TransportConfig
 from nicd.core.actions import SendPacket
+from nicd.core.stats import TransportStats
 from nicd.link.rto import RttEstimator
+from nicd.link.sender import StreamKey
 from nicd.link.wire import ControlPacket, MsgType
-
-if TYPE_CHECKING:
-    from nicd.config import TransportConfig
-    from nicd.core.stats import TransportStats
-    from nicd.link.sender import StreamKey
 
 __all__ = [
     "END_STATES",

@@ -21,15 +21,10 @@ receiver holds (SACKed) or never sent is never called lost. Pure: callers pass `
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from nicd.link.rto import GRANULARITY_S
-
-if TYPE_CHECKING:
-    from nicd.core.actions import TransportAction
-    from nicd.core.stats import TransportStats
-    from nicd.link.rto import Rto
-    from nicd.link.scoreboard import Outgoing, Scoreboard
+from nicd.core.actions import TransportAction
+from nicd.core.stats import TransportStats
+from nicd.link.rto import GRANULARITY_S, Rto
+from nicd.link.scoreboard import Outgoing, Scoreboard
 
 __all__ = ["TLP_RTTS", "Rack"]
 

@@ -25,18 +25,16 @@ packets in flight (``[base, send_next)``) that the receiver does not hold. Pure.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
+from nicd.config import TransportConfig
+from nicd.core.actions import TransportAction
+from nicd.core.stats import TransportStats
 from nicd.errors import UsageError
 from nicd.link.rack import Rack
+from nicd.link.rto import Rto
+from nicd.link.scoreboard import Scoreboard
 from nicd.link.selective import sacked
-
-if TYPE_CHECKING:
-    from nicd.config import TransportConfig
-    from nicd.core.actions import TransportAction
-    from nicd.core.stats import TransportStats
-    from nicd.link.rto import Rto
-    from nicd.link.scoreboard import Scoreboard
 
 __all__ = [
     "RECOVERIES",

@@ -21,13 +21,10 @@ PAUSED. Pure: callers pass ``now``.
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING
 
+from nicd.config import TransportConfig
 from nicd.errors import UsageError
 from nicd.link.wire import NackReason
-
-if TYPE_CHECKING:
-    from nicd.config import TransportConfig
 
 __all__ = ["RETRY_BACKOFF_CAP", "SEND_TRANSITIONS", "Refusal", "SendEvent", "SendState"]
 

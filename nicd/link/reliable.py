@@ -34,9 +34,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING
 
-from nicd.core.actions import Deliver, SendPacket
+from nicd.config import TransportConfig
+from nicd.core.actions import Deliver, SendPacket, TransportAction
+from nicd.core.stats import TransportStats
 from nicd.link.selective import HoldBuffer
 from nicd.link.wire import (
     HAS_FIRST,
@@ -46,11 +47,6 @@ from nicd.link.wire import (
     MsgType,
     NackReason,
 )
-
-if TYPE_CHECKING:
-    from nicd.config import TransportConfig
-    from nicd.core.actions import TransportAction
-    from nicd.core.stats import TransportStats
 
 __all__ = [
     "NACK_REPEATS",

@@ -21,17 +21,12 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
-from nicd.core.actions import SendComplete, SendPacket
+from nicd.core.actions import SendComplete, SendPacket, TransportAction
+from nicd.core.stats import TransportStats
 from nicd.link.reliable import SEQ_MASK
-from nicd.link.wire import FRAG_FLAGS, DataPacket
-
-if TYPE_CHECKING:
-    from nicd.core.actions import TransportAction
-    from nicd.core.stats import TransportStats
-    from nicd.link.rto import Rto
-    from nicd.link.wire import MsgType
+from nicd.link.rto import Rto
+from nicd.link.wire import FRAG_FLAGS, DataPacket, MsgType
 
 __all__ = ["TOKEN_MASK", "Message", "Outgoing", "Scoreboard"]
 
@@ -113,6 +108,9 @@ class Scoreboard:
 
     def __len__(self) -> int:
         return len(self.packets)
+
+    def __bool__(self) -> bool:  # compiled (mypyc), truth ignores __len__: empty is false here
+        return bool(self.packets)
 
     # -- filling and emptying -----------------------------------------------------------------
 

@@ -9,12 +9,7 @@ functions and one small class; no protocol decisions.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from nicd.link.wire import SACK_BITS
-
-if TYPE_CHECKING:
-    from nicd.link.wire import DataPacket
+from nicd.link.wire import SACK_BITS, DataPacket
 
 __all__ = ["HoldBuffer", "sacked"]
 
@@ -31,6 +26,9 @@ class HoldBuffer:
 
     def __len__(self) -> int:
         return len(self._held)
+
+    def __bool__(self) -> bool:  # compiled (mypyc), truth ignores __len__: empty is false here
+        return bool(self._held)
 
     def __contains__(self, seq: int) -> bool:
         return seq in self._held

@@ -28,22 +28,18 @@ inputs take ``now`` keyword-only and return actions; timers are deadlines the ca
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-from nicd.core.actions import SendFailed
+from nicd.config import TransportConfig
+from nicd.core.actions import SendFailed, TransportAction
+from nicd.core.stats import TransportStats
 from nicd.link.congestion import Aimd
 from nicd.link.recovery import create_recovery
 from nicd.link.refusal import Refusal, SendState
 from nicd.link.reliable import unwrap
-from nicd.link.scoreboard import Scoreboard
+from nicd.link.rto import Rto
+from nicd.link.scoreboard import Message, Scoreboard
 from nicd.link.wire import NackReason
-
-if TYPE_CHECKING:
-    from nicd.config import TransportConfig
-    from nicd.core.actions import TransportAction
-    from nicd.core.stats import TransportStats
-    from nicd.link.rto import Rto
-    from nicd.link.scoreboard import Message
 
 __all__ = ["StreamKey", "StreamSender"]
 

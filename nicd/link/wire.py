@@ -158,7 +158,7 @@ class FragFlags(IntFlag):
     NONE = 0
     FIRST = 0x01
     LAST = 0x02
-    ONLY = FIRST | LAST
+    ONLY = 0x03  # FIRST | LAST, written out: mypyc compiles no enum member built from others
 
 
 _FRAG_MASK = int(FragFlags.ONLY)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -184,6 +183,10 @@ class BadNetwork:
         return out
 
 
+UNLIMITED = 2**62
+"""Receive tokens no test uses up: an int, as `PortState` holds (compiled, it refuses a float)."""
+
+
 class Ports:
     """A node's GM ports as the transport sees them, admitted through production's
     :class:`nicd.gm.PortTable` (audit test 19): a port that was never opened answers
@@ -193,11 +196,11 @@ class Ports:
     def __init__(self, max_ports: int = 64) -> None:
         self.table = PortTable(max_ports=max_ports, send_tokens=1)
         self.tokens = _Tokens(self.table)
-        """Receive tokens by open port (read and set; ``math.inf`` is unlimited)."""
+        """Receive tokens by open port (read and set; `UNLIMITED` is more than any test uses)."""
         self.admitted: list[tuple[int, int, int, int]] = []
         self.refused: list[tuple[int, Admission]] = []
 
-    def open(self, port: int, tokens: float = math.inf) -> None:
+    def open(self, port: int, tokens: int = UNLIMITED) -> None:
         """Open ``port`` with ``tokens`` receive tokens (an open one just gets the tokens)."""
         if self.table.get(port) is None:
             self.table.open(_conn_of(port), port)
@@ -235,13 +238,13 @@ class _Tokens:
             raise KeyError(port)
         return state
 
-    def __getitem__(self, port: int) -> float:
+    def __getitem__(self, port: int) -> int:
         return self._state(port).receive_tokens
 
-    def __setitem__(self, port: int, tokens: float) -> None:
-        self._state(port).receive_tokens = tokens  # type: ignore[assignment]  # inf: unlimited
+    def __setitem__(self, port: int, tokens: int) -> None:
+        self._state(port).receive_tokens = tokens
 
-    def get(self, port: int) -> float | None:
+    def get(self, port: int) -> int | None:
         state = self._table.get(port)
         return None if state is None else state.receive_tokens
 

@@ -1,0 +1,119 @@
+"""The build: the hot-path cores compiled with mypyc where a C compiler works, else pure Python.
+
+One source: mypyc compiles the same typed modules (checked with ``mypy --strict``) into extension
+modules installed beside the ``.py`` files, which stay the reference. ``pip install .`` compiles
+`COMPILED`; it installs pure Python, saying so in one line, when no C compiler (or no Python
+headers) can build an extension, when ``EMUCLUSTER_PURE=1`` asks for it, and for an editable
+install (``pip install -e``: developers edit the ``.py`` files, which a compiled module beside
+them would shadow). ``emurun --version`` says which build is installed
+(`launcher.build.build_info`). Everything else about the package is in pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+from setuptools import setup
+
+# The modules mypyc compiles, by path. A module here is imported by native code: interpreted
+# code may not subclass its classes or patch its functions (docs/dev/build.md).
+COMPILED = [
+    "nicd/config.py",
+    "nicd/core/actions.py",
+    "nicd/core/nic.py",
+    "nicd/core/stats.py",
+    "nicd/gm/ports.py",
+    "nicd/gm/reassembly.py",
+    "nicd/gm/service.py",
+    "nicd/link/bundle.py",
+    "nicd/link/channels.py",
+    "nicd/link/congestion.py",
+    "nicd/link/faults.py",
+    "nicd/link/liveness.py",
+    "nicd/link/rack.py",
+    "nicd/link/recovery.py",
+    "nicd/link/refusal.py",
+    "nicd/link/reliable.py",
+    "nicd/link/rto.py",
+    "nicd/link/scoreboard.py",
+    "nicd/link/selective.py",
+    "nicd/link/sender.py",
+    "nicd/link/wire.py",
+]
+
+PURE_ENV = "EMUCLUSTER_PURE"
+
+
+def _say(line: str) -> None:
+    print(f"emucluster build: {line}", file=sys.stderr, flush=True)
+
+
+def _builds() -> bool:
+    """Whether this run builds (a wheel or an install), not only metadata or an sdist (mypyc
+    type-checks the whole package: it runs once, in the build), nor an editable install (PEP
+    660 ``editable_wheel``, the legacy ``develop``: it runs the .py files developers edit)."""
+    words = set(sys.argv[1:])
+    return bool(words & {"bdist_wheel", "build", "build_ext", "install"}) and not (
+        words & {"editable_wheel", "develop"}
+    )
+
+
+def _compiler_problem() -> str | None:
+    """Why no extension module can be built here (None: a C compiler and Python's headers work).
+    Compiles a file that includes Python.h with the compiler and flags the build would use."""
+    from setuptools._distutils.ccompiler import new_compiler
+    from setuptools._distutils.sysconfig import customize_compiler
+
+    try:
+        compiler = new_compiler()
+        customize_compiler(compiler)
+        command = " ".join(getattr(compiler, "compiler_so", ["cc"])[:1])
+    except Exception as exc:  # no compiler known for this platform
+        return f"{type(exc).__name__}: {exc}"
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp, "probe.c")
+        source.write_text("#include <Python.h>\nint probe(void) { return 0; }\n")
+        try:
+            compiler.compile(
+                [str(source)], output_dir=tmp, include_dirs=[sysconfig.get_paths()["include"]]
+            )
+        except Exception as exc:
+            return f"{command} cannot compile a file that includes Python.h: {type(exc).__name__}"
+    return None
+
+
+def ext_modules() -> list[object]:
+    """The compiled modules to build, or none (pure Python), saying why in one line."""
+    if not _builds():
+        return []
+    if os.environ.get(PURE_ENV) == "1":
+        _say(f"{PURE_ENV}=1: installing pure Python (no module compiled)")
+        return []
+    problem = _compiler_problem()
+    if problem is not None:
+        _say(f"no working C compiler ({problem}): installing pure Python (no module compiled)")
+        return []
+    from mypyc.build import mypycify
+
+    _say(f"compiling {len(COMPILED)} modules with mypyc ({PURE_ENV}=1 installs pure Python)")
+    # one group per package: its shared library is a module of that package
+    # (nicd/_compiled__mypyc.*.so), so it is found wherever the package is, an in-place build too
+    groups = [
+        ([path for path in COMPILED if path.startswith(f"{package}/")], f"{package}._compiled")
+        for package in ("nicd", "emucluster")
+    ]
+    groups = [(paths, name) for paths, name in groups if paths]
+    extensions = mypycify(
+        COMPILED, opt_level="3", debug_level="0", separate=[(p, n) for p, n in groups]
+    )
+    return list(extensions)
+
+
+modules = ext_modules()
+# a pure build stages in its own directory: a compiled build's extension files left in build/lib
+# by an earlier install from this tree must not ride along
+setup(ext_modules=modules, options={} if modules else {"build": {"build_base": "build/pure"}})
