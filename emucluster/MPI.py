@@ -322,6 +322,7 @@ from emucluster.mpi.errors import (
 )
 from emucluster.mpi.info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info
 from emucluster.mpi.io.file import FILE_NULL, File, Register_datarep
+from emucluster.mpi.lifecycle import set_abort_status as _set_abort_status  # noqa: F401  (mpi4py's private name; mpi4py.run calls it)
 from emucluster.mpi.pt2pt.bsend import (
     BSEND_OVERHEAD,
     BUFFER_AUTOMATIC,

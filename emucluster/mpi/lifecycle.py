@@ -207,6 +207,17 @@ def _finalize_at_exit() -> None:
         os._exit(1)
 
 
+_abort_status = [1]
+"""The exit status of a rank ended by an uncaught exception (`set_abort_status`)."""
+
+
+def set_abort_status(status: int) -> None:
+    """The status this rank ends with if an exception stays uncaught (mpi4py's
+    ``MPI._set_abort_status``, which ``mpi4py.run`` and ``mpi4py.futures`` call before they
+    re-raise); emurun then stops the job with it."""
+    _abort_status[0] = int(status) & 0xFF or 1
+
+
 def _excepthook(
     exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
 ) -> None:
@@ -216,7 +227,7 @@ def _excepthook(
     sys.stdout.flush()
     sys.stderr.flush()
     _close_quietly()
-    os._exit(1)
+    os._exit(_abort_status[0])
 
 
 def _close_quietly() -> None:

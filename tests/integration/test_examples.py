@@ -88,3 +88,31 @@ def test_bcast_skew_cpu_measures_both_broadcasts(method: str, offload: str) -> N
     assert set(figures["cpu_us"]) == {"binomial", offload}
     assert all(us > 0 for us in figures["cpu_us"].values())
     assert figures["factor"] > 0
+
+
+def test_mpi4py_util_example_runs_unmodified_under_the_shim() -> None:
+    """mpi4py's own pkl5 and dtlib (the installed mpi4py package) over emucluster.MPI."""
+    result = mpirun(3, EXAMPLES / "mpi4py_util.py", emurun_args=("--mpi4py",))
+    assert result.code == 0, result.err
+    assert result.lines("mpi4py.util ok") == [f"mpi4py.util ok {r} of 3" for r in range(3)]
+
+
+def test_mpi4py_futures_example_runs_as_a_shared_pool() -> None:
+    """``emurun -np 4 --mpi4py python -m mpi4py.futures app.py``: rank 0 runs the program,
+    ranks 1-3 serve as its pool over an intercommunicator."""
+    result = mpirun(4, "-m", "mpi4py.futures", str(EXAMPLES / "mpi4py_futures.py"),
+                    emurun_args=("--mpi4py",))  # fmt: skip
+    assert result.code == 0, result.err
+    assert result.lines("mpi4py.futures ok") == ["mpi4py.futures ok: 40 results"]
+
+
+def test_python_dash_m_mpi4py_runs_and_a_failing_rank_sets_the_exit_code() -> None:
+    """``python -m mpi4py -c CODE`` (mpi4py.run, from the installed mpi4py) under the shim: rank
+    1 ends with status 5 while rank 0 waits in a barrier; the job stops with 5, never hangs."""
+    code = (
+        "from mpi4py import MPI\n"
+        "if MPI.COMM_WORLD.rank == 1:\n    raise SystemExit(5)\n"
+        "MPI.COMM_WORLD.Barrier()\n"
+    )
+    result = mpirun(2, "-m", "mpi4py", "-c", code, emurun_args=("--mpi4py",))
+    assert result.code == 5, result.err

@@ -22,6 +22,7 @@ from emucluster.mpi.collective.ops import ObjectCombine, predefined_ops
 from emucluster.mpi.comm.state import COLL_SEQ_MOD, CommState
 from emucluster.mpi.errors import (
     ERR_ARG,
+    ERR_COMM,
     ERR_OTHER,
     ERR_ROOT,
     ERR_TRUNCATE,
@@ -211,13 +212,15 @@ def fill(msg: Msg, data: bytes) -> None:
 
 
 class CollectiveCalls:
-    """What every collective delegate of ``Intracomm`` holds: the communicator's state, and
-    the root and count checks its calls share."""
+    """What every collective delegate of ``Comm`` and ``Intracomm`` holds: the communicator's
+    state, and the root and count checks its calls share."""
 
     __slots__ = ("_st",)
 
     def __init__(self, comm: Intracomm) -> None:
         self._st = comm._state()
+        if self._st.local is not None:  # mpi4py has the collectives on Comm; ours are intra
+            raise MPIException(ERR_COMM, "collectives on an intercommunicator are not offered")
 
     def _state(self) -> CommState:
         return self._st

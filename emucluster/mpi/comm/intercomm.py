@@ -11,7 +11,8 @@ later), each leader hands the other group's answer to its group, and every membe
 lowest pair free in both.
 
 Offered: creation, point-to-point, ``Get_remote_group/size``, ``Merge``, ``Dup``, ``Split``,
-``Compare``, ``Free``. Collectives on an intercommunicator, ``Create``/``Create_group``
+``Compare``, ``Free``, and the collectives of `emucluster.mpi.collective.inter` (barrier,
+broadcast, allreduce, allgather of objects). The other collectives, ``Create``/``Create_group``
 (ERR_COMM) and ``Split_type`` (NotImplementedError) are not; see docs/guide/mpi.md.
 """
 
@@ -20,9 +21,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from emucluster.mpi.collective.calls import internal_allgather, internal_allreduce
+from emucluster.mpi.collective.inter import InterCollectives
 from emucluster.mpi.comm import kinds
 from emucluster.mpi.comm.attrs import CommAttributes
 from emucluster.mpi.comm.comm import Comm
+from emucluster.mpi.comm.delegate import delegate
 from emucluster.mpi.comm.group import Group
 from emucluster.mpi.comm.state import CommState
 from emucluster.mpi.constants import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL
@@ -110,6 +113,16 @@ class Intercomm(Comm):
         self = super().__new__(cls, comm)
         assert isinstance(self, Intercomm)
         return self
+
+    # -- collectives (``emucluster.mpi.collective.inter``; the others raise ERR_COMM) ----------
+
+    Barrier = delegate(InterCollectives, InterCollectives.Barrier)
+    barrier = delegate(InterCollectives, InterCollectives.barrier)
+    Bcast = delegate(InterCollectives, InterCollectives.Bcast)
+    bcast = delegate(InterCollectives, InterCollectives.bcast)
+    Allreduce = delegate(InterCollectives, InterCollectives.Allreduce)
+    allreduce = delegate(InterCollectives, InterCollectives.allreduce)
+    allgather = delegate(InterCollectives, InterCollectives.allgather)
 
     def _local(self) -> CommState:
         local = self._state().local

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from emucluster.mpi.collective.blocking import Collectives
-from emucluster.mpi.collective.nonblocking import NonblockingCollectives, VectorCollectives
+from emucluster.mpi.collective.nonblocking import NonblockingCollectives
 from emucluster.mpi.collective.persistent import PersistentCollectives
 from emucluster.mpi.comm import kinds
 from emucluster.mpi.comm.comm import Comm
@@ -50,76 +50,14 @@ class Intracomm(Comm):
         ``remote_leader`` in ``peer_comm`` (collective over both groups)."""
         return create_intercomm(self, local_leader, peer_comm, remote_leader, tag)
 
-    # -- collectives (``emucluster.mpi.collective``) ---------------------------------------------
+    # -- collectives only an intracommunicator has (the rest are ``Comm``'s, as in mpi4py) ----
 
-    barrier = delegate(Collectives, Collectives.barrier)
-    bcast = delegate(Collectives, Collectives.bcast)
-    gather = delegate(Collectives, Collectives.gather)
-    scatter = delegate(Collectives, Collectives.scatter)
-    allgather = delegate(Collectives, Collectives.allgather)
-    alltoall = delegate(Collectives, Collectives.alltoall)
-    reduce = delegate(Collectives, Collectives.reduce)
-    allreduce = delegate(Collectives, Collectives.allreduce)
     scan = delegate(Collectives, Collectives.scan)
     exscan = delegate(Collectives, Collectives.exscan)
-    Barrier = delegate(Collectives, Collectives.Barrier)
-    Bcast = delegate(Collectives, Collectives.Bcast)
-    Reduce = delegate(Collectives, Collectives.Reduce)
-    Allreduce = delegate(Collectives, Collectives.Allreduce)
     Scan = delegate(Collectives, Collectives.Scan)
     Exscan = delegate(Collectives, Collectives.Exscan)
-    Gather = delegate(Collectives, Collectives.Gather)
-    Scatter = delegate(Collectives, Collectives.Scatter)
-    Allgather = delegate(Collectives, Collectives.Allgather)
-    Alltoall = delegate(Collectives, Collectives.Alltoall)
-    Ibarrier = delegate(Collectives, Collectives.Ibarrier)
-    Ibcast = delegate(Collectives, Collectives.Ibcast)
-    Ireduce = delegate(Collectives, Collectives.Ireduce)
-    Iallreduce = delegate(Collectives, Collectives.Iallreduce)
-
-    Gatherv = delegate(VectorCollectives, VectorCollectives.Gatherv)
-    Scatterv = delegate(VectorCollectives, VectorCollectives.Scatterv)
-    Allgatherv = delegate(VectorCollectives, VectorCollectives.Allgatherv)
-    Alltoallv = delegate(VectorCollectives, VectorCollectives.Alltoallv)
-    Alltoallw = delegate(VectorCollectives, VectorCollectives.Alltoallw)
-    Reduce_scatter_block = delegate(VectorCollectives, VectorCollectives.Reduce_scatter_block)
-    Reduce_scatter = delegate(VectorCollectives, VectorCollectives.Reduce_scatter)
-
-    Igather = delegate(NonblockingCollectives, NonblockingCollectives.Igather)
-    Igatherv = delegate(NonblockingCollectives, NonblockingCollectives.Igatherv)
-    Iscatter = delegate(NonblockingCollectives, NonblockingCollectives.Iscatter)
-    Iscatterv = delegate(NonblockingCollectives, NonblockingCollectives.Iscatterv)
-    Iallgather = delegate(NonblockingCollectives, NonblockingCollectives.Iallgather)
-    Iallgatherv = delegate(NonblockingCollectives, NonblockingCollectives.Iallgatherv)
-    Ialltoall = delegate(NonblockingCollectives, NonblockingCollectives.Ialltoall)
-    Ialltoallv = delegate(NonblockingCollectives, NonblockingCollectives.Ialltoallv)
-    Ialltoallw = delegate(NonblockingCollectives, NonblockingCollectives.Ialltoallw)
-    Ireduce_scatter_block = delegate(
-        NonblockingCollectives, NonblockingCollectives.Ireduce_scatter_block
-    )
-    Ireduce_scatter = delegate(NonblockingCollectives, NonblockingCollectives.Ireduce_scatter)
     Iscan = delegate(NonblockingCollectives, NonblockingCollectives.Iscan)
     Iexscan = delegate(NonblockingCollectives, NonblockingCollectives.Iexscan)
-
-    # -- persistent collectives (MPI 4.0) -------------------------------------------------------
-
-    Barrier_init = delegate(PersistentCollectives, PersistentCollectives.Barrier_init)
-    Bcast_init = delegate(PersistentCollectives, PersistentCollectives.Bcast_init)
-    Gather_init = delegate(PersistentCollectives, PersistentCollectives.Gather_init)
-    Gatherv_init = delegate(PersistentCollectives, PersistentCollectives.Gatherv_init)
-    Scatter_init = delegate(PersistentCollectives, PersistentCollectives.Scatter_init)
-    Scatterv_init = delegate(PersistentCollectives, PersistentCollectives.Scatterv_init)
-    Allgather_init = delegate(PersistentCollectives, PersistentCollectives.Allgather_init)
-    Allgatherv_init = delegate(PersistentCollectives, PersistentCollectives.Allgatherv_init)
-    Alltoall_init = delegate(PersistentCollectives, PersistentCollectives.Alltoall_init)
-    Alltoallv_init = delegate(PersistentCollectives, PersistentCollectives.Alltoallv_init)
-    Alltoallw_init = delegate(PersistentCollectives, PersistentCollectives.Alltoallw_init)
-    Reduce_init = delegate(PersistentCollectives, PersistentCollectives.Reduce_init)
-    Allreduce_init = delegate(PersistentCollectives, PersistentCollectives.Allreduce_init)
-    Reduce_scatter_block_init = delegate(
-        PersistentCollectives, PersistentCollectives.Reduce_scatter_block_init
-    )
-    Reduce_scatter_init = delegate(PersistentCollectives, PersistentCollectives.Reduce_scatter_init)
     Scan_init = delegate(PersistentCollectives, PersistentCollectives.Scan_init)
     Exscan_init = delegate(PersistentCollectives, PersistentCollectives.Exscan_init)
 

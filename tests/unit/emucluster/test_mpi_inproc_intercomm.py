@@ -108,3 +108,49 @@ def test_dup_split_compare_and_free_give_contexts_back() -> None:
         expected = {0: (1, 0, 2), 1: (1, 0, 1), 2: (2, 1, 1), 3: (1, 0, 1), 4: (2, 0, 1)}[rank]
         assert split_facts == expected, (rank, local_rank)
         assert restored
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_collectives_across_an_intercommunicator(n: int) -> None:
+    """Barrier, bcast/Bcast from a root of one group to the other, allreduce/Allreduce (each
+    group gets the other's reduction) and allgather (the other group's objects)."""
+
+    def body(comm: Any) -> Any:
+        import numpy as np
+
+        half, inter, color = _halves(comm)
+        inter.Barrier()
+        inter.barrier()
+        # group 0's rank 0 broadcasts to group 1
+        if color == 0:
+            root = MPI.ROOT if inter.rank == 0 else MPI.PROC_NULL
+            sent = inter.bcast({"from": comm.rank}, root=root)
+            inter.Bcast(np.arange(4, dtype=np.int64) * 7, root=root)
+            buf = None
+        else:
+            sent = inter.bcast(None, root=0)
+            buf = np.zeros(4, dtype=np.int64)
+            inter.Bcast(buf, root=0)
+        total = inter.allreduce(comm.rank, MPI.SUM)
+        out = np.zeros(2, dtype=np.int64)
+        inter.Allreduce(np.array([comm.rank, 1], dtype=np.int64), out, MPI.SUM)
+        others = inter.allgather(comm.rank)
+        with pytest.raises(MPI.Exception) as err:
+            inter.Gather(np.zeros(1), None, root=MPI.PROC_NULL)
+        inter.Free()
+        half.Free()
+        return (color, sent, None if buf is None else buf.tolist(), total, out.tolist(), others,
+                err.value.Get_error_class())  # fmt: skip
+
+    low = n // 2
+    for color, sent, buf, total, out, others, refused in run(n, body):
+        theirs = list(range(low, n)) if color == 0 else list(range(low))
+        if color == 1:
+            assert sent == {"from": 0}
+            assert buf == [0, 7, 14, 21]
+        else:
+            assert sent is None
+        assert total == sum(theirs)
+        assert out == [sum(theirs), len(theirs)]
+        assert others == theirs
+        assert refused == MPI.ERR_COMM
