@@ -106,10 +106,27 @@ PY
     local platforms=() minor
     for minor in $(seq 36 -1 5); do platforms+=(--platform "manylinux_2_${minor}_$arch"); done
     platforms+=(--platform "manylinux2014_$arch" --platform "manylinux2010_$arch" --platform "manylinux1_$arch")
-    "$python" -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
-        --implementation cp --python-version "$image_python" "${platforms[@]}" \
-        -d "$deps_dir" -r "$deps_dir/requirements.txt" >"$cache/pip-download.log" 2>&1 \
-        || { cat "$cache/pip-download.log" >&2; exit 1; }
+    # one requirement at a time: a pure-Python one published only as an sdist (python-hostlist)
+    # is built into a wheel here (py3-none-any: the same in the image)
+    : >"$cache/pip-download.log"
+    local req
+    while IFS= read -r req; do
+        [ -n "$req" ] || continue
+        if ! "$python" -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
+                --implementation cp --python-version "$image_python" "${platforms[@]}" \
+                -d "$deps_dir" "$req" >>"$cache/pip-download.log" 2>&1; then
+            say "no binary wheel for '$req': building a pure-Python wheel from its sdist"
+            "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps \
+                -w "$deps_dir" "$req" >>"$cache/pip-download.log" 2>&1 \
+                || { cat "$cache/pip-download.log" >&2; exit 1; }
+        fi
+    done <"$deps_dir/requirements.txt"
+    if ls "$deps_dir"/*.whl | grep -v -e '-none-any\.whl$' -e "cp${image_python/./}" -e 'abi3' \
+            | grep -q .; then
+        say "a dependency wheel does not fit CPython $image_python:" >&2
+        ls "$deps_dir" >&2
+        exit 1
+    fi
     touch "$deps_dir/.complete"
 }
 

@@ -133,7 +133,7 @@ _OTHER_CLASSES = {
     if name.startswith("ERR_") and value not in _STRINGS
 }  # fmt: skip
 for _name, _value in _OTHER_CLASSES.items():
-    _STRINGS[_value] = f"MPI_{_name}: {_name[4:].lower().replace('_', ' ')} (not offered here)"
+    _STRINGS[_value] = f"MPI_{_name}: {_name[4:].lower().replace('_', ' ')}"
 _PREDEFINED = frozenset(_STRINGS)
 
 _user_class_of: dict[int, int] = {}  # user error code (or class) -> its class
