@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from typing import TYPE_CHECKING
 
@@ -23,7 +24,10 @@ def test_quick_run_splits_the_cost_of_a_message_by_process(tmp_path: Path) -> No
     assert main(["--quick", "--sizes", "8", "--json", str(record_path)]) == 0
     row = read_json(record_path)["sizes"]["8"]
     assert set(row["cpu_us_per_message"]) == {name for _, _, name in ROLES}
-    assert all(us >= 0 for us in row["cpu_us_per_message"].values())
+    # each share is a difference of two short runs' CPU seconds: at --quick's few hundred
+    # messages one share can come out below zero (start-up noise; CI of 8c11f71), so the test
+    # checks the accounting, not the figures
+    assert all(math.isfinite(us) for us in row["cpu_us_per_message"].values())
     assert sum(row["cpu_us_per_message"].values()) > 0  # a message costs someone something
     assert row["messages_per_s"] > 0
     assert row["one_way_us"] > 0
