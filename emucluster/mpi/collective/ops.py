@@ -71,7 +71,7 @@ ArrFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 class Op(Handled):
     """A reduction operation (mpi4py's ``MPI.Op``)."""
 
-    __slots__ = ("_arrays", "_commute", "_key", "_name", "_objects", "_user")
+    __slots__ = ("_arrays", "_commute", "_from_int", "_key", "_name", "_objects", "_user")
 
     def _handle_key(self) -> object:
         return self._key
@@ -88,6 +88,9 @@ class Op(Handled):
                  user: Callable[..., Any] | None = None) -> None:  # fmt: skip
         """``Op(op)``: a new handle to ``op``; ``Op()``: the null handle. (The other arguments
         build the predefined operations and user operations; see ``Create``.)"""
+        self._from_int = False
+        """Made from an integer handle: the same operation, but not picklable (as in mpi4py,
+        where such a handle has lost its Python function)."""
         if isinstance(op, Op):
             self._name, self._objects, self._arrays = op._name, op._objects, op._arrays
             self._commute, self._user, self._key = op._commute, op._user, op._key
@@ -126,6 +129,17 @@ class Op(Handled):
 
     # -- handle semantics ---------------------------------------------------------------------
 
+    @classmethod
+    def fromhandle(cls, handle: int) -> Op:
+        """The operation named by ``handle``: a predefined one itself, a user one as a new
+        handle that cannot be pickled (mpi4py's ``fromint`` handle has no Python function)."""
+        found = super().fromhandle(handle)
+        if found._user is None:
+            return found
+        clone = cls(found)
+        clone._from_int = True
+        return clone
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Op):
             return NotImplemented
@@ -141,7 +155,7 @@ class Op(Handled):
         for op in predefined_ops.values():
             if self == op:
                 return type(self), (op,)
-        if self._user is None:
+        if self._user is None or self._from_int:
             raise ValueError(f"cannot pickle {self!r}")
         return type(self).Create, (self._user, self._commute)
 

@@ -282,3 +282,22 @@ def test_status_fortran_form_is_mpich_layout() -> None:
     assert back._bytes == (5 << 32) + 9
     assert back.Is_cancelled()
     assert pickle.loads(pickle.dumps(status)).py2f() == form
+
+
+def _mysum(a: object, b: object, datatype: object) -> object:
+    return a + b  # type: ignore[operator]
+
+
+def test_a_user_op_from_its_integer_handle_is_the_same_op_but_does_not_pickle() -> None:
+    """As mpi4py's test_op: ``Op.fromint(op.toint())`` has lost the Python function."""
+    op = Op.Create(_mysum, commute=True)
+    clone = Op.fromint(op.toint())
+    assert clone == op
+    assert clone is not op
+    loaded = pickle.loads(pickle.dumps(op))  # the original pickles (as a new Create)
+    assert loaded != op
+    loaded.Free()
+    with pytest.raises(ValueError, match="cannot pickle"):
+        pickle.dumps(clone)
+    op.Free()
+    assert Op.fromint(ops["SUM"].toint()) is ops["SUM"]
