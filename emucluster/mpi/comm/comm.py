@@ -16,7 +16,7 @@ from __future__ import annotations
 import pickle
 from typing import TYPE_CHECKING, Any
 
-from emucluster.mpi import errhandler, handles, lifecycle, predefined
+from emucluster.mpi import handles, lifecycle, predefined
 from emucluster.mpi.collective.blocking import Collectives
 from emucluster.mpi.collective.calls import internal_allgather, internal_allreduce
 from emucluster.mpi.collective.nonblocking import NonblockingCollectives, VectorCollectives
@@ -27,6 +27,7 @@ from emucluster.mpi.comm import kinds
 from emucluster.mpi.comm.attrs import COMM_KEYVALS, CommAttributes
 from emucluster.mpi.comm.delegate import delegate
 from emucluster.mpi.comm.group import Group
+from emucluster.mpi.comm.roles import ErrorHandling, Hints, hints_of
 from emucluster.mpi.comm.state import CommState
 from emucluster.mpi.constants import (
     CONGRUENT,
@@ -189,17 +190,8 @@ class Comm:
         """Whether the communicator has a topology."""
         return self._state().topo is not None
 
-    def Get_errhandler(self) -> Errhandler:
-        """A new handle to the communicator's error handler (see `emucluster.mpi.errhandler`:
-        failing calls raise MPI.Exception whichever is set)."""
-        return Errhandler._of(self._state().errhandler)
-
-    def Set_errhandler(self, errhandler: Errhandler) -> None:
-        """Set the handler ``Call_errhandler`` runs; ERR_ERRHANDLER for ERRHANDLER_NULL."""
-        st = self._state()
-        handler = errhandler._handler()
-        st.errhandler.release()
-        st.errhandler = handler.acquire()
+    Get_errhandler = delegate(ErrorHandling, ErrorHandling.Get_errhandler)
+    Set_errhandler = delegate(ErrorHandling, ErrorHandling.Set_errhandler)
 
     def Compare(self, comm: Comm) -> int:
         """IDENT, CONGRUENT, SIMILAR or UNEQUAL (``Comm.Compare(a, b)`` works too)."""
@@ -349,21 +341,8 @@ class Comm:
 
     # -- info hints ---------------------------------------------------------------------------
 
-    @staticmethod
-    def _hints(info: object) -> dict[str, str]:
-        if info is None or info is INFO_NULL:
-            return {}
-        if not isinstance(info, Info):
-            raise TypeError(f"expecting an Info, got {type(info).__name__}")
-        return dict(info.items())
-
-    def Get_info(self) -> Info:
-        """A new info object with the communicator's hints."""
-        return Info.Create(self._state().info)
-
-    def Set_info(self, info: Info) -> None:
-        """Replace the communicator's hints (kept, never acted on)."""
-        self._state().info = self._hints(info)
+    Get_info = delegate(Hints, Hints.Get_info)
+    Set_info = delegate(Hints, Hints.Set_info)
 
     @property
     def info(self) -> Info:
@@ -429,9 +408,7 @@ class Comm:
         """A user error handler: ``errhandler_fn(comm, errorcode)``."""
         return Errhandler._create(errhandler_fn)
 
-    def Call_errhandler(self, errorcode: int) -> None:
-        """Run the communicator's error handler for ``errorcode``."""
-        errhandler.call(self._state().errhandler, self, errorcode, lifecycle.abort)
+    Call_errhandler = delegate(ErrorHandling, ErrorHandling.Call_errhandler)
 
     # -- what emucluster does not have --------------------------------------------------------
 
@@ -462,7 +439,7 @@ class Comm:
         new = CommState(rt, context, st.nodes, st.rank)
         new.topo = st.topo
         new.errhandler = st.errhandler.acquire()
-        new.info = dict(st.info) if info is None else self._hints(info)
+        new.info = dict(st.info) if info is None else hints_of(info)
         CommAttributes(self).copy_into(new)
         comm = type(self).__new__(type(self))
         comm._st = new

@@ -27,6 +27,7 @@ from emucluster.mpi.comm.attrs import CommAttributes
 from emucluster.mpi.comm.comm import Comm
 from emucluster.mpi.comm.delegate import delegate
 from emucluster.mpi.comm.group import Group
+from emucluster.mpi.comm.roles import hints_of
 from emucluster.mpi.comm.state import CommState
 from emucluster.mpi.constants import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL
 from emucluster.mpi.errors import ERR_ARG, ERR_COMM, ERR_RANK
@@ -194,7 +195,7 @@ class Intercomm(Comm):
         mask, _ = _agree(local, _LEADER, self._swap, None)
         new = _build(local.nodes, local.rank, st.nodes, st.runtime, mask, _inner_mask(local))
         new.errhandler = st.errhandler.acquire()
-        new.info = dict(st.info) if info is None else self._hints(info)
+        new.info = dict(st.info) if info is None else hints_of(info)
         CommAttributes(self).copy_into(new)
         comm = type(self).__new__(type(self))
         comm._st = new

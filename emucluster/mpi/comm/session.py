@@ -12,8 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from emucluster.mpi import lifecycle
+from emucluster.mpi.comm.delegate import delegate
 from emucluster.mpi.comm.group import Group
-from emucluster.mpi.errhandler import ERRORS_RETURN, Errhandler, Handler, call
+from emucluster.mpi.comm.roles import ErrorHandling
+from emucluster.mpi.errhandler import ERRORS_RETURN, Errhandler, Handler
 from emucluster.mpi.errors import ERR_ARG, ERR_SESSION
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.info import INFO_NULL, Info
@@ -103,25 +105,15 @@ class Session(StateHandle):
         self._state()
         return Group._of(_members(pset_name))
 
-    def Get_errhandler(self) -> Errhandler:
-        """A new handle to the session's error handler."""
-        return Errhandler._of(self._state().errhandler)
-
-    def Set_errhandler(self, errhandler: Errhandler) -> None:
-        """Set the handler ``Call_errhandler`` runs; ERR_ERRHANDLER for ERRHANDLER_NULL."""
-        st = self._state()
-        handler = errhandler._handler()
-        st.errhandler.release()
-        st.errhandler = handler.acquire()
+    Get_errhandler = delegate(ErrorHandling, ErrorHandling.Get_errhandler)
+    Set_errhandler = delegate(ErrorHandling, ErrorHandling.Set_errhandler)
 
     @classmethod
     def Create_errhandler(cls, errhandler_fn: Callable[..., Any]) -> Errhandler:
         """A user error handler: ``errhandler_fn(session, errorcode)``."""
         return Errhandler._create(errhandler_fn)
 
-    def Call_errhandler(self, errorcode: int) -> None:
-        """Run the session's error handler for ``errorcode``."""
-        call(self._state().errhandler, self, errorcode, lifecycle.abort)
+    Call_errhandler = delegate(ErrorHandling, ErrorHandling.Call_errhandler)
 
     def Attach_buffer(self, buf: Any) -> None:
         """MPI 4.1 per-session buffers are not offered (use MPI.Attach_buffer)."""

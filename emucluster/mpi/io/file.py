@@ -22,6 +22,7 @@ from emucluster.mpi import lifecycle, predefined
 from emucluster.mpi.collective.calls import internal_allgather
 from emucluster.mpi.comm.delegate import delegate
 from emucluster.mpi.comm.group import Group
+from emucluster.mpi.comm.roles import Hints, hints_of
 from emucluster.mpi.constants import (
     MODE_APPEND,
     MODE_CREATE,
@@ -163,7 +164,7 @@ class File(StateHandle):
         view = FileView(0, datatypes["BYTE"], datatypes["BYTE"], "native")
         state = FileState(dup, fd, path, amode, view, SharedPointer(path, token),
                           _default_errhandler[0].acquire())  # fmt: skip
-        state.info = dup._hints(info)
+        state.info = hints_of(info)
         file = cls()
         file._st = state
         if amode & MODE_APPEND:
@@ -266,14 +267,8 @@ class File(StateHandle):
         """The access mode."""
         return self.Get_amode()
 
-    def Get_info(self) -> Info:
-        """A new info object with the file's hints."""
-        return Info.Create(self._state().info)
-
-    def Set_info(self, info: Info) -> None:
-        """Replace the file's hints (kept, never acted on; collective)."""
-        st = self._state()
-        st.info = st.comm._hints(info)
+    Get_info = delegate(Hints, Hints.Get_info)
+    Set_info = delegate(Hints, Hints.Set_info)
 
     @property
     def info(self) -> Info:
@@ -323,7 +318,7 @@ class File(StateHandle):
         _check_datarep(datarep)
         st.view = FileView(disp, etype, etype if filetype is None else filetype, datarep)
         st.position = 0
-        st.info.update(st.comm._hints(info))
+        st.info.update(hints_of(info))
         st.barrier()
         if st.rank == 0:
             st.shared.set(0)

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from emucluster.mpi import errhandler, predefined
+from emucluster.mpi import predefined
 from emucluster.mpi.buffer.address import Get_address
 from emucluster.mpi.buffer.membuf import buffer
 from emucluster.mpi.buffer.view import byte_view
 from emucluster.mpi.comm.comm import Comm
+from emucluster.mpi.comm.delegate import delegate
 from emucluster.mpi.comm.group import Group
+from emucluster.mpi.comm.roles import ErrorHandling, Hints, hints_of
 from emucluster.mpi.constants import BOTTOM, KEYVAL_INVALID, PROC_NULL
-from emucluster.mpi.errhandler import ERRORS_RETURN, Errhandler
+from emucluster.mpi.errhandler import ERRORS_RETURN
 from emucluster.mpi.errors import (
     ERR_ARG,
     ERR_RMA_ATTACH,
@@ -35,7 +37,6 @@ from emucluster.mpi.errors import (
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.info import INFO_NULL, Info
 from emucluster.mpi.keyvals import Callback, Keyvals
-from emucluster.mpi.lifecycle import abort
 from emucluster.mpi.rma.constants import (
     LOCK_EXCLUSIVE,
     WIN_BASE,
@@ -152,7 +153,7 @@ class Win:
         block.buf[: CTRL + extra] = bytes(CTRL + extra)
         local = LocalMemory(block, size, private)
         st = WinState(engine, wcomm, flavor, local, disp_unit, ERRORS_RETURN._handler().acquire())
-        st.info = Comm._hints(info)
+        st.info = hints_of(info)
         shared = wcomm.allgather((block.handle, size, disp_unit))
         st.targets = [Target(st.nodes[i], h, CTRL, s, d) for i, (h, s, d) in enumerate(shared)]
         win = cls()
@@ -290,13 +291,8 @@ class Win:
         """WIN_SEPARATE or WIN_UNIFIED."""
         return self._state().model
 
-    def Get_info(self) -> Info:
-        """A new info object with the window's hints."""
-        return Info.Create(self._state().info)
-
-    def Set_info(self, info: Info) -> None:
-        """Replace the window's hints (kept, never acted on)."""
-        self._state().info = Comm._hints(info)
+    Get_info = delegate(Hints, Hints.Get_info)
+    Set_info = delegate(Hints, Hints.Set_info)
 
     @property
     def info(self) -> Info:
@@ -324,20 +320,9 @@ class Win:
     def name(self, name: str) -> None:
         self.Set_name(name)
 
-    def Get_errhandler(self) -> Errhandler:
-        """A new handle to the window's error handler."""
-        return Errhandler._of(self._state().errhandler)
-
-    def Set_errhandler(self, errhandler: Errhandler) -> None:
-        """Set the handler ``Call_errhandler`` runs."""
-        st = self._state()
-        handler = errhandler._handler()
-        st.errhandler.release()
-        st.errhandler = handler.acquire()
-
-    def Call_errhandler(self, errorcode: int) -> None:
-        """Run the window's error handler for ``errorcode``."""
-        errhandler.call(self._state().errhandler, self, errorcode, abort)
+    Get_errhandler = delegate(ErrorHandling, ErrorHandling.Get_errhandler)
+    Set_errhandler = delegate(ErrorHandling, ErrorHandling.Set_errhandler)
+    Call_errhandler = delegate(ErrorHandling, ErrorHandling.Call_errhandler)
 
     # -- data movement -----------------------------------------------------------------------
 
