@@ -1,5 +1,6 @@
 """Run an MPI program under emurun for the integration tests (own job id and TMPDIR); a
-command in the background with its output collected (`Background`)."""
+command in the background with its output collected (`Background`); the agents of a
+multi-host job run on this machine (`LOCAL_EXEC`, `agents_of`)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+import psutil
+
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).parent / "mpi_programs"
 EXAMPLES = ROOT / "examples"
 EMURUN = [sys.executable, "-m", "launcher.cli"]
 WAIT_S = 150.0
+LOCAL_EXEC = "sh -c 'shift; exec \"$@\"' sh"
+"""An ssh-like ``--launcher-exec`` command that runs the agent here."""
 
 
 @dataclass
@@ -54,10 +59,10 @@ class Background:
         for raw in stream:
             sink.append(raw.decode(errors="replace"))
 
-    def wait_for(self, text: str) -> None:
-        """Until a line of stdout holds ``text`` (fails if the command ends first)."""
+    def wait_for(self, text: str, count: int = 1) -> None:
+        """Until ``count`` lines of stdout hold ``text`` (fails if the command ends first)."""
         deadline = time.monotonic() + self.wait_s
-        while not any(text in line for line in self.out):
+        while sum(text in line for line in self.out) < count:
             assert self.proc.poll() is None, f"ended early:\n{''.join(self.err)}"
             assert time.monotonic() < deadline, f"no {text!r}:\n{''.join(self.err)}"
             time.sleep(0.05)
@@ -95,3 +100,16 @@ def mpirun(
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
     return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+
+def agents_of(emurun_pid: int) -> dict[str, psutil.Process]:
+    """The agents under an emurun, by their ``--name`` (from their command lines)."""
+    found = {}
+    for proc in psutil.Process(emurun_pid).children(recursive=True):
+        try:
+            words = proc.cmdline()
+        except psutil.Error:
+            continue
+        if "launcher.agent" in words and "--name" in words:
+            found[words[words.index("--name") + 1]] = proc
+    return found

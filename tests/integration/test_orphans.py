@@ -14,10 +14,8 @@ import contextlib
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from typing import TYPE_CHECKING
@@ -26,7 +24,8 @@ import psutil  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
 from launcher.cleanup import job_processes, job_segments, sweep
-from tests.integration.test_emurun import EMURUN, ROOT, Job
+from tests.integration.mpirun import LOCAL_EXEC, Background, agents_of
+from tests.integration.test_emurun import EMURUN, Job
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -119,19 +118,6 @@ def test_without_its_warden_the_fork_server_still_ends_its_children(job: Job) ->
 
 # -- an agent killed -9 ---------------------------------------------------------------------
 
-LOCAL_EXEC = "sh -c 'shift; exec \"$@\"' sh"  # an ssh-like command that runs here
-
-
-def _agents_of(emurun: psutil.Process) -> dict[str, psutil.Process]:
-    """emurun's agents by --name... host name (from their command lines)."""
-    found = {}
-    for proc in emurun.children(recursive=True):
-        with contextlib.suppress(psutil.Error):
-            words = proc.cmdline()
-            if "launcher.agent" in words and "--name" in words:
-                found[words[words.index("--name") + 1]] = proc
-    return found
-
 
 @pytest.mark.parametrize("forkserver", ["1", "0"], ids=["forkserver", "direct"])
 @pytest.mark.parametrize("program", ["computing", "sleeping"])
@@ -143,28 +129,17 @@ def test_kill_9_of_an_agent_ends_every_process_it_started(program: str, forkserv
             "--launcher", "exec", "--launcher-exec", LOCAL_EXEC,
             "--agent-cmd", f"{sys.executable} -m launcher.agent", "--timeout", "300",
             "-np", str(NP), sys.executable, "-c", PROGRAMS[program]]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)  # fmt: skip
-    out: list[str] = []
-    err: list[bytes] = []
-    assert proc.stdout is not None
-    assert proc.stderr is not None
-    stdout, stderr = proc.stdout, proc.stderr
-    threading.Thread(target=lambda: out.extend(x.decode() for x in stdout), daemon=True).start()
-    threading.Thread(target=lambda: err.extend(stderr), daemon=True).start()
+    job = Background(argv, env, wait_s=START_S)
+    proc = job.proc
     try:
-        deadline = time.monotonic() + START_S
-        while sum("ready" in line for line in out) < NP:
-            assert proc.poll() is None, b"".join(err).decode()
-            assert time.monotonic() < deadline, b"".join(err).decode()
-            time.sleep(0.05)
-        agents = _agents_of(psutil.Process(proc.pid))
+        job.wait_for("ready", count=NP)
+        agents = agents_of(proc.pid)
         victim = next(a for name, a in agents.items() if name != "localhost")
         started = victim.children(recursive=True)
         assert len(started) >= 2, [_cmdline(p) for p in started]  # its nicd and its host
         os.kill(victim.pid, signal.SIGKILL)
-        code = proc.wait(timeout=START_S)
-        assert code == 123, b"".join(err).decode()
+        code, _, err = job.finish()
+        assert code == 123, err
         _, alive = psutil.wait_procs(started, timeout=GONE_S)
         assert alive == [], [_cmdline(p) for p in alive]
         wait_gone(job_id, f"{program} hosts after kill -9 of their agent")
