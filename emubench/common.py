@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,9 +37,11 @@ __all__ = [
     "LOAD_WARN_PER_CPU",
     "busy_cpu",
     "command_line",
+    "compare_run",
     "cpu_count",
     "emurun_command",
     "environment",
+    "find_mpiexec",
     "git_commit",
     "load_average",
     "median",
@@ -291,3 +294,43 @@ def save_figure(fig: Figure, path: str | Path, dpi: int = 100) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=dpi)
     pyplot().close(fig)
+
+
+def find_mpiexec(python: str = sys.executable) -> str:
+    """The ``mpiexec`` beside ``python`` (the venv with mpi4py and the mpich wheel), else on
+    PATH; SystemExit saying what to install if there is none."""
+    beside = Path(python).with_name("mpiexec")
+    found = str(beside) if beside.exists() else shutil.which("mpiexec")
+    if not found:
+        raise SystemExit("mpiexec not found: pip install mpi4py mpich")
+    return found
+
+
+def compare_run(
+    impl: str,
+    nodes: int,
+    rank_args: Sequence[str],
+    out: Path,
+    *,
+    timeout: float,
+    emurun_args: Sequence[str] = (),
+    python: str = sys.executable,
+) -> dict[str, Any]:
+    """One side of a comparison with MPICH: ``python rank_args`` on ``nodes`` ranks under
+    emurun (``impl`` "emucluster") or under ``mpiexec -n nodes`` with ``--impl mpi4py``
+    (mpi4py on MPICH; ``python``'s venv provides them, this package is put on its path).
+    Returns rank 0's JSON with the wall time (`job_result`; SystemExit if the job failed)."""
+    print(f"{impl} on {nodes} nodes ...", file=sys.stderr, flush=True)
+    started = time.monotonic()
+    if impl == "emucluster":
+        proc = run_emurun(
+            nodes, [python, *rank_args], capture=True, check=False,
+            emurun_args=emurun_args, timeout_s=None, wall_timeout=timeout,
+        )  # fmt: skip
+    else:
+        argv = [find_mpiexec(python), "-n", str(nodes), python, *rank_args, "--impl", "mpi4py"]
+        here = str(Path(__file__).resolve().parents[1])
+        path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                              check=False, env={**os.environ, "PYTHONPATH": path})  # fmt: skip
+    return job_result(proc, out, started)

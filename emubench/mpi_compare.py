@@ -20,23 +20,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from emubench import relay_tree
 from emubench.common import (
     command_line,
+    compare_run,
     environment,
-    job_result,
     load_average,
     print_table,
     pyplot,
-    run_emurun,
     save_figure,
     write_json,
 )
@@ -47,14 +43,6 @@ __all__ = ["main"]
 PORT_RATIO_TARGET = 1.5
 MPICH_RATIO_TARGET = 10.0  # issue 17 (issue 4 asked for 5x)
 MICRO = "emubench.mpi_micro"
-
-
-def _mpiexec() -> str:
-    beside = Path(sys.executable).with_name("mpiexec")
-    found = str(beside) if beside.exists() else shutil.which("mpiexec")
-    if not found:
-        raise SystemExit("mpiexec not found: pip install mpi4py mpich")
-    return found
 
 
 def _micro_args(args: argparse.Namespace, nodes: int, out: Path) -> list[str]:
@@ -79,19 +67,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     )
                     continue
                 out = Path(tmp) / f"{impl}-{nodes}.json"
-                micro = _micro_args(args, nodes, out)
-                print(f"{impl} on {nodes} nodes ...", file=sys.stderr, flush=True)
-                started = time.monotonic()
-                if impl == "emucluster":
-                    proc = run_emurun(nodes, [sys.executable, *micro], capture=True, check=False,
-                                      emurun_args=["--nic-priority", args.nic_priority],
-                                      timeout_s=None, wall_timeout=args.timeout)  # fmt: skip
-                else:
-                    argv = [_mpiexec(), "-n", str(nodes), sys.executable, *micro]
-                    argv += ["--impl", "mpi4py"]
-                    proc = subprocess.run(argv, capture_output=True, text=True,
-                                          timeout=args.timeout, check=False)  # fmt: skip
-                runs[impl][str(nodes)] = job_result(proc, out, started)
+                runs[impl][str(nodes)] = compare_run(
+                    impl,
+                    nodes,
+                    _micro_args(args, nodes, out),
+                    out,
+                    timeout=args.timeout,
+                    emurun_args=["--nic-priority", args.nic_priority],
+                )
     return {
         "benchmark": "emubench.mpi_compare",
         "parameters": {k: v for k, v in vars(args).items() if k != "argv"}

@@ -18,21 +18,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from emubench.common import (
     command_line,
+    compare_run,
     environment,
-    job_result,
     load_average,
     print_table,
     pyplot,
-    run_emurun,
     save_figure,
     write_json,
 )
@@ -47,32 +44,22 @@ def _rank_args(args: argparse.Namespace, out: Path) -> list[str]:
     return [*words, "--blocks", str(args.blocks), "--coll-iters", str(args.coll_iters)]
 
 
-def _mpiexec_beside(python: str) -> str | None:
-    found = Path(python).with_name("mpiexec")
-    return str(found) if found.exists() else None
-
-
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     load_before = load_average()
     runs: dict[str, dict[str, Any]] = {}
-    mpiexec = _mpiexec_beside(args.mpi_python) if args.mpi_python else None
+    with_mpich = bool(args.mpi_python) and Path(args.mpi_python).with_name("mpiexec").exists()
     with tempfile.TemporaryDirectory(prefix="mpidtype-", dir="/tmp") as tmp:
-        out = Path(tmp) / "emucluster.json"
-        print(f"emucluster on {args.nodes} nodes ...", file=sys.stderr, flush=True)
-        started = time.monotonic()
-        proc = run_emurun(args.nodes, [sys.executable, *_rank_args(args, out)], capture=True,
-                          check=False, emurun_args=["--nic-priority", args.nic_priority],
-                          timeout_s=None, wall_timeout=args.timeout)  # fmt: skip
-        runs["emucluster"] = job_result(proc, out, started)
-        if mpiexec is not None:
-            out = Path(tmp) / "mpich.json"
-            print(f"mpich on {args.nodes} processes ...", file=sys.stderr, flush=True)
-            started = time.monotonic()
-            argv = [mpiexec, "-n", str(args.nodes), args.mpi_python, *_rank_args(args, out)]
-            env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-            proc = subprocess.run([*argv, "--impl", "mpi4py"], capture_output=True, text=True,
-                                  timeout=args.timeout, check=False, env=env)  # fmt: skip
-            runs["mpich"] = job_result(proc, out, started)
+        for impl in ("emucluster", "mpich") if with_mpich else ("emucluster",):
+            out = Path(tmp) / f"{impl}.json"
+            runs[impl] = compare_run(
+                impl,
+                args.nodes,
+                _rank_args(args, out),
+                out,
+                timeout=args.timeout,
+                emurun_args=["--nic-priority", args.nic_priority],
+                python=args.mpi_python if impl == "mpich" else sys.executable,
+            )
     return {
         "benchmark": "emubench.mpi_dtype",
         "parameters": {k: v for k, v in vars(args).items() if k != "argv"},

@@ -15,25 +15,21 @@ quiet one.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from emubench.common import (
     command_line,
+    compare_run,
     environment,
-    job_result,
     load_average,
     print_table,
     pyplot,
-    run_emurun,
     save_figure,
     write_json,
 )
-from emubench.mpi_compare import _mpiexec
 from emubench.rma_rank import SIZES
 
 __all__ = ["main"]
@@ -54,17 +50,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="rmabench-", dir="/tmp") as tmp:
         for impl in ("emucluster", "mpich") if args.mpich else ("emucluster",):
             out = Path(tmp) / f"{impl}.json"
-            words = _rank_args(args, out)
-            print(f"{impl} ...", file=sys.stderr, flush=True)
-            started = time.monotonic()
-            if impl == "emucluster":
-                proc = run_emurun(2, [sys.executable, *words], capture=True, check=False,
-                                  timeout_s=None, wall_timeout=args.timeout)  # fmt: skip
-            else:
-                argv = [_mpiexec(), "-n", "2", sys.executable, *words, "--impl", "mpi4py"]
-                proc = subprocess.run(argv, capture_output=True, text=True,
-                                      timeout=args.timeout, check=False)  # fmt: skip
-            runs[impl] = job_result(proc, out, started)  # SystemExit if it failed
+            runs[impl] = compare_run(impl, 2, _rank_args(args, out), out, timeout=args.timeout)
     return {
         "benchmark": "emubench.rma",
         "parameters": {k: v for k, v in vars(args).items() if k != "argv"},
