@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from launcher import control, tuning
+from launcher import control, cpugauge, tuning
 from launcher import plan as planmod
 from launcher.agent.nodes import STATS_FILE
 from launcher.children import describe_exit, exit_code_of, job_signals, tag_lines, write_all
@@ -331,7 +331,7 @@ class Job:
 
     def _on_exit(self, agent: Agent, m: control.Exit) -> None:
         agent.usages.append(ProcessUsage(m.role, m.node, m.pid, m.user_s, m.system_s, m.wall_s,
-                                         m.returncode))  # fmt: skip
+                                         m.returncode, m.run_delay_s))  # fmt: skip
         what = f"{'rank' if m.role == 'host' else 'nicd of node'} {m.node}{self._where(agent)}"
         text = f"{what} (pid {m.pid}) {describe_exit(m.returncode)}"
         if m.role == "nicd":
@@ -451,6 +451,9 @@ def _report(plan: LaunchPlan, job: Job, code: int, wall: float) -> None:
                 write_all(2, f"host {agent.name}:\n{render(agent.usages, wall)}\n".encode())
         else:
             write_all(2, (render(job.usages(), wall) + "\n").encode())
+    warn = cpugauge.warning(cpugauge.gauge(job.usages()))
+    if warn is not None and (plan.cpu_report or not plan.quiet):
+        write_all(2, f"emurun: {warn}\n".encode())
     if plan.stats_dir is None:
         return
     message = None if job.outcome is None else job.outcome.message
