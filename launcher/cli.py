@@ -23,7 +23,7 @@ from emucluster import coll, mpi4py_shim
 from emucluster.config import ENV_WAIT
 from emutrace.merge import DEFAULT_WINDOW_MS, parse_window
 from launcher import build
-from launcher.cpugauge import WARN_SHARE
+from launcher.cpugauge import ENV_GAUGE_OUT, WARN_SHARE
 from launcher.errors import EXIT_USAGE, LaunchError, UsageError
 from launcher.forkserver.client import enabled as forkserver_enabled
 from launcher.multihost import slurm
@@ -439,6 +439,7 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         faults=faults,
         stats_dir=os.path.abspath(args.stats_dir) if args.stats_dir else None,
         cpu_report=args.cpu_report,
+        gauge_out=env.get(ENV_GAUGE_OUT) or None,
         bind_to=args.bind_to,
         nic_priority=args.nic_priority,
         nicd_args=nicd_args,

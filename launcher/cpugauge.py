@@ -8,16 +8,20 @@ thread's counts; the fork server does the same for the children it reaps), next 
 times. From those this module derives, per process, the share of its wall time it spent
 waiting (`run_delay_share`), per node the nicd's share of the CPU its node used
 (`nicd_cpu_share`), for the job the means (`Gauge`), and the one warning line emurun prints
-when the ranks waited more than `WARN_SHARE` of their time (`warning`).
+when the ranks waited more than `WARN_SHARE` of their time (`warning`). With ``EMU_GAUGE_OUT``
+emurun also appends the job's gauge to a file (`append_gauge`), and `summarise` condenses such
+records (emubench puts its jobs' summary in every figure's JSON).
 
 A kernel without these counts (no ``CONFIG_SCHED_INFO``, or not Linux) has no schedstat file
 or reads ``0 0 0`` for a process that ran: the run delay is then unknown (None), never 0.
 
-Invariants: pure except `read_run_delay` (one file read; never raises).
+Invariants: pure except `read_run_delay` (one file read; never raises) and `append_gauge` (one
+append; raises OSError).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,13 +31,17 @@ if TYPE_CHECKING:
     from launcher.report import ProcessUsage
 
 __all__ = [
+    "ENV_GAUGE_OUT",
     "WARN_SHARE",
     "Gauge",
+    "append_gauge",
     "gauge",
+    "gauge_json",
     "nicd_cpu_share",
     "parse_schedstat",
     "read_run_delay",
     "run_delay_share",
+    "summarise",
     "warning",
 ]
 
@@ -48,6 +56,10 @@ nicd's), a distortion of the size of the effects compared. An idle machine with 
 placement (a node's host and nicd on one core, taking turns) should stay below it; a job with
 more busy processes than cores is far above it (four busy ranks on one core wait 75 %).
 docs/guide/cpu-time.md says the same to users."""
+
+ENV_GAUGE_OUT = "EMU_GAUGE_OUT"
+"""A file named in emurun's environment: emurun appends the job's fidelity gauge to it as one
+JSON line (job id, ranks' and nicds' run-delay shares, nicds' CPU share, the verdict)."""
 
 _SCHEDSTAT = "/proc/{pid}/schedstat"
 
@@ -136,3 +148,55 @@ def warning(g: Gauge) -> str | None:
         f"above {WARN_SHARE:.0%} the machine was oversubscribed): CPU and time measured in "
         "this job include that contention"
     )
+
+
+def gauge_json(g: Gauge) -> dict[str, object]:
+    """``g`` as JSON (unknown figures null), with the threshold it was judged by."""
+    return {
+        "rank_run_delay_share": g.rank_share,
+        "nicd_run_delay_share": g.nicd_share,
+        "nicd_cpu_share": g.nicd_cpu_share,
+        "run_delay_unknown": g.unknown,
+        "warn_share": WARN_SHARE,
+        "oversubscribed": g.oversubscribed,
+    }
+
+
+def append_gauge(path: str, job_id: str, g: Gauge) -> None:
+    """Append job ``job_id``'s gauge to ``path`` as one JSON line (OSError if it cannot)."""
+    line = json.dumps({"job_id": job_id, **gauge_json(g)}) + "\n"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line)
+
+
+def summarise(text: str) -> dict[str, object]:
+    """What the JSON lines of `append_gauge` in ``text`` say together: how many jobs, how many
+    of them were oversubscribed, the ranks' mean and largest run-delay share, the nicds' mean
+    CPU share. Lines that are not such records are skipped (counted in ``unreadable``)."""
+    shares: list[float] = []
+    nicd_cpu: list[float] = []
+    jobs = oversubscribed = unreadable = 0
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict):
+            unreadable += 1
+            continue
+        jobs += 1
+        share, cpu = record.get("rank_run_delay_share"), record.get("nicd_cpu_share")
+        if isinstance(share, int | float) and not isinstance(share, bool):
+            shares.append(float(share))
+        if isinstance(cpu, int | float) and not isinstance(cpu, bool):
+            nicd_cpu.append(float(cpu))
+        oversubscribed += record.get("oversubscribed") is True
+    return {
+        "jobs": jobs,
+        "oversubscribed_jobs": oversubscribed,
+        "rank_run_delay_share_mean": _mean(shares),
+        "rank_run_delay_share_max": max(shares, default=None),
+        "nicd_cpu_share_mean": _mean(nicd_cpu),
+        "warn_share": WARN_SHARE,
+        "unreadable": unreadable,
+    }

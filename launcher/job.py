@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from launcher import control, cpugauge, tuning
+from launcher import control, tuning
 from launcher import plan as planmod
 from launcher.agent.nodes import STATS_FILE
 from launcher.children import describe_exit, exit_code_of, job_signals, tag_lines, write_all
@@ -45,7 +45,7 @@ from launcher.liveline import LiveLine
 from launcher.localhost import LocalGate
 from launcher.multihost.gate import AgentGate
 from launcher.rendezvous import Rendezvous
-from launcher.report import ProcessUsage, job_json, render
+from launcher.report import ProcessUsage, gauge_verdict, job_json, render
 from launcher.startup import REFRESH_S, StartupCount, live_wanted, ready_line
 from launcher.tracing import CLOCK_PINGS, TraceSink, host_folder, offset_from_samples, write_clocks
 from nicd.core.ready import LOG_TAG_START, decode_ready_untrusted, log_tag
@@ -451,9 +451,8 @@ def _report(plan: LaunchPlan, job: Job, code: int, wall: float) -> None:
                 write_all(2, f"host {agent.name}:\n{render(agent.usages, wall)}\n".encode())
         else:
             write_all(2, (render(job.usages(), wall) + "\n").encode())
-    warn = cpugauge.warning(cpugauge.gauge(job.usages()))
-    if warn is not None and (plan.cpu_report or not plan.quiet):
-        write_all(2, f"emurun: {warn}\n".encode())
+    for line in gauge_verdict(plan, job.usages()):
+        write_all(2, f"emurun: {line}\n".encode())
     if plan.stats_dir is None:
         return
     message = None if job.outcome is None else job.outcome.message

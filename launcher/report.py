@@ -19,6 +19,7 @@ __all__ = [
     "ProcessUsage",
     "describe_status",
     "format_table",
+    "gauge_verdict",
     "job_json",
     "render",
     "usage_json",
@@ -178,14 +179,7 @@ def usage_json(usages: Sequence[ProcessUsage], wall_s: float) -> dict[str, objec
             }
             for u in usages
         ],
-        "gauge": {
-            "rank_run_delay_share": g.rank_share,
-            "nicd_run_delay_share": g.nicd_share,
-            "nicd_cpu_share": g.nicd_cpu_share,
-            "run_delay_unknown": g.unknown,
-            "warn_share": cpugauge.WARN_SHARE,
-            "oversubscribed": g.oversubscribed,
-        },
+        "gauge": cpugauge.gauge_json(g),
     }
 
 
@@ -217,3 +211,20 @@ def job_json(
         "nic_priority": priority,
         "usage": usage_json(usages, wall_s),
     }
+
+
+def gauge_verdict(plan: LaunchPlan, usages: Sequence[ProcessUsage]) -> list[str]:
+    """What emurun says of the job's gauge at exit (lines without ``emurun:``): the warning
+    when the machine was oversubscribed (not with ``-q`` unless ``--cpu-report``), a failure to
+    append the gauge to ``EMU_GAUGE_OUT``; appends it there."""
+    g = cpugauge.gauge(usages)
+    lines = []
+    warn = cpugauge.warning(g)
+    if warn is not None and (plan.cpu_report or not plan.quiet):
+        lines.append(warn)
+    if plan.gauge_out is not None:
+        try:
+            cpugauge.append_gauge(plan.gauge_out, plan.job_id, g)
+        except OSError as exc:
+            lines.append(f"cannot write the gauge to {plan.gauge_out}: {exc}")
+    return lines

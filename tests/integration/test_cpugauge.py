@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from launcher.cpugauge import WARN_SHARE, parse_schedstat
+from launcher.cpugauge import ENV_GAUGE_OUT, WARN_SHARE, parse_schedstat
 from tests.integration.test_emurun import Job
 
 if TYPE_CHECKING:
@@ -101,12 +101,15 @@ def test_quiet_keeps_the_warning_in_the_statistics_only(tmp_path: Path) -> None:
     job = Job()
     try:
         stats = tmp_path / "stats"
+        out = tmp_path / "gauge.jsonl"
+        job.env[ENV_GAUGE_OUT] = str(out)
         r = job.run("-q", "-np", "4", "--stats", str(stats), *_busy(3.0), cpus=_one_cpu())
         assert r.code == 0, r.err
         assert WARNING not in r.err
         gauge = _usage(stats)["gauge"]
         assert isinstance(gauge, dict)
         assert gauge["oversubscribed"] is True
+        assert json.loads(out.read_text()) == {"job_id": job.id, **gauge}  # EMU_GAUGE_OUT
         job.assert_clean()
     finally:
         job.teardown()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,14 +13,18 @@ import pytest
 from launcher.cpugauge import (
     WARN_SHARE,
     Gauge,
+    append_gauge,
     gauge,
+    gauge_json,
     nicd_cpu_share,
     parse_schedstat,
     read_run_delay,
     run_delay_share,
+    summarise,
     warning,
 )
-from launcher.report import ProcessUsage
+from launcher.plan import LaunchPlan, Program
+from launcher.report import ProcessUsage, gauge_verdict
 
 
 @pytest.mark.parametrize(
@@ -92,3 +97,49 @@ def test_warning_only_above_the_threshold() -> None:
     assert "\n" not in line
     assert "62%" in line or "63%" in line
     assert f"{WARN_SHARE:.0%}" in line
+
+
+def test_appended_gauges_summarise(tmp_path: Path) -> None:
+    out = tmp_path / "gauge.jsonl"
+    append_gauge(str(out), "j1", Gauge(0.5, 0.1, 0.6, 0))
+    append_gauge(str(out), "j2", Gauge(0.1, 0.0, 0.4, 0))
+    append_gauge(str(out), "j3", Gauge(None, None, None, 4))
+    lines = out.read_text().splitlines()
+    assert len(lines) == 3
+    assert json.loads(lines[0]) == {"job_id": "j1", **gauge_json(Gauge(0.5, 0.1, 0.6, 0))}
+    summary = summarise(out.read_text() + "not json\n[1]\n")
+    assert summary == {
+        "jobs": 3,
+        "oversubscribed_jobs": 1,
+        "rank_run_delay_share_mean": pytest.approx(0.3),
+        "rank_run_delay_share_max": 0.5,
+        "nicd_cpu_share_mean": pytest.approx(0.5),
+        "warn_share": WARN_SHARE,
+        "unreadable": 2,
+    }
+    assert summarise("")["jobs"] == 0
+
+
+def _plan(**kw: object) -> LaunchPlan:
+    return LaunchPlan(np=2, program=Program(("/py", "a.py"), "a.py"), job_id="j9", python="/py",
+                      **kw)  # type: ignore[arg-type]  # fmt: skip
+
+
+WAITED = [
+    ProcessUsage("host", 0, 1, 0.5, 0.0, 2.0, 0, 1.5),
+    ProcessUsage("host", 1, 2, 0.5, 0.0, 2.0, 0, 1.5),
+]
+
+
+def test_the_verdict_warns_unless_quiet_and_appends_the_gauge(tmp_path: Path) -> None:
+    (line,) = gauge_verdict(_plan(), WAITED)
+    assert line.startswith("warning: the ranks waited for a CPU 75%")
+    assert gauge_verdict(_plan(quiet=True), WAITED) == []
+    assert len(gauge_verdict(_plan(quiet=True, cpu_report=True), WAITED)) == 1
+    calm = [ProcessUsage("host", 0, 1, 0.5, 0.0, 2.0, 0, 0.1)]
+    assert gauge_verdict(_plan(), calm) == []
+    out = tmp_path / "g.jsonl"
+    assert gauge_verdict(_plan(quiet=True, gauge_out=str(out)), WAITED) == []
+    assert json.loads(out.read_text())["oversubscribed"] is True
+    (failed,) = gauge_verdict(_plan(quiet=True, gauge_out=str(tmp_path / "no" / "g")), WAITED)
+    assert failed.startswith("cannot write the gauge to")
