@@ -12,6 +12,8 @@ only, so a rank program importing this module pays for neither.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import platform
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from emucluster import hosttime
 from launcher.build import build_info
+from launcher.cpugauge import ENV_GAUGE_OUT, summarise
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -43,6 +46,7 @@ __all__ = [
     "environment",
     "find_mpiexec",
     "git_commit",
+    "jobs_gauge",
     "load_average",
     "median",
     "print_table",
@@ -131,8 +135,10 @@ def environment(
     """What decides a run's timings: interpreter, machine, CPUs, the machine's load before
     (``load_before``, taken with `load_average` when the run started) and now, the wait policy
     (default: ``EMU_WAIT`` or emucluster's default, hybrid), nicd's priority, the git commit and
-    the build (`launcher.build.build_info`: the modules compiled with mypyc, or pure Python).
+    the build (`launcher.build.build_info`: the modules compiled with mypyc, or pure Python),
+    and, once this process ran emurun jobs, their fidelity gauge (``run_delay``, `jobs_gauge`).
     ``extra`` adds the benchmark's own keys (they win over these)."""
+    gauge = jobs_gauge()
     return {
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
@@ -147,8 +153,41 @@ def environment(
         "nicd_priority": nicd_priority or "emurun default (SCHED_FIFO where permitted)",
         "git_commit": git_commit(),
         "build": build_info(),
+        **({"run_delay": gauge} if gauge is not None else {}),
         **extra,
     }
+
+
+_GAUGE_FILES: list[str] = []
+"""The file this process's emurun jobs append their gauge to, once made."""
+
+
+def _gauge_file() -> str:
+    """The file `run_emurun` names in ``EMU_GAUGE_OUT`` (made once, removed at exit)."""
+    if not _GAUGE_FILES:
+        fd, path = tempfile.mkstemp(prefix="emubench-gauge-", suffix=".jsonl", dir="/tmp")
+        os.close(fd)
+        atexit.register(_remove_quietly, path)
+        _GAUGE_FILES.append(path)
+    return _GAUGE_FILES[0]
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def jobs_gauge() -> dict[str, object] | None:
+    """How much the emurun jobs this process ran so far waited for a CPU
+    (`launcher.cpugauge.summarise`: jobs, oversubscribed jobs, the ranks' mean and largest
+    run-delay share); None before the first job."""
+    if not _GAUGE_FILES:
+        return None
+    try:
+        text = Path(_GAUGE_FILES[0]).read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return summarise(text) if text else None
 
 
 def command_line(subcommand: str, argv: Sequence[str]) -> str:
@@ -218,7 +257,7 @@ def run_emurun(
     return subprocess.run(
         cmd,
         check=check,
-        env={**os.environ, **(env or {})},
+        env={ENV_GAUGE_OUT: _gauge_file(), **os.environ, **(env or {})},
         capture_output=capture,
         text=True,
         timeout=wall_timeout,

@@ -2,9 +2,10 @@
 
 Each child gets its own process group (so a Ctrl-C on the terminal reaches emurun alone, and
 stopping a host also stops what it started). A direct child is watched through a pidfd:
-exactly one watcher task waits on it, reads the CPU times of the zombie (which still holds
-them), then reaps it and sets ``exited``; a child forked by the fork server
-(`launcher.forkserver.client`) is reaped by the zygote, which reports the same status and times.
+exactly one watcher task waits on it, reads the CPU times and the run delay of the zombie
+(which still holds them, `launcher.cpugauge`), then reaps it and sets ``exited``; a child forked
+by the fork server (`launcher.forkserver.client`) is reaped by the zygote, which reports the
+same status, times and run delay.
 With a lifeline (`nicd.shell.lifeline`) the child also gets its read end and learns the launcher's
 pid (``EMU_JOB_OWNER``): it stops itself when the launcher dies, and a later sweep can tell
 which launcher it belonged to."""
@@ -24,6 +25,7 @@ import psutil  # type: ignore[import-untyped,unused-ignore]
 import trio
 
 from launcher.cleanup import ENV_JOB_OWNER
+from launcher.cpugauge import read_run_delay
 from launcher.report import ProcessUsage
 
 if TYPE_CHECKING:
@@ -72,8 +74,8 @@ class Spawned(Protocol):
         """Its piped stderr (None when not piped)."""
         ...
 
-    async def wait_exit(self) -> tuple[int, float, float]:
-        """Wait for the exit and reap: (returncode, user s, system s)."""
+    async def wait_exit(self) -> tuple[int, float, float, float | None]:
+        """Wait for the exit and reap: (returncode, user s, system s, run delay s or None)."""
         ...
 
     def kill(self) -> None:
@@ -97,9 +99,10 @@ class DirectProcess:
         """As subprocess reports it: negative for a signal; None while running."""
         return self.process.returncode
 
-    async def wait_exit(self) -> tuple[int, float, float]:
+    async def wait_exit(self) -> tuple[int, float, float, float | None]:
         """Wait for the exit, measure, reap."""
         await trio.lowlevel.wait_readable(self._pidfd)
+        delay = read_run_delay(self.pid)  # the zombie still has it
         user = system = 0.0
         with contextlib.suppress(psutil.Error, OSError):
             times = psutil.Process(self.pid).cpu_times()  # the zombie still has them
@@ -107,7 +110,7 @@ class DirectProcess:
             system = times.system + times.children_system
         code = await self.process.wait()
         os.close(self._pidfd)
-        return code, user, system
+        return code, user, system, delay
 
     def kill(self) -> None:
         """SIGKILL it."""
@@ -147,10 +150,10 @@ class Child:
 
     async def wait(self) -> None:
         """Wait for the exit, measure, reap. Only one task may call this, once."""
-        code, user, system = await self.process.wait_exit()
+        code, user, system, delay = await self.process.wait_exit()
         ended = time.monotonic()
         self.usage = ProcessUsage(
-            self.role, self.node, self.pid, user, system, ended - self.started, code
+            self.role, self.node, self.pid, user, system, ended - self.started, code, delay
         )
         self.exited.set()
 

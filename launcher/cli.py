@@ -23,6 +23,7 @@ from emucluster import coll, mpi4py_shim
 from emucluster.config import ENV_WAIT
 from emutrace.merge import DEFAULT_WINDOW_MS, parse_window
 from launcher import build
+from launcher.cpugauge import ENV_GAUGE_OUT, WARN_SHARE
 from launcher.errors import EXIT_USAGE, LaunchError, UsageError
 from launcher.forkserver.client import enabled as forkserver_enabled
 from launcher.multihost import slurm
@@ -46,13 +47,15 @@ if TYPE_CHECKING:
 
 __all__ = ["build_parser", "main", "plan_from_argv", "split_argv"]
 
-_EPILOG = """\
+_EPILOG = f"""\
 PROGRAM is a Python script (app.py), -m MODULE, or any executable with its arguments.
 Every host process gets EMU_RANK, EMU_SIZE, EMU_NIC_SOCKET, EMU_RUN_DIR and EMU_JOB_ID.
 Exit status: the first failing rank's code (128+N if killed by signal N); 124 on --timeout;
 125 when the emulated cluster fails (a nicd died or never became ready); 123 when a host
 of a multi-host job is lost (its agent died, fell silent or never connected); 126/127 when
 PROGRAM cannot be run or found; 130/143 after SIGINT/SIGTERM; 2 for a bad command line.
+At exit emurun warns in one line when the ranks waited for a CPU more than {WARN_SHARE:.0%} of
+their time: the machine was oversubscribed, what the job measured includes that contention.
 """
 
 
@@ -129,7 +132,12 @@ def build_parser() -> _Parser:
     p.option("--stats", dest="stats_dir", metavar="DIR", help="write nic<N>.json and job.json")
     p.option("--trace", dest="trace_dir", metavar="DIR", help="record events; write DIR/trace.json")
     p.option("--trace-window", default="0:5", metavar="A:B", help="timeline.png window, ms")
-    p.option("--cpu-report", action="store_true", help="print CPU seconds per process at exit")
+    p.option(
+        "--cpu-report",
+        action="store_true",
+        help="print per process at exit its CPU seconds, wall time, run delay (time it waited "
+        "for a CPU) and its share, and each nicd's share of its node's CPU",
+    )
     p.option(
         "--bind-to",
         choices=("core", "role", "none"),
@@ -167,7 +175,12 @@ def build_parser() -> _Parser:
         help="spawn every nicd and host process afresh instead of forking them from a zygote "
         "that imported nicd and emucluster once (also EMU_FORKSERVER=0)",
     )
-    p.option("-q", "--quiet", action="store_true", help="report nothing but failures")
+    p.option(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="report nothing but failures (nor the oversubscription warning, unless --cpu-report)",
+    )
     p.option(
         "--mpi4py",
         action="store_true",
@@ -426,6 +439,7 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         faults=faults,
         stats_dir=os.path.abspath(args.stats_dir) if args.stats_dir else None,
         cpu_report=args.cpu_report,
+        gauge_out=env.get(ENV_GAUGE_OUT) or None,
         bind_to=args.bind_to,
         nic_priority=args.nic_priority,
         nicd_args=nicd_args,

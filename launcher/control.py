@@ -69,7 +69,7 @@ __all__ = [
     "welcome_mac",
 ]
 
-VERSION = 1
+VERSION = 2
 """Bumped on any incompatible change; both sides refuse another version."""
 MAX_FRAME = 4 << 20
 """Largest frame body in bytes (an output block is at most 64 KiB, a stats file small)."""
@@ -129,6 +129,10 @@ def _route(v: Any) -> bool:
 
 def _opt_str(v: Any) -> bool:
     return v is None or _str(v)
+
+
+def _opt_seconds(v: Any) -> bool:
+    return v is None or (_float(v) and v >= 0)
 
 
 # -- messages -------------------------------------------------------------------------------
@@ -275,7 +279,7 @@ class Exit(_Base):
     TAG: ClassVar[str] = "exit"
     CHECKS: ClassVar[dict[str, Check]] = {
         "role": _str, "node": _nonneg, "pid": _int, "returncode": _int, "stopping": _bool,
-        "user_s": _float, "system_s": _float, "wall_s": _float,
+        "user_s": _float, "system_s": _float, "wall_s": _float, "run_delay_s": _opt_seconds,
     }  # fmt: skip
     role: str
     node: int
@@ -286,6 +290,8 @@ class Exit(_Base):
     user_s: float
     system_s: float
     wall_s: float
+    run_delay_s: float | None
+    """Seconds it waited for a CPU (`launcher.cpugauge`); None if unknown."""
 
 
 @dataclass(frozen=True, slots=True)

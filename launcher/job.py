@@ -45,7 +45,7 @@ from launcher.liveline import LiveLine
 from launcher.localhost import LocalGate
 from launcher.multihost.gate import AgentGate
 from launcher.rendezvous import Rendezvous
-from launcher.report import ProcessUsage, job_json, render
+from launcher.report import ProcessUsage, gauge_verdict, job_json, render
 from launcher.startup import REFRESH_S, StartupCount, live_wanted, ready_line
 from launcher.tracing import CLOCK_PINGS, TraceSink, host_folder, offset_from_samples, write_clocks
 from nicd.core.ready import LOG_TAG_START, decode_ready_untrusted, log_tag
@@ -331,7 +331,7 @@ class Job:
 
     def _on_exit(self, agent: Agent, m: control.Exit) -> None:
         agent.usages.append(ProcessUsage(m.role, m.node, m.pid, m.user_s, m.system_s, m.wall_s,
-                                         m.returncode))  # fmt: skip
+                                         m.returncode, m.run_delay_s))  # fmt: skip
         what = f"{'rank' if m.role == 'host' else 'nicd of node'} {m.node}{self._where(agent)}"
         text = f"{what} (pid {m.pid}) {describe_exit(m.returncode)}"
         if m.role == "nicd":
@@ -451,6 +451,8 @@ def _report(plan: LaunchPlan, job: Job, code: int, wall: float) -> None:
                 write_all(2, f"host {agent.name}:\n{render(agent.usages, wall)}\n".encode())
         else:
             write_all(2, (render(job.usages(), wall) + "\n").encode())
+    for line in gauge_verdict(plan, job.usages()):
+        write_all(2, f"emurun: {line}\n".encode())
     if plan.stats_dir is None:
         return
     message = None if job.outcome is None else job.outcome.message

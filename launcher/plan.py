@@ -95,7 +95,9 @@ class LaunchPlan:
     trace_window: tuple[float, float] = (0.0, 5.0)
     """``--trace-window A:B``: the span of ``timeline.png``, ms (`emutrace.merge.merge_dir`)."""
     cpu_report: bool = False
-    """Print each process's CPU seconds and wall time at exit."""
+    """Print each process's CPU seconds, wall time and run delay at exit."""
+    gauge_out: str | None = None
+    """``EMU_GAUGE_OUT``: a file emurun appends the job's gauge to (`launcher.cpugauge`)."""
     bind_to: BindTo = "core"
     """``core``: node i's host and nicd share CPU i mod ncpu; ``none``: the kernel decides."""
     nic_priority: NicPriority = "rt"

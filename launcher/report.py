@@ -1,4 +1,5 @@
-"""What a job cost: each process's CPU seconds and wall time, as a table and as JSON."""
+"""What a job cost: each process's CPU seconds, wall time and run delay (the time it waited for
+a CPU, `launcher.cpugauge`), as a table and as JSON."""
 
 from __future__ import annotations
 
@@ -6,21 +7,33 @@ import signal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from launcher import cpugauge
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from launcher.plan import LaunchPlan
 
 __all__ = [
+    "UNKNOWN_LINE",
     "ProcessUsage",
     "describe_status",
     "format_table",
+    "gauge_verdict",
     "job_json",
     "render",
     "usage_json",
 ]
 
-_HEADERS = ("process", "pid", "user s", "system s", "cpu s", "wall s", "status")
+_HEADERS = (
+    "process", "pid", "user s", "system s", "cpu s", "wall s", "wait s", "wait %", "nicd %",
+    "status",
+)  # fmt: skip
+UNKNOWN_LINE = (
+    "?: run delay unknown (no /proc/<pid>/schedstat counts: a kernel without "
+    "CONFIG_SCHED_INFO, or an exit the launcher did not see)"
+)
+"""Said once under the table when some process's run delay is unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +53,8 @@ class ProcessUsage:
     """From start to exit."""
     returncode: int | None
     """As subprocess reports it (negative: killed by that signal); None if unknown."""
+    run_delay_s: float | None = None
+    """Seconds it was runnable but waiting for a CPU (its main thread's); None if unknown."""
 
     @property
     def cpu_s(self) -> float:
@@ -59,7 +74,26 @@ def describe_status(returncode: int | None) -> str:
     return str(returncode)
 
 
+def _seconds(value: float | None) -> str:
+    return "?" if value is None else f"{value:.3f}"
+
+
+def _percent(value: float | None) -> str:
+    return "" if value is None else f"{100 * value:.1f}"
+
+
+def _node_nicd_shares(usages: Sequence[ProcessUsage]) -> dict[int, float | None]:
+    """Node -> its nicd's share of the CPU the node used (nodes with both processes)."""
+    hosts = {u.node: u.cpu_s for u in usages if u.role == "host"}
+    return {
+        u.node: cpugauge.nicd_cpu_share(u.cpu_s, hosts[u.node])
+        for u in usages
+        if u.role == "nicd" and u.node in hosts
+    }
+
+
 def _rows(usages: Sequence[ProcessUsage], wall_s: float) -> list[tuple[str, ...]]:
+    nicd_shares = _node_nicd_shares(usages)
     rows: list[tuple[str, ...]] = [
         (
             f"{u.role} {u.node}",
@@ -68,18 +102,30 @@ def _rows(usages: Sequence[ProcessUsage], wall_s: float) -> list[tuple[str, ...]
             f"{u.system_s:.3f}",
             f"{u.cpu_s:.3f}",
             f"{u.wall_s:.3f}",
+            _seconds(u.run_delay_s),
+            _percent(cpugauge.run_delay_share(u)),
+            _percent(nicd_shares.get(u.node)) if u.role == "nicd" else "",
             describe_status(u.returncode),
         )
         for u in sorted(usages, key=lambda u: (u.role != "host", u.node))
     ]
-    for role in ("host", "nicd"):
+    g = cpugauge.gauge(usages)
+    for role, share in (("host", g.rank_share), ("nicd", g.nicd_share)):
         mine = [u for u in usages if u.role == role]
         if mine:
             user, system = sum(u.user_s for u in mine), sum(u.system_s for u in mine)
+            delays = [u.run_delay_s for u in mine]
+            delay = None if None in delays else sum(d for d in delays if d is not None)
+            nicd = _percent(g.nicd_cpu_share) if role == "nicd" else ""
             rows.append((f"all {role}s", "", f"{user:.3f}", f"{system:.3f}",
-                         f"{user + system:.3f}", "", ""))  # fmt: skip
-    rows.append(("job", "", "", "", "", f"{wall_s:.3f}", ""))
+                         f"{user + system:.3f}", "", _seconds(delay), _percent(share), nicd,
+                         ""))  # fmt: skip
+    rows.append(("job", "", "", "", "", f"{wall_s:.3f}", "", "", "", ""))
     return rows
+
+
+def _footer(usages: Sequence[ProcessUsage]) -> str:
+    return f"\n{UNKNOWN_LINE}" if any(u.run_delay_s is None for u in usages) else ""
 
 
 def format_table(usages: Sequence[ProcessUsage], wall_s: float) -> str:
@@ -91,7 +137,7 @@ def format_table(usages: Sequence[ProcessUsage], wall_s: float) -> str:
         cells = [row[0].ljust(widths[0])]
         cells += [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
         lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines)
+    return "\n".join(lines) + _footer(usages)
 
 
 def render(usages: Sequence[ProcessUsage], wall_s: float) -> str:
@@ -106,14 +152,16 @@ def render(usages: Sequence[ProcessUsage], wall_s: float) -> str:
         table.add_column(header, justify="left" if i == 0 else "right")
     for row in _rows(usages, wall_s):
         table.add_row(*row)
-    console = Console(width=100, record=True)
+    console = Console(width=120, record=True)
     with console.capture() as capture:
         console.print(table)
-    return str(capture.get()).rstrip()
+    return str(capture.get()).rstrip() + _footer(usages)
 
 
 def usage_json(usages: Sequence[ProcessUsage], wall_s: float) -> dict[str, object]:
-    """The same figures, JSON-able (for ``--stats DIR``/job.json)."""
+    """The same figures, JSON-able (for ``--stats DIR``/job.json); unknown ones are null."""
+    nicd_shares = _node_nicd_shares(usages)
+    g = cpugauge.gauge(usages)
     return {
         "wall_s": wall_s,
         "processes": [
@@ -125,9 +173,13 @@ def usage_json(usages: Sequence[ProcessUsage], wall_s: float) -> dict[str, objec
                 "system_s": u.system_s,
                 "wall_s": u.wall_s,
                 "returncode": u.returncode,
+                "run_delay_s": u.run_delay_s,
+                "run_delay_share": cpugauge.run_delay_share(u),
+                **({"nicd_cpu_share": nicd_shares.get(u.node)} if u.role == "nicd" else {}),
             }
             for u in usages
         ],
+        "gauge": cpugauge.gauge_json(g),
     }
 
 
@@ -159,3 +211,20 @@ def job_json(
         "nic_priority": priority,
         "usage": usage_json(usages, wall_s),
     }
+
+
+def gauge_verdict(plan: LaunchPlan, usages: Sequence[ProcessUsage]) -> list[str]:
+    """What emurun says of the job's gauge at exit (lines without ``emurun:``): the warning
+    when the machine was oversubscribed (not with ``-q`` unless ``--cpu-report``), a failure to
+    append the gauge to ``EMU_GAUGE_OUT``; appends it there."""
+    g = cpugauge.gauge(usages)
+    lines = []
+    warn = cpugauge.warning(g)
+    if warn is not None and (plan.cpu_report or not plan.quiet):
+        lines.append(warn)
+    if plan.gauge_out is not None:
+        try:
+            cpugauge.append_gauge(plan.gauge_out, plan.job_id, g)
+        except OSError as exc:
+            lines.append(f"cannot write the gauge to {plan.gauge_out}: {exc}")
+    return lines

@@ -216,7 +216,8 @@ class LocalNodes:
         assert usage is not None
         assert child.returncode is not None
         exit_ = control.Exit(child.role, child.node, child.pid, child.returncode, child.stopping,
-                             usage.user_s, usage.system_s, usage.wall_s)  # fmt: skip
+                             usage.user_s, usage.system_s, usage.wall_s,
+                             usage.run_delay_s)  # fmt: skip
         await self.send(exit_)
 
     async def _read_ready(self, child: Child, stream: trio.abc.ReceiveStream) -> None:

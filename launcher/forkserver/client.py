@@ -72,8 +72,9 @@ class ForkedProcess:
         self.returncode: int | None = None
         self._status = status
 
-    async def wait_exit(self) -> tuple[int, float, float]:
-        """Wait for the zygote's exit record: (returncode, user s, system s)."""
+    async def wait_exit(self) -> tuple[int, float, float, float | None]:
+        """Wait for the zygote's exit record: (returncode, user s, system s, run delay s or
+        None)."""
         try:
             data = await self._status.recv(MAX_RECORD)
             report = decode_report_untrusted(data) if data else None
@@ -82,10 +83,10 @@ class ForkedProcess:
         self._status.close()
         if isinstance(report, Exited):
             self.returncode = report.returncode
-            return report.returncode, report.user_s, report.system_s
+            return report.returncode, report.user_s, report.system_s, report.run_delay_s
         await _wait_gone(self.pid)  # the zygote died: PR_SET_PDEATHSIG killed it
         self.returncode = -signal.SIGKILL
-        return self.returncode, 0.0, 0.0
+        return self.returncode, 0.0, 0.0, None
 
     def kill(self) -> None:
         """SIGKILL it."""

@@ -7,8 +7,9 @@ each other (Unix SOCK_SEQPACKET, one record per message, msgpack lists), and not
   the CPUs the child must run on) with SCM_RIGHTS fds: first the request's *status socket*,
   then one fd per target (``0, 1, 2`` and inherited ones such as the lifeline).
 * zygote -> launcher on that status socket: ``Started(pid)`` or ``Refused(reason)``, then
-  ``Exited(returncode, user_s, system_s)`` once it has reaped the child (``wait4`` rusage:
-  the child and its reaped descendants, as psutil read them from a zombie before).
+  ``Exited(returncode, user_s, system_s, run_delay_s)`` once it has reaped the child (``wait4``
+  rusage: the child and its reaped descendants, as psutil read them from a zombie before; the
+  run delay read from the zombie before reaping, `launcher.cpugauge`, nil if unknown).
 
 Invariants: pure (no I/O); each ``decode_*_untrusted`` raises only BadRecord.
 """
@@ -103,6 +104,8 @@ class Exited:
     """As subprocess reports it: negative for a signal."""
     user_s: float
     system_s: float
+    run_delay_s: float | None
+    """Seconds it waited for a CPU (`launcher.cpugauge.read_run_delay`); None if unknown."""
 
 
 Report = Started | Refused | Exited
@@ -134,6 +137,13 @@ def _str_map(value: object, what: str) -> dict[str, str]:
     ):
         raise BadRecord(f"{what} is not a map of strings")
     return dict(value)
+
+
+def _seconds(value: object) -> bool:
+    """A finite non-negative number of seconds."""
+    return (
+        isinstance(value, float | int) and not isinstance(value, bool) and 0 <= value < float("inf")
+    )
 
 
 def encode_hello(hello: Hello) -> bytes:
@@ -192,7 +202,7 @@ def encode_report(report: Report) -> bytes:
         return _pack(_STARTED, report.pid)
     if isinstance(report, Refused):
         return _pack(_REFUSED, report.reason)
-    return _pack(_EXITED, report.returncode, report.user_s, report.system_s)
+    return _pack(_EXITED, report.returncode, report.user_s, report.system_s, report.run_delay_s)
 
 
 def decode_report_untrusted(data: bytes) -> Report:
@@ -212,10 +222,12 @@ def decode_report_untrusted(data: bytes) -> Report:
             raise BadRecord("bad reason")
         return Refused(reason)
     if tag == _EXITED:
-        code, user, system = _unpack(data, _EXITED, 4)
+        code, user, system, delay = _unpack(data, _EXITED, 5)
         if not isinstance(code, int) or isinstance(code, bool) or not -256 < code < 256:
             raise BadRecord("bad returncode")
-        if not all(isinstance(t, float | int) and t >= 0 for t in (user, system)):
+        times = (user, system) if delay is None else (user, system, delay)
+        if not all(_seconds(t) for t in times):
             raise BadRecord("bad times")
-        return Exited(code, float(user), float(system))  # type: ignore[arg-type]
+        run_delay = None if delay is None else float(delay)  # type: ignore[arg-type]
+        return Exited(code, float(user), float(system), run_delay)  # type: ignore[arg-type]
     raise BadRecord(f"unknown report {tag!r:.40}")

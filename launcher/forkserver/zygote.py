@@ -29,6 +29,7 @@ import socket
 import sys
 from typing import TYPE_CHECKING
 
+from launcher.cpugauge import read_run_delay
 from launcher.forkserver.child import ChildJob, record_startup
 from launcher.forkserver.child import run as run_child
 from launcher.forkserver.launch import python_launch, sensitive_env
@@ -226,17 +227,21 @@ class Zygote:
                 os.kill(pid, signal.SIGKILL)  # it may have left its group (setsid)
 
     def _reap(self) -> None:
+        """Reap every exited child; each one's run delay is read from it as a zombie first
+        (``waitid`` with ``WNOWAIT`` leaves it unreaped)."""
         while True:
             try:
-                pid, wstatus, usage = os.wait4(-1, os.WNOHANG)
+                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
                 return
-            if pid == 0:
+            if info is None or info.si_pid == 0:
                 return
+            delay = read_run_delay(info.si_pid)
+            pid, wstatus, usage = os.wait4(info.si_pid, 0)  # exited: returns at once
             status = self.children.pop(pid, None)
             if status is not None:
                 code = os.waitstatus_to_exitcode(wstatus)
-                _send(status, Exited(code, usage.ru_utime, usage.ru_stime))
+                _send(status, Exited(code, usage.ru_utime, usage.ru_stime, delay))
                 status.close()
 
 

@@ -88,7 +88,12 @@ def control_seeds() -> list[bytes]:
 def forkserver_seeds() -> list[bytes]:
     req = fs.Request(["python", "app.py"], {"EMU_RANK": "1"}, "/tmp", [0, 1, 2], [0, 1])
     hello = fs.Hello(42, "/usr/bin/python3", {"LANG": "C"}, ["/lib"], ["nicd"], [])
-    reports: list[fs.Report] = [fs.Started(9), fs.Refused("no"), fs.Exited(-9, 0.5, 0.25)]
+    reports: list[fs.Report] = [
+        fs.Started(9),
+        fs.Refused("no"),
+        fs.Exited(-9, 0.5, 0.25, 0.125),
+        fs.Exited(0, 0.5, 0.25, None),
+    ]
     return [
         fs.encode_request(req),
         fs.encode_hello(hello),

@@ -65,7 +65,9 @@ class Job:
     def argv(self, args: list[str]) -> list[str]:
         return [*EMURUN, "--job-id", self.id, *args]
 
-    def run(self, *args: str, timeout: float = WAIT_S) -> Result:
+    def run(self, *args: str, timeout: float = WAIT_S, cpus: set[int] | None = None) -> Result:
+        """Run emurun to its end (bound to ``cpus`` when given: it places every node's
+        processes inside its own affinity)."""
         done = subprocess.run(
             self.argv(list(args)),
             env=self.env,
@@ -73,6 +75,7 @@ class Job:
             capture_output=True,
             timeout=timeout,
             check=False,
+            preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
         )
         return Result(done.returncode, done.stdout.decode(), done.stderr.decode())
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from emubench.netns import Fabric, unavailable
+from launcher.cpugauge import parse_schedstat
 from tests.integration.mpirun import EXAMPLES, PROGRAMS, ROOT, Background
 
 if TYPE_CHECKING:
@@ -85,6 +86,12 @@ def test_demo_on_three_hosts_by_two(fabric: Fabric, tmp_path: Path) -> None:
     ]  # fmt: skip
     for host in fabric.hosts:
         assert f"host {host}:" in err  # one CPU table per host
+    assert "wait %" in err
+    own = Path("/proc/self/schedstat")
+    counted = own.exists() and parse_schedstat(own.read_text()) is not None
+    for usage in job["usage"]["processes"]:  # each agent's Exit carries the run delay
+        assert usage["run_delay_s"] is not None or not counted, usage
+        assert usage["run_delay_s"] is None or usage["run_delay_s"] >= 0
     assert len([line for line in out.splitlines() if line.startswith("hello from rank")]) == 6
     m = re.search(r"checksum (\d+) \(expected (\d+)\)", out)
     assert m is not None, out

@@ -3,6 +3,7 @@ warning, ``all --quick`` never writing into ``docs/figures``; and `common`'s emu
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from emubench import common
 from emubench.__main__ import BENCHMARKS, main
 from emubench.report import REPORT_FILE, ROWS, render
 from emubench.suite import JOBS, RUNS_FILE
+from launcher.cpugauge import Gauge, append_gauge
 
 if TYPE_CHECKING:
     import pytest
@@ -118,6 +120,20 @@ def test_median_and_environment() -> None:
     load = env["load_average"]
     assert isinstance(load, dict)
     assert load["before"] == [0.5, 0.4, 0.3]
+
+
+def test_environment_carries_the_gauge_of_the_jobs_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(common, "_GAUGE_FILES", [])
+    assert "run_delay" not in common.environment()  # no emurun job ran
+    path = common._gauge_file()
+    try:
+        assert common._gauge_file() == path  # one file per process
+        append_gauge(path, "j1", Gauge(0.75, 0.0, 0.5, 0))  # what emurun does at exit
+        gauge = common.environment()["run_delay"]
+        assert isinstance(gauge, dict)
+        assert (gauge["jobs"], gauge["oversubscribed_jobs"]) == (1, 1)
+    finally:
+        os.unlink(path)
 
 
 def test_relay_tree_floor_runs_every_collective_correctly() -> None:

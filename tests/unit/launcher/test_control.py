@@ -33,10 +33,17 @@ VECTORS: list[tuple[c.Message, str]] = [
     ),
     (c.Stop(), "0000000881a174a473746f70"),
     (
-        c.Exit("host", 2, 1234, -9, False, 0.5, 0.25, 1.0),
-        "0000006789a174a465786974a4726f6c65a4686f7374a46e6f646502a3706964cd04d2aa72657475726e"
+        c.Exit("host", 2, 1234, -9, False, 0.5, 0.25, 1.0, 0.125),
+        "0000007c8aa174a465786974a4726f6c65a4686f7374a46e6f646502a3706964cd04d2aa72657475726e"
         "636f6465f7a873746f7070696e67c2a6757365725f73cb3fe0000000000000a873797374656d5f73cb3f"
-        "d0000000000000a677616c6c5f73cb3ff0000000000000",
+        "d0000000000000a677616c6c5f73cb3ff0000000000000ab72756e5f64656c61795f73cb3fc000000000"
+        "0000",
+    ),
+    (  # the run delay unknown: nil
+        c.Exit("nicd", 2, 1235, 0, True, 0.5, 0.25, 1.0, None),
+        "000000748aa174a465786974a4726f6c65a46e696364a46e6f646502a3706964cd04d3aa72657475726e"
+        "636f646500a873746f7070696e67c3a6757365725f73cb3fe0000000000000a873797374656d5f73cb3f"
+        "d0000000000000a677616c6c5f73cb3ff0000000000000ab72756e5f64656c61795f73c0",
     ),
 ]
 
@@ -65,8 +72,8 @@ SAMPLES: dict[str, Any] = {
     "stop_grace": 3.0, "ready_timeout": 60.0, "multi_host": True, "node": 3,
     "line": b"NICD_READY {}", "realtime": False, "table": [[0, "198.18.7.10", 4000]],
     "priority": "nice", "role": "host", "fd": 1, "data": b"x\n", "returncode": 0,
-    "stopping": False, "user_s": 0.1, "system_s": 0.2, "wall_s": 0.3, "code": 127,
-    "message": "app.py: no such file", "killed": ["nicd[4]"], "segments": [],
+    "stopping": False, "user_s": 0.1, "system_s": 0.2, "wall_s": 0.3, "run_delay_s": 0.05,
+    "code": 127, "message": "app.py: no such file", "killed": ["nicd[4]"], "segments": [],
     "survivors": [], "trace": True, "seq": 2, "agent_ns": 123456789, "offset": 1 << 20,
 }  # fmt: skip
 

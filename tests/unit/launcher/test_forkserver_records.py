@@ -88,7 +88,13 @@ def test_bad_requests_are_bad_records(fields: object, match: str) -> None:
 
 @pytest.mark.parametrize(
     "report",
-    [Started(4242), Refused("fork failed: [Errno 11]"), Exited(-9, 0.5, 0.25), Exited(3, 0.0, 0)],
+    [
+        Started(4242),
+        Refused("fork failed: [Errno 11]"),
+        Exited(-9, 0.5, 0.25, 0.125),
+        Exited(3, 0.0, 0, 0),
+        Exited(0, 1.0, 0.5, None),  # run delay unknown
+    ],
 )
 def test_reports_round_trip(report: Started | Refused | Exited) -> None:
     assert decode_report_untrusted(encode_report(report)) == report
@@ -101,9 +107,15 @@ def test_reports_round_trip(report: Started | Refused | Exited) -> None:
         ["started", True],
         ["started", 1, 2],
         ["refused", 7],
-        ["exited", 300, 0.0, 0.0],
-        ["exited", 0, -1.0, 0.0],
-        ["exited", 0, "1", 0.0],
+        ["exited", 300, 0.0, 0.0, None],
+        ["exited", 0, -1.0, 0.0, None],
+        ["exited", 0, "1", 0.0, None],
+        ["exited", 0, 0.0, 0.0],  # the run delay is missing
+        ["exited", 0, 0.0, 0.0, -0.5],
+        ["exited", 0, 0.0, 0.0, "0.5"],
+        ["exited", 0, 0.0, 0.0, True],
+        ["exited", 0, 0.0, 0.0, float("inf")],
+        ["exited", 0, 0.0, 0.0, float("nan")],
         ["done", 1],
         [],
         "started",
@@ -115,7 +127,7 @@ def test_bad_reports_are_bad_records(fields: object) -> None:
 
 
 def test_every_truncation_of_a_report_is_a_bad_record() -> None:
-    data = encode_report(Exited(-15, 1.5, 0.5))
+    data = encode_report(Exited(-15, 1.5, 0.5, 0.25))
     for cut in range(len(data)):
         with pytest.raises(BadRecord):
             decode_report_untrusted(data[:cut])

@@ -10,29 +10,58 @@ import trio.testing
 
 from launcher.children import LineReader, describe_exit, exit_code_of, tag_lines
 from launcher.cleanup import job_segments
+from launcher.cpugauge import WARN_SHARE
 from launcher.plan import LaunchPlan, Program
-from launcher.report import ProcessUsage, describe_status, format_table, job_json, usage_json
+from launcher.report import (
+    UNKNOWN_LINE,
+    ProcessUsage,
+    describe_status,
+    format_table,
+    job_json,
+    usage_json,
+)
 from nicd.config import FaultConfig
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 USAGES = [
-    ProcessUsage("nicd", 0, 101, 0.25, 0.5, 2.0, 0),
-    ProcessUsage("host", 1, 202, 1.0, 0.125, 1.5, -9),
-    ProcessUsage("host", 0, 201, 2.0, 0.0, 1.5, 0),
+    ProcessUsage("nicd", 0, 101, 0.25, 0.5, 2.0, 0, 0.5),
+    ProcessUsage("host", 1, 202, 1.0, 0.125, 1.5, -9, 0.75),
+    ProcessUsage("host", 0, 201, 2.0, 0.0, 1.5, 0, 0.375),
 ]
 
 
 def test_table_rows_hosts_first_then_totals() -> None:
     lines = format_table(USAGES, 3.0).splitlines()
     assert lines[0].split() == ["process", "pid", "user", "s", "system", "s", "cpu", "s",
-                                "wall", "s", "status"]  # fmt: skip
+                                "wall", "s", "wait", "s", "wait", "%", "nicd", "%",
+                                "status"]  # fmt: skip
     assert [ln.split()[:2] for ln in lines[1:4]] == [["host", "0"], ["host", "1"], ["nicd", "0"]]
+    assert lines[1].split()[3:] == ["2.000", "0.000", "2.000", "1.500", "0.375", "25.0", "0"]
     assert lines[2].split()[-1] == "SIGKILL"
-    assert lines[4].split() == ["all", "hosts", "3.000", "0.125", "3.125"]
-    assert lines[5].split() == ["all", "nicds", "0.250", "0.500", "0.750"]
+    # node 0: the nicd's 0.75 s of the node's 2.75 s
+    assert lines[3].split()[3:] == ["0.250", "0.500", "0.750", "2.000", "0.500", "25.0", "27.3",
+                                    "0"]  # fmt: skip
+    # the ranks' mean share: (25 % + 50 %) / 2
+    assert lines[4].split() == ["all", "hosts", "3.000", "0.125", "3.125", "1.125", "37.5"]
+    # all nicds' CPU over all CPU: 0.75 / 3.875
+    assert lines[5].split() == ["all", "nicds", "0.250", "0.500", "0.750", "0.500", "25.0",
+                                "19.4"]  # fmt: skip
     assert lines[6].split() == ["job", "3.000"]
+    assert len(lines) == 7
+
+
+def test_unknown_run_delays_show_as_question_marks_and_are_explained_once() -> None:
+    usages = [
+        ProcessUsage("host", 0, 201, 2.0, 0.0, 1.5, 0, None),
+        ProcessUsage("host", 1, 202, 2.0, 0.0, 1.5, 0, None),
+    ]
+    lines = format_table(usages, 3.0).splitlines()
+    assert lines[1].split()[7:] == ["?", "0"]
+    assert lines[3].split()[5:] == ["?"]  # all hosts: no sum, no share
+    assert lines[-1] == UNKNOWN_LINE
+    assert sum(UNKNOWN_LINE in line for line in lines) == 1
 
 
 def test_usage_json() -> None:
@@ -41,9 +70,19 @@ def test_usage_json() -> None:
         "wall_s": 3.0,
         "processes": [
             {"role": "nicd", "node": 0, "pid": 101, "user_s": 0.25, "system_s": 0.5,
-             "wall_s": 2.0, "returncode": 0},
+             "wall_s": 2.0, "returncode": 0, "run_delay_s": 0.5, "run_delay_share": 0.25,
+             "nicd_cpu_share": None},
         ],
+        "gauge": {
+            "rank_run_delay_share": None, "nicd_run_delay_share": 0.25, "nicd_cpu_share": 1.0,
+            "run_delay_unknown": 0, "warn_share": WARN_SHARE, "oversubscribed": None,
+        },
     }  # fmt: skip
+    doc = usage_json(USAGES, 3.0)
+    gauge = doc["gauge"]
+    assert isinstance(gauge, dict)
+    assert gauge["rank_run_delay_share"] == 0.375
+    assert gauge["oversubscribed"] is True
 
 
 def test_statuses() -> None:
