@@ -70,6 +70,13 @@ def _unpack_all(layout: Layout) -> Callable[[list[bytes] | None], None]:
     return post
 
 
+def _items(seq: Any, size: int) -> list[bytes]:
+    """The pickled ``size`` items of a lowercase call's sequence (None: ``size`` Nones, as
+    mpi4py's pickle_dumpv)."""
+    return [dump_object(item) for item in ([None] * size if seq is None
+                                           else object_items(seq, size))]  # fmt: skip
+
+
 def _no_in_place(*bufs: object) -> None:
     if any(buf is IN_PLACE for buf in bufs):
         raise MPIException(ERR_ARG, "IN_PLACE is not valid on an intercommunicator")
@@ -246,7 +253,7 @@ class InterCollectives:
         self._check_root(root)
         blocks = None
         if root == ROOT:
-            blocks = [dump_object(item) for item in object_items(sendobj, self._st.size)]
+            blocks = _items(sendobj, self._st.size)
         return self._run(_Call(inter.scatter(self._channels(), blocks, root), _loads))
 
     def allgather(self, sendobj: Any, *, algorithm: str | None = None) -> list[Any]:
@@ -258,7 +265,7 @@ class InterCollectives:
 
     def alltoall(self, sendobj: Any, *, algorithm: str | None = None) -> list[Any]:
         """Item j to the other group's process j; its item for this process, in rank order."""
-        blocks = [dump_object(item) for item in object_items(sendobj, self._st.size)]
+        blocks = _items(sendobj, self._st.size)
         found: list[Any] = self._run(_Call(inter.alltoall(self._channels(), blocks), _loads_all))
         return found
 

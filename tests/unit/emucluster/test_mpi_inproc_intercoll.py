@@ -157,6 +157,7 @@ def test_scatter(n: int, low: int, sched: int) -> None:
             root = _root(inter, color, root_color)
             items = [("s", comm.rank, j) for j in range(rs)] if root == MPI.ROOT else None
             got.append(inter.scatter(items, root=root))
+            assert inter.scatter(None, root=root) is None  # None: a None for each
             send = np.array([[comm.rank, j] for j in range(rs)], dtype=I64)
             for form in ("Scatter", "Iscatter", "Scatter_init", "Scatterv", "Iscatterv",
                          "Scatterv_init"):  # fmt: skip
@@ -218,6 +219,7 @@ def test_alltoall(n: int, low: int, sched: int) -> None:
     def body(comm: Any, inter: Any, color: int, theirs: list[int]) -> Any:
         rs = inter.remote_size
         got: list[Any] = [inter.alltoall([("t", comm.rank, j) for j in range(rs)])]
+        assert inter.alltoall(None) == [None] * rs  # None stands for rs Nones, as in mpi4py
         send = np.array([[comm.rank, j] for j in range(rs)], dtype=I64)
         for form in ("Alltoall", "Ialltoall", "Alltoall_init"):
             recv = np.full((rs, 2), -1, dtype=I64)
