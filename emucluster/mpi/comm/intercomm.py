@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from emucluster.mpi import lifecycle
 from emucluster.mpi.collective.calls import internal_allgather, internal_allreduce, internal_trade
 from emucluster.mpi.collective.intercalls import InterCollectives
+from emucluster.mpi.comm import free as commfree
 from emucluster.mpi.comm import fromgroup as commgroup
 from emucluster.mpi.comm import kinds
 from emucluster.mpi.comm.attrs import CommAttributes
@@ -327,9 +328,15 @@ class Intercomm(Comm):
         return self.Split(commgroup.split_color(self._local(), split_type, info), key)
 
     def _free(self) -> Any:
+        """Free as ``Comm`` does; the local group's context goes back after the
+        intercommunicator's (a nonblocking collective still running uses both)."""
         local = self._local()
         release = super()._free()
-        local.runtime.release_context(local.context)
+        engine = local.runtime.engine
+        checks = [lambda: release.released, *commfree.pending_on(engine, local.context)]
+        task = commfree.DeferredRelease(local.context, checks, local.runtime.release_context)
+        if not task.advance():
+            engine.add(task)
         return release
 
 

@@ -386,3 +386,41 @@ def test_bad_roots_and_in_place_are_refused() -> None:
 
     for _, classes in _run(3, 1, 0, body):
         assert classes == [MPI.ERR_ROOT] * 12 + [MPI.ERR_ARG]
+
+
+@pytest.mark.parametrize("sched", range(len(SCHEDULES)))
+def test_free_while_a_nonblocking_call_runs_gives_every_context_back_after(sched: int) -> None:
+    """An intercommunicator freed with an Iallgather and an Ibcast still running (world
+    rank 0's waits for a root that starts only after rank 0 freed): both complete; the local
+    group's context pair never goes back before the intercommunicator's, and at the end
+    every pair is free again."""
+    n, low = 5, 2
+
+    def program(comm: Any) -> Any:
+        before = comm._state().runtime.free_context_mask()
+        half, inter, color = _split(comm, low)
+        rs = inter.remote_size
+        got = np.full((rs, 1), -1, dtype=I64)
+        reqs = [inter.Iallgather(np.array([comm.rank], dtype=I64), got)]
+        buf = np.full(3, comm.rank, dtype=I64)
+        if comm.rank == n - 1:  # the root starts its Ibcast once world rank 0 has freed
+            comm.recv(source=0, tag=99)
+        reqs.append(inter.Ibcast(buf, root=_root(inter, color, 1)))
+        pairs = inter._state().context // 2, inter._state().local.context // 2
+        inter.Free()
+        half.Free()
+        mask = comm._state().runtime.free_context_mask()
+        inter_free, local_free = (bool(mask >> pair & 1) for pair in pairs)
+        order_kept = not local_free if comm.rank == 0 else inter_free or not local_free
+        if comm.rank == 0:  # its Ibcast is still waiting for the root: nothing went back
+            comm.send(None, dest=n - 1, tag=99)
+        MPI.Request.Waitall(reqs)
+        comm.Barrier()
+        restored = before == comm._state().runtime.free_context_mask()
+        return color, got.ravel().tolist(), buf.tolist(), restored and order_kept
+
+    for rank, (color, got, buf, restored) in enumerate(run(n, program, **SCHEDULES[sched])):
+        theirs = _members(n, low, 1 - color)
+        assert got == theirs
+        assert buf == ([theirs[-1]] * 3 if color == 0 else [rank] * 3)
+        assert restored
