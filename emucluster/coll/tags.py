@@ -33,3 +33,4 @@ class Tag(IntEnum):
     EXSCAN = 13
     MCAST = 14  # NIC-multicast bcast: the root's multicast message (offload.nic_mcast)
     MCAST_CALIBRATE = 15  # ... and the ping-pongs that measure the postal-model costs
+    INTER = 16  # intercommunicator collectives: between the two groups (mpi.collective.inter)

@@ -71,6 +71,8 @@ def byte_view(obj: object, *, writable: bool) -> memoryview:
         raise ReadOnlyBuffer(ERR_BUFFER, "the receive buffer is read-only")
     if view.format == "B" and view.ndim == 1:
         return view
+    if view.nbytes == 0:  # e.g. shape (n, 0): cast() refuses zeros in the shape
+        return memoryview(bytearray(0))
     if view.c_contiguous:
         return view.cast("B")
     if view.f_contiguous:  # Fortran order: the same bytes, in memory order

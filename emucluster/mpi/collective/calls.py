@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from emucluster import coll
 from emucluster.coll.context import TAG_LIMIT, CollRequest, drive
+from emucluster.coll.tags import Tag
 from emucluster.mpi.collective.ops import ObjectCombine, predefined_ops
 from emucluster.mpi.comm.state import COLL_SEQ_MOD, CommState
 from emucluster.mpi.errors import (
@@ -50,6 +51,7 @@ __all__ = [
     "fill",
     "internal_allgather",
     "internal_allreduce",
+    "internal_trade",
     "lookup",
     "object_items",
     "run",
@@ -183,6 +185,24 @@ def internal_allgather(st: CommState, value: object) -> list[Any]:
     """Every member's ``value`` in rank order (baseline algorithm)."""
     blocks = run(st, "allgather", _BASELINE_ALLGATHER, pickle.dumps(value, PICKLE_PROTOCOL))
     return [pickle.loads(b) for b in blocks]
+
+
+def internal_trade(st: CommState, seq: int, peer: int, value: object) -> Any:
+    """``value`` for rank ``peer``'s, both running this (Intercomm.Create_from_groups'
+    leaders): one message each way on ``st``'s collective context as call number ``seq``
+    (a slot the caller reserved), with the intercommunicator tag."""
+    saved, st.coll_seq = st.coll_seq, seq
+    ctx = CallContext(st)
+    st.coll_seq = saved
+
+    def trade() -> CollGen[bytes]:
+        sent = ctx.isend(pickle.dumps(value, PICKLE_PROTOCOL), peer, Tag.INTER)
+        got = ctx.irecv(peer, Tag.INTER)
+        yield [sent, got]
+        assert got.result is not None
+        return got.result
+
+    return pickle.loads(drive(trade(), waiter(st.runtime.engine)))
 
 
 def dump_object(obj: object) -> bytes:

@@ -26,8 +26,10 @@ __all__ = [
     "COMM_TYPE_HW_UNGUIDED",
     "COMM_TYPE_RESOURCE_GUIDED",
     "COMM_TYPE_SHARED",
+    "agreement_slot",
     "create",
     "create_group",
+    "split_color",
     "split_type",
 ]
 
@@ -67,9 +69,20 @@ def create_group(st: CommState, group: Group, tag: int) -> CommState | None:
     if tag < 0:
         raise MPIException(ERR_ARG, f"Create_group: negative tag {tag}")
     temp = CommState(st.runtime, st.context, members, members.index(me))
-    temp.coll_seq = COLL_SEQ_MOD - 1 - (tag % _CREATE_GROUP_TAGS)
+    temp.coll_seq = agreement_slot(tag)
     mask = internal_allreduce(temp, st.runtime.free_context_mask())
     return CommState(st.runtime, st.runtime.claim_context(mask), members, members.index(me))
+
+
+def agreement_slot(tag: int) -> int:
+    """The call number ``create_group``'s agreement under ``tag`` runs as, on the parent's
+    collective context: from the top of the sequence space, far from the parent's own calls."""
+    return COLL_SEQ_MOD - 1 - (tag % _CREATE_GROUP_TAGS)
+
+
+def split_color(st: CommState, split: int, info: object = None) -> int:
+    """This process's color in a ``Split_type``: its node, or UNDEFINED (see `split_type`)."""
+    return st.nodes[st.rank] if _by_node(st, split, info) else UNDEFINED
 
 
 def split_type(st: CommState, split: int, key: int, info: object = None) -> CommState | None:
@@ -78,7 +91,7 @@ def split_type(st: CommState, split: int, key: int, info: object = None) -> Comm
     splits name the resource in ``info`` ("mpi_hw_resource_type"); an unguided split yields
     the node when that is smaller than the communicator, and records the resource in
     ``info``."""
-    color = st.nodes[st.rank] if _by_node(st, split, info) else UNDEFINED
+    color = split_color(st, split, info)
     entries = internal_allgather(st, (color, key))
     mask = internal_allreduce(st, st.runtime.free_context_mask())
     if color == UNDEFINED:

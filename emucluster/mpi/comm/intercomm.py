@@ -10,18 +10,24 @@ MPICH does: each group ANDs its members' free masks, the two leaders swap their 
 later), each leader hands the other group's answer to its group, and every member claims the
 lowest pair free in both.
 
-Offered: creation, point-to-point, ``Get_remote_group/size``, ``Merge``, ``Dup``, ``Split``,
-``Compare``, ``Free``, and the collectives of `emucluster.mpi.collective.inter` (barrier,
-broadcast, allreduce, allgather of objects). The other collectives, ``Create``/``Create_group``
-(ERR_COMM) and ``Split_type`` (NotImplementedError) are not; see docs/guide/mpi.md.
+Offered: creation (``Create_intercomm``; ``Create_from_groups`` without a parent, its leaders
+trading over COMM_WORLD's collective context in the slot of the group agreement),
+point-to-point, ``Get_remote_group/size``, ``Merge``, ``Dup``, ``Split``, ``Split_type`` (by
+node: each emulated node is its own domain, so COMM_NULL), ``Compare``, ``Free``, and every
+collective MPI defines on intercommunicators, blocking, nonblocking and persistent
+(`emucluster.mpi.collective.intercalls`). ``Create``/``Create_group`` are not (ERR_COMM); see
+docs/guide/mpi.md.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from emucluster.mpi.collective.calls import internal_allgather, internal_allreduce
-from emucluster.mpi.collective.inter import InterCollectives
+from emucluster.mpi import lifecycle
+from emucluster.mpi.collective.calls import internal_allgather, internal_allreduce, internal_trade
+from emucluster.mpi.collective.intercalls import InterCollectives
+from emucluster.mpi.comm import free as commfree
+from emucluster.mpi.comm import fromgroup as commgroup
 from emucluster.mpi.comm import kinds
 from emucluster.mpi.comm.attrs import CommAttributes
 from emucluster.mpi.comm.comm import Comm
@@ -30,16 +36,15 @@ from emucluster.mpi.comm.group import Group
 from emucluster.mpi.comm.roles import hints_of
 from emucluster.mpi.comm.state import CommState
 from emucluster.mpi.constants import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL
-from emucluster.mpi.errors import ERR_ARG, ERR_COMM, ERR_RANK
+from emucluster.mpi.errors import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_RANK
 from emucluster.mpi.errors import Exception as MPIException
-from emucluster.mpi.unsupported import not_41
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from emucluster.mpi.comm.intracomm import Intracomm
 
-__all__ = ["Intercomm", "create_intercomm"]
+__all__ = ["Intercomm", "create_from_groups", "create_intercomm"]
 
 _LEADER = 0  # rank of the leader of each group inside an intercommunicator
 
@@ -100,6 +105,35 @@ def create_intercomm(local_comm: Comm, local_leader: int, peer_comm: Comm,
     return found
 
 
+def create_from_groups(local_group: Group, local_leader: int, remote_group: Group,
+                       remote_leader: int, stringtag: str) -> Intercomm:  # fmt: skip
+    """``Intercomm.Create_from_groups``: the local group's communicator agreed as
+    ``Create_from_group`` does, then the leaders trade their groups' masks on COMM_WORLD's
+    collective context, in the call slot of that agreement (`fromgroup.agreement_slot`)."""
+    world = lifecycle.current().world
+    assert world is not None  # built with the runtime
+    for leader, group in ((local_leader, local_group), (remote_leader, remote_group)):
+        if not 0 <= leader < group.Get_size():
+            raise MPIException(ERR_RANK, f"leader {leader} of a group of {group.Get_size()}")
+    tag = commgroup.string_tag(stringtag)
+    local = commgroup.create_group(world, local_group, tag)
+    if local is None:
+        raise MPIException(ERR_GROUP, "Create_from_groups: this process is not in local_group")
+    peer, slot = remote_group.members[remote_leader], commgroup.agreement_slot(tag)
+    try:
+        mask, remote_nodes = _agree(local, local_leader,
+                                    lambda mine: internal_trade(world, slot, peer, mine),
+                                    local.nodes)  # fmt: skip
+        if set(remote_nodes) & set(local.nodes):
+            raise MPIException(ERR_ARG, "Create_from_groups: the two groups overlap")
+        st = _build(local.nodes, local.rank, tuple(remote_nodes), local.runtime, mask,
+                    _inner_mask(local))  # fmt: skip
+    finally:
+        local.runtime.release_context(local.context)
+    found: Intercomm = kinds.handle(st)
+    return found
+
+
 class Intercomm(Comm):
     """An intercommunicator (mpi4py's ``MPI.Intercomm``): sizes, ranks and groups are the
     local group's; point-to-point ranks name the remote group's processes."""
@@ -115,15 +149,49 @@ class Intercomm(Comm):
         assert isinstance(self, Intercomm)
         return self
 
-    # -- collectives (``emucluster.mpi.collective.inter``; the others raise ERR_COMM) ----------
+    # -- collectives (``emucluster.mpi.collective.intercalls``; the persistent ``*_init`` of
+    # ``Comm`` start the nonblocking ones below) -------------------------------------------
+
+    barrier = delegate(InterCollectives, InterCollectives.barrier)
+    bcast = delegate(InterCollectives, InterCollectives.bcast)
+    gather = delegate(InterCollectives, InterCollectives.gather)
+    scatter = delegate(InterCollectives, InterCollectives.scatter)
+    allgather = delegate(InterCollectives, InterCollectives.allgather)
+    alltoall = delegate(InterCollectives, InterCollectives.alltoall)
+    reduce = delegate(InterCollectives, InterCollectives.reduce)
+    allreduce = delegate(InterCollectives, InterCollectives.allreduce)
 
     Barrier = delegate(InterCollectives, InterCollectives.Barrier)
-    barrier = delegate(InterCollectives, InterCollectives.barrier)
     Bcast = delegate(InterCollectives, InterCollectives.Bcast)
-    bcast = delegate(InterCollectives, InterCollectives.bcast)
+    Gather = delegate(InterCollectives, InterCollectives.Gather)
+    Gatherv = delegate(InterCollectives, InterCollectives.Gatherv)
+    Scatter = delegate(InterCollectives, InterCollectives.Scatter)
+    Scatterv = delegate(InterCollectives, InterCollectives.Scatterv)
+    Allgather = delegate(InterCollectives, InterCollectives.Allgather)
+    Allgatherv = delegate(InterCollectives, InterCollectives.Allgatherv)
+    Alltoall = delegate(InterCollectives, InterCollectives.Alltoall)
+    Alltoallv = delegate(InterCollectives, InterCollectives.Alltoallv)
+    Alltoallw = delegate(InterCollectives, InterCollectives.Alltoallw)
+    Reduce = delegate(InterCollectives, InterCollectives.Reduce)
     Allreduce = delegate(InterCollectives, InterCollectives.Allreduce)
-    allreduce = delegate(InterCollectives, InterCollectives.allreduce)
-    allgather = delegate(InterCollectives, InterCollectives.allgather)
+    Reduce_scatter_block = delegate(InterCollectives, InterCollectives.Reduce_scatter_block)
+    Reduce_scatter = delegate(InterCollectives, InterCollectives.Reduce_scatter)
+
+    Ibarrier = delegate(InterCollectives, InterCollectives.Ibarrier)
+    Ibcast = delegate(InterCollectives, InterCollectives.Ibcast)
+    Igather = delegate(InterCollectives, InterCollectives.Igather)
+    Igatherv = delegate(InterCollectives, InterCollectives.Igatherv)
+    Iscatter = delegate(InterCollectives, InterCollectives.Iscatter)
+    Iscatterv = delegate(InterCollectives, InterCollectives.Iscatterv)
+    Iallgather = delegate(InterCollectives, InterCollectives.Iallgather)
+    Iallgatherv = delegate(InterCollectives, InterCollectives.Iallgatherv)
+    Ialltoall = delegate(InterCollectives, InterCollectives.Ialltoall)
+    Ialltoallv = delegate(InterCollectives, InterCollectives.Ialltoallv)
+    Ialltoallw = delegate(InterCollectives, InterCollectives.Ialltoallw)
+    Ireduce = delegate(InterCollectives, InterCollectives.Ireduce)
+    Iallreduce = delegate(InterCollectives, InterCollectives.Iallreduce)
+    Ireduce_scatter_block = delegate(InterCollectives, InterCollectives.Ireduce_scatter_block)
+    Ireduce_scatter = delegate(InterCollectives, InterCollectives.Ireduce_scatter)
 
     def _local(self) -> CommState:
         local = self._state().local
@@ -239,8 +307,11 @@ class Intercomm(Comm):
                            remote_leader: int, stringtag: str = "org.mpi4py",
                            info: object = None,
                            errhandler: object = None) -> Intercomm:  # fmt: skip
-        """MPI 4.0 (sessions): not offered (NotImplementedError)."""
-        not_41("Intercomm.Create_from_groups")
+        """The intercommunicator between ``local_group`` (this process's) and
+        ``remote_group``, without a parent communicator (MPI 4.0; collective over both
+        groups, which agree under ``stringtag``)."""
+        return create_from_groups(local_group, local_leader, remote_group, remote_leader,
+                                  stringtag)  # fmt: skip
 
     def Create(self, group: Group) -> Any:
         """Not offered on an intercommunicator (ERR_COMM)."""
@@ -251,13 +322,22 @@ class Intercomm(Comm):
         raise self._not_offered("Create_group")
 
     def Split_type(self, split_type: int, key: int = 0, info: object = None) -> Any:
-        """Not offered on an intercommunicator (NotImplementedError)."""
-        raise NotImplementedError("Split_type on an intercommunicator is not offered")
+        """Split by shared-memory domain (``Split`` with this process's node as the color,
+        `fromgroup.split_color`): every emulated node is its own, so the other group has no
+        process of the same color and the result is COMM_NULL (collective over both groups;
+        UNDEFINED gives COMM_NULL too)."""
+        return self.Split(commgroup.split_color(self._local(), split_type, info), key)
 
     def _free(self) -> Any:
+        """Free as ``Comm`` does; the local group's context goes back after the
+        intercommunicator's (a nonblocking collective still running uses both)."""
         local = self._local()
         release = super()._free()
-        local.runtime.release_context(local.context)
+        engine = local.runtime.engine
+        checks = [lambda: release.released, *commfree.pending_on(engine, local.context)]
+        task = commfree.DeferredRelease(local.context, checks, local.runtime.release_context)
+        if not task.advance():
+            engine.add(task)
         return release
 
 

@@ -113,7 +113,8 @@ def test_dup_split_compare_and_free_give_contexts_back() -> None:
 @pytest.mark.parametrize("n", [2, 3, 5])
 def test_collectives_across_an_intercommunicator(n: int) -> None:
     """Barrier, bcast/Bcast from a root of one group to the other, allreduce/Allreduce (each
-    group gets the other's reduction) and allgather (the other group's objects)."""
+    group gets the other's reduction) and allgather (the other group's objects); a root
+    outside the remote group is ERR_ROOT (every collective: test_mpi_inproc_intercoll.py)."""
 
     def body(comm: Any) -> Any:
         import numpy as np
@@ -135,8 +136,8 @@ def test_collectives_across_an_intercommunicator(n: int) -> None:
         out = np.zeros(2, dtype=np.int64)
         inter.Allreduce(np.array([comm.rank, 1], dtype=np.int64), out, MPI.SUM)
         others = inter.allgather(comm.rank)
-        with pytest.raises(MPI.Exception) as err:
-            inter.Gather(np.zeros(1), None, root=MPI.PROC_NULL)
+        with pytest.raises(MPI.Exception) as err:  # a root beyond the remote group
+            inter.Gather(np.zeros(1), None, root=inter.remote_size)
         inter.Free()
         half.Free()
         return (color, sent, None if buf is None else buf.tolist(), total, out.tolist(), others,
@@ -153,4 +154,41 @@ def test_collectives_across_an_intercommunicator(n: int) -> None:
         assert total == sum(theirs)
         assert out == [sum(theirs), len(theirs)]
         assert others == theirs
-        assert refused == MPI.ERR_COMM
+        assert refused == MPI.ERR_ROOT
+
+
+@pytest.mark.parametrize(("n", "low"), [(2, 1), (5, 2), (5, 3)])
+def test_create_from_groups_and_split_type(n: int, low: int) -> None:
+    """Create_from_groups gives an intercommunicator congruent to Create_intercomm's (leaders
+    other than rank 0, no parent); Split_type by node is COMM_NULL (every emulated node is its
+    own domain), as is UNDEFINED."""
+
+    def body(comm: Any) -> Any:
+        half, inter, color = _halves_at(comm, low)
+        world = comm.Get_group()
+        groups = (world.Range_incl([(0, low - 1, 1)]), world.Range_incl([(low, n - 1, 1)]))
+        mine, theirs = groups[color], groups[1 - color]
+        made = MPI.Intercomm.Create_from_groups(mine, mine.size - 1, theirs, theirs.size - 1)
+        facts = (made.rank, made.size, made.remote_size, inter.Compare(made))
+        total = made.allreduce(comm.rank)  # the new intercommunicator carries traffic
+        shared = inter.Split_type(MPI.COMM_TYPE_SHARED)
+        undefined = inter.Split_type(MPI.UNDEFINED)
+        nulls = (shared == MPI.COMM_NULL, undefined == MPI.COMM_NULL)
+        for c in (made, inter, half):
+            c.Free()
+        return color, facts, total, nulls
+
+    for rank, (color, facts, total, nulls) in enumerate(run(n, body)):
+        mine = list(range(low)) if color == 0 else list(range(low, n))
+        theirs = sorted(set(range(n)) - set(mine))
+        assert facts == (mine.index(rank), len(mine), len(theirs), MPI.CONGRUENT)
+        assert total == sum(theirs)
+        assert nulls == (True, True)
+
+
+def _halves_at(comm: Any, low: int) -> tuple[Any, Any, int]:
+    """Like `_halves`, with ``low`` processes in the low group."""
+    color = 0 if comm.rank < low else 1
+    half = comm.Split(color, key=comm.rank)
+    inter = half.Create_intercomm(0, comm, low if color == 0 else 0, tag=12)
+    return half, inter, color
