@@ -126,7 +126,11 @@ def spawn_multiple(comm: Comm, command: object, args: object = None, maxprocs: o
             raise ValueError(f"args is not a sequence of {n} argument lists")
         if any(isinstance(a, str | bytes) for a in arglist):
             raise ValueError("args is not a sequence of argument lists")
-        counts = [1] * n if maxprocs is None else maxprocs
+        counts = (
+            [1 if maxprocs is None else maxprocs] * n
+            if not isinstance(maxprocs, Sequence)
+            else maxprocs
+        )
         if not isinstance(counts, Sequence) or len(counts) != n:
             raise ValueError(f"maxprocs is not a sequence of {n} counts")
         infos = [info] * n if info is None or isinstance(info, Info) else info

@@ -4,12 +4,18 @@ every message survives its codec, and every malformed line is refused with BadMe
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from emucluster.mpi.dynamic import wire
+from emucluster.mpi.dynamic import client, wire
+from emucluster.mpi.errors import ERR_NAME, ERR_SPAWN
+from emucluster.mpi.errors import Exception as MPIException
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 texts = st.text(max_size=30)
 commands = st.builds(
@@ -89,3 +95,14 @@ def test_too_many_processes_in_one_spawn_are_refused() -> None:
 def test_malformed_replies_are_refused(line: bytes) -> None:
     with pytest.raises(wire.BadMessage):
         wire.decode_reply(line)
+
+
+def test_a_rank_whose_launcher_serves_no_socket_gets_the_reason(tmp_path: Path) -> None:
+    """Under agents or a PMI launcher the run directory has no launcher socket: ERR_SPAWN."""
+    spawn = wire.Spawn(0, (wire.Command(("prog",), 1),))
+    with pytest.raises(MPIException) as raised:
+        client.ask(str(tmp_path), spawn, ERR_SPAWN)
+    assert raised.value.Get_error_class() == ERR_SPAWN
+    assert "only emurun's one-machine launch" in str(raised.value)
+    with pytest.raises(MPIException, match="not started by emurun"):
+        client.ask(None, wire.Lookup("svc"), ERR_NAME)
