@@ -10,9 +10,12 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING
 
+import psutil  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
+from launcher.cleanup import job_processes
 from tests.integration.test_emurun import Job
+from tests.integration.test_orphans import GONE_S, wait_gone
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -132,6 +135,19 @@ FAILING = textwrap.dedent("""
 """)
 
 
+SLEEPING = textwrap.dedent("""
+    import os, sys, time
+    from emucluster import MPI
+    parent = MPI.Comm.Get_parent()
+    if parent == MPI.COMM_NULL:
+        MPI.COMM_WORLD.Spawn(sys.executable, [__file__], maxprocs=2)
+        print("ready", 0, os.getpid(), flush=True)
+    else:
+        print("ready", 1 + MPI.COMM_WORLD.Get_rank(), os.getpid(), flush=True)
+    time.sleep(3600)
+""")
+
+
 @pytest.fixture
 def job() -> Iterator[Job]:
     j = Job()
@@ -195,3 +211,21 @@ def test_a_failing_spawned_rank_stops_the_job_with_its_status(job: Job, tmp_path
     assert result.code == 3, result.err
     assert "rank 2 (pid" in result.err  # child 1 runs on node 2
     job.assert_clean()
+
+
+@pytest.mark.parametrize("forkserver", ["1", "0"], ids=["forkserver", "direct"])
+def test_kill_9_emurun_leaves_no_spawned_process_behind(job: Job, tmp_path: Path,
+                                                      forkserver: str) -> None:  # fmt: skip
+    """Issue 30 with processes started at run time: they carry the job's marks and lifeline,
+    so the warden ends them with the rest when emurun is killed."""
+    job.env["EMU_FORKSERVER"] = forkserver
+    job.start("-np", "1", _program(tmp_path, SLEEPING))
+    pids = job.wait_ready(3)
+    started = job_processes(job.id)
+    assert set(pids.values()) <= {p.pid for p in started}
+    assert job.proc is not None
+    job.proc.kill()
+    job.proc.wait(timeout=60)
+    wait_gone(job.id, "spawned hosts after kill -9 emurun")
+    _, alive = psutil.wait_procs(started, timeout=GONE_S)
+    assert alive == []
