@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING
 import trio
 
 from emucluster.mpi.dynamic import wire
+from launcher import control, tuning
 from launcher import plan as planmod
-from launcher import tuning
 from launcher.children import Child, LineReader, spawn
 from launcher.dynamic.core import NewNode, SpawnBook, SpawnRefused
 from nicd.core.ready import BadReadyLine, decode_ready_untrusted, socket_path
@@ -72,8 +72,13 @@ class DynamicHost:
         """Listen on the launcher socket until the job ends."""
         self._nursery = nursery
         sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        await sock.bind(self.path)
-        sock.listen(64)
+        try:
+            await sock.bind(self.path)
+            sock.listen(64)
+        except OSError as exc:  # ranks then find no socket and say why (ERR_SPAWN)
+            sock.close()
+            self.job.say(f"no processes can be started at run time: {self.path}: {exc}")
+            return
         await trio.serve_listeners(self._handle, [trio.SocketListener(sock)])
 
     async def _handle(self, stream: trio.SocketStream) -> None:
@@ -144,10 +149,13 @@ class DynamicHost:
             reader = LineReader(child.process.stdout)
             with trio.fail_after(_READY_S):
                 block = await reader.read_lines()
+            line, _, rest = (block or b"").partition(b"\n")
+            if rest:  # forwarded before the lines after it
+                await local.send(control.Output("nicd", one.node, 1, rest))
             local.adopt(self._nursery, child, reader)
             if block is None:
                 raise SpawnRefused(f"the nicd of node {one.node} said nothing")
-            ready = decode_ready_untrusted(block.partition(b"\n")[0])
+            ready = decode_ready_untrusted(line)
             if ready.node != one.node:
                 raise SpawnRefused(f"nicd started as node {one.node} says {ready.node}")
             if plan.nic_priority == "rt":
