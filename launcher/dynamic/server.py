@@ -122,7 +122,7 @@ class DynamicHost:
             await self._join_fabric(table)
             self.agent.nodes.extend(n.node for n in new)
             await self._start_hosts(new, spawn_id, request.node, started)
-        except (OSError, SpawnRefused, BadReadyLine, trio.TooSlowError) as exc:
+        except (OSError, SpawnRefused) as exc:
             for child in started:
                 child.stopping = True
                 child.signal(signal.SIGKILL, group=child.role == "host")
@@ -139,29 +139,49 @@ class DynamicHost:
         assert self._nursery is not None
         env = planmod.nicd_env(plan, local._base_env())
         table: dict[int, Address] = {}
-        for one in new:
-            argv = planmod.nicd_argv(plan, one.node, local.run_dir)
-            cpus = self._cpus(one.node)[0]
-            child = await spawn("nicd", one.node, argv, env, lifeline=local.lifeline,
-                                forkserver=local.forkserver, cpus=cpus)  # fmt: skip
-            started.append(child)
-            assert child.process.stdout is not None
-            reader = LineReader(child.process.stdout)
-            with trio.fail_after(_READY_S):
-                block = await reader.read_lines()
-            line, _, rest = (block or b"").partition(b"\n")
-            if rest:  # forwarded before the lines after it
-                await local.send(control.Output("nicd", one.node, 1, rest))
-            local.adopt(self._nursery, child, reader)
-            if block is None:
-                raise SpawnRefused(f"the nicd of node {one.node} said nothing")
-            ready = decode_ready_untrusted(line)
-            if ready.node != one.node:
-                raise SpawnRefused(f"nicd started as node {one.node} says {ready.node}")
-            if plan.nic_priority == "rt":
-                tuning.make_realtime(child.pid)
-            table[one.node] = ready.udp
+        failures: list[str] = []
+        async with trio.open_nursery() as readies:  # every nicd starts; their lines in parallel
+            for one in new:
+                argv = planmod.nicd_argv(plan, one.node, local.run_dir)
+                cpus = self._cpus(one.node)[0]
+                try:
+                    child = await spawn("nicd", one.node, argv, env, lifeline=local.lifeline,
+                                        forkserver=local.forkserver, cpus=cpus)  # fmt: skip
+                except OSError as exc:
+                    failures.append(f"cannot start the nicd of node {one.node}: {exc}")
+                    break
+                started.append(child)
+                readies.start_soon(self._ready, one.node, child, table, failures)
+        if failures:
+            raise SpawnRefused(failures[0])
         return table
+
+    async def _ready(self, node: int, child: Child, table: dict[int, Address],
+                     failures: list[str]) -> None:  # fmt: skip
+        """Read the ready line of a new nicd into ``table`` (or why not into ``failures``);
+        then its output is forwarded and its exit reported like any nicd's."""
+        local = self.nodes
+        assert self._nursery is not None
+        assert child.process.stdout is not None
+        reader = LineReader(child.process.stdout)
+        block = None
+        with trio.move_on_after(_READY_S):
+            block = await reader.read_lines()
+        line, _, rest = (block or b"").partition(b"\n")
+        if rest:  # forwarded before the lines after it
+            await local.send(control.Output("nicd", node, 1, rest))
+        local.adopt(self._nursery, child, reader)
+        try:
+            ready = decode_ready_untrusted(line)
+        except BadReadyLine as exc:
+            failures.append(f"the nicd of node {node} did not announce itself: {exc}")
+            return
+        if ready.node != node:
+            failures.append(f"nicd started as node {node} says {ready.node}")
+            return
+        if self.job.plan.nic_priority == "rt":
+            tuning.make_realtime(child.pid)
+        table[node] = ready.udp
 
     async def _join_fabric(self, added: dict[int, Address]) -> None:
         """The new nicds get the whole table, the running ones the new routes."""
