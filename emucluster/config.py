@@ -114,6 +114,9 @@ class HostConfig:
     mcast_costs: str = ""
     """``EMU_MCAST_COSTS``: ``L0,L_per_byte,g0,g_per_byte`` in microseconds fixes the postal
     costs instead of measuring them (empty: measure); parsed by the multicast shell."""
+    run_dir: str | None = None
+    """``EMU_RUN_DIR``: the job's run directory, where emurun's launcher socket is (processes
+    started at run time, ``emucluster.mpi.dynamic.client``); None outside emurun."""
     world: tuple[int, int] | None = None
     """``EMU_WORLD``: (first node, count) of COMM_WORLD, for processes started at run time
     (``MPI.Comm.Spawn``); None: nodes 0 to the NIC's count."""
@@ -143,6 +146,7 @@ class HostConfig:
             ab_delay_us=_number(float, environ, ENV_AB_DELAY_US, "0", empty="0"),
             mcast_tree=environ.get(ENV_MCAST_TREE, "postal").strip().lower() or "postal",
             mcast_costs=environ.get(ENV_MCAST_COSTS, "").strip(),
+            run_dir=environ.get(ENV_RUN_DIR) or None,
             world=_pair(environ, ENV_WORLD),
             universe_size=_number(int, environ, ENV_UNIVERSE_SIZE, "0", empty="0") or None,
             parent=_pair(environ, ENV_PARENT),

@@ -133,7 +133,7 @@ def join_fd(fd: int) -> Intercomm:
 
 
 def _ask(request: wire.Request, error_class: int) -> wire.Reply:
-    return client.ask(os.environ.get("EMU_RUN_DIR"), request, error_class)
+    return client.ask(lifecycle.current().config.run_dir, request, error_class)
 
 
 def Publish_name(service_name: str, port_name: str, info: Info = INFO_NULL) -> None:

@@ -73,7 +73,7 @@ def _ask(comm: Comm, root: int, build: Any) -> tuple[str, int, tuple[int, ...], 
             commands: tuple[wire.Command, ...] = build()
             counts = [c.maxprocs for c in commands]
             try:
-                reply = client.ask(os.environ.get("EMU_RUN_DIR"),
+                reply = client.ask(st.runtime.config.run_dir,
                                    wire.Spawn(st.runtime.node, commands), ERR_SPAWN)  # fmt: skip
                 outcome = ("", reply.spawn, reply.nodes, counts)
             except MPIException as exc:
