@@ -39,7 +39,6 @@ from emucluster.mpi.collective.ops import (
     SUM,
     Op,
 )
-from emucluster.mpi.comm import world as _world
 from emucluster.mpi.comm.comm import COMM_NULL, Comm
 from emucluster.mpi.comm.commctx import comm_lock as _comm_lock  # noqa: F401  (mpi4py's private names; mpi4py.util.pkl5 imports them)
 from emucluster.mpi.comm.commctx import commctx_inter as _commctx_inter  # noqa: F401
@@ -214,6 +213,14 @@ from emucluster.mpi.datatype.handles import (
 )
 from emucluster.mpi.datatype.private import typealign as _typealign  # noqa: F401  (mpi4py's private names; mpi4py.util.dtlib calls them)
 from emucluster.mpi.datatype.private import typecode as _typecode  # noqa: F401
+from emucluster.mpi.dynamic import world as _world
+from emucluster.mpi.dynamic.ports import (
+    Close_port,
+    Lookup_name,
+    Open_port,
+    Publish_name,
+    Unpublish_name,
+)
 from emucluster.mpi.environment import (
     SUBVERSION,
     VERSION,
@@ -358,7 +365,7 @@ from emucluster.mpi.rma.window import WIN_NULL, Win
 from emucluster.mpi.topo.create import UNWEIGHTED, WEIGHTS_EMPTY, Compute_dims
 from emucluster.mpi.topo.topocomm import Cartcomm, Distgraphcomm, Graphcomm, Topocomm
 from emucluster.mpi.topo.topology import CART, DIST_GRAPH, GRAPH
-from emucluster.mpi.unsupported import Close_port, Get_hw_resource_info, Open_port
+from emucluster.mpi.unsupported import Get_hw_resource_info
 
 __all__ = [
     "AINT", "ANY_SOURCE", "ANY_TAG", "APPNUM", "BAND", "BFLOAT16_T", "BOOL", "BOR", "BOTTOM",
@@ -415,10 +422,11 @@ __all__ = [
     "Get_abi_info", "Get_abi_version", "Get_address", "Get_error_class", "Get_error_string",
     "Get_hw_resource_info", "Get_library_version", "Get_processor_name", "Get_version",
     "Graphcomm", "Grequest", "Group", "Info", "Init", "Init_thread", "Intercomm", "Intracomm",
-    "Is_finalized", "Is_initialized", "Is_thread_main", "Message", "Op", "Open_port", "Pcontrol",
-    "Pickle", "Prequest", "Query_thread", "Register_datarep", "Remove_error_class",
-    "Remove_error_code", "Remove_error_string", "Request", "Session", "Status", "Topocomm", "Win",
-    "Wtick", "Wtime", "buffer", "get_vendor", "pickle",
+    "Is_finalized", "Is_initialized", "Is_thread_main", "Lookup_name", "Message", "Op",
+    "Open_port", "Pcontrol", "Pickle", "Prequest", "Publish_name", "Query_thread",
+    "Register_datarep", "Remove_error_class", "Remove_error_code", "Remove_error_string",
+    "Request", "Session", "Status", "Topocomm", "Unpublish_name", "Win", "Wtick", "Wtime",
+    "buffer", "get_vendor", "pickle",
 ]  # fmt: skip
 
 COMM_WORLD, COMM_SELF = _world.start()  # initialises MPI, as importing mpi4py.MPI does

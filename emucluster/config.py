@@ -36,13 +36,16 @@ __all__ = [
     "ENV_MCAST_COSTS",
     "ENV_MCAST_TREE",
     "ENV_NIC_SOCKET",
+    "ENV_PARENT",
     "ENV_RANK",
     "ENV_RNDV_RM",
     "ENV_RUN_DIR",
     "ENV_SIZE",
     "ENV_SPIN_US",
     "ENV_STATS_DIR",
+    "ENV_UNIVERSE_SIZE",
     "ENV_WAIT",
+    "ENV_WORLD",
     "ConfigError",
     "HostConfig",
     "process_environ",
@@ -54,6 +57,9 @@ ENV_SIZE = "EMU_SIZE"  # ranks in the job (likewise)
 ENV_NIC_SOCKET = "EMU_NIC_SOCKET"  # this node's nicd socket; unset: a singleton process
 ENV_RUN_DIR = "EMU_RUN_DIR"  # the job's run directory (sockets, logs)
 ENV_JOB_ID = "EMU_JOB_ID"  # names shared-memory segments; the cleanup sweep looks for it
+ENV_WORLD = "EMU_WORLD"  # FIRST:COUNT, the nodes of COMM_WORLD (unset: 0 to the NIC's count)
+ENV_UNIVERSE_SIZE = "EMU_UNIVERSE_SIZE"  # the job's slots (MPI.UNIVERSE_SIZE)
+ENV_PARENT = "EMU_PARENT"  # SPAWN:ROOT, set in processes started by MPI.Comm.Spawn
 ENV_STATS_DIR = "EMU_STATS_DIR"  # emurun --stats DIR: rank<N>.json written there at Finalize
 # -- tunables ---------------------------------------------------------------------------------
 ENV_WAIT = "EMU_WAIT"
@@ -108,6 +114,18 @@ class HostConfig:
     mcast_costs: str = ""
     """``EMU_MCAST_COSTS``: ``L0,L_per_byte,g0,g_per_byte`` in microseconds fixes the postal
     costs instead of measuring them (empty: measure); parsed by the multicast shell."""
+    run_dir: str | None = None
+    """``EMU_RUN_DIR``: the job's run directory, where emurun's launcher socket is (processes
+    started at run time, ``emucluster.mpi.dynamic.client``); None outside emurun."""
+    world: tuple[int, int] | None = None
+    """``EMU_WORLD``: (first node, count) of COMM_WORLD, for processes started at run time
+    (``MPI.Comm.Spawn``); None: nodes 0 to the NIC's count."""
+    universe_size: int | None = None
+    """``EMU_UNIVERSE_SIZE``: the slots of the job (``MPI.UNIVERSE_SIZE``); None: COMM_WORLD's
+    size."""
+    parent: tuple[int, int] | None = None
+    """``EMU_PARENT``: (spawn id, the spawning root's node) in a process started by
+    ``MPI.Comm.Spawn``; None otherwise."""
     algorithms: Mapping[str, str] = field(default_factory=dict)
     """``EMU_<OP>`` variables that are set, by name (``{"EMU_BCAST": "nic-mcast"}``): each
     operation's default collective algorithm; pass as ``environ`` to ``emucluster.coll.get``."""
@@ -128,6 +146,10 @@ class HostConfig:
             ab_delay_us=_number(float, environ, ENV_AB_DELAY_US, "0", empty="0"),
             mcast_tree=environ.get(ENV_MCAST_TREE, "postal").strip().lower() or "postal",
             mcast_costs=environ.get(ENV_MCAST_COSTS, "").strip(),
+            run_dir=environ.get(ENV_RUN_DIR) or None,
+            world=_pair(environ, ENV_WORLD),
+            universe_size=_number(int, environ, ENV_UNIVERSE_SIZE, "0", empty="0") or None,
+            parent=_pair(environ, ENV_PARENT),
             algorithms={name: value for name, value in environ.items() if name in names},
         )
 
@@ -137,6 +159,16 @@ def process_environ() -> MutableMapping[str, str]:
     before `HostConfig.from_env` reads it: a rank started by a PMI launcher
     (``emucluster.pmi.bootstrap``) sets ``EMU_RANK`` ... there, as emurun would have."""
     return os.environ
+
+
+def _pair(environ: Mapping[str, str], name: str) -> tuple[int, int] | None:
+    text = environ.get(name, "").strip()
+    if not text:
+        return None
+    first, _, second = text.partition(":")
+    if not (first.isdigit() and second.isdigit()):
+        raise ConfigError(f"{name}={text!r}: expected two numbers A:B")
+    return int(first), int(second)
 
 
 def _number(

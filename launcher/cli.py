@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, cast
 from emucluster import coll, mpi4py_shim
 from emucluster.config import ENV_WAIT
 from emutrace.merge import DEFAULT_WINDOW_MS, parse_window
-from launcher import build
+from launcher import build, tuning
 from launcher.cpugauge import ENV_GAUGE_OUT, WARN_SHARE
+from launcher.dynamic.core import universe_size
 from launcher.errors import EXIT_USAGE, LaunchError, UsageError
 from launcher.forkserver.client import enabled as forkserver_enabled
 from launcher.multihost import slurm
@@ -451,6 +452,9 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         hosts=hosts,
         trace_dir=os.path.abspath(args.trace_dir) if args.trace_dir else None,
         trace_window=trace_window,
+        universe_size=universe_size(
+            args.np, hosts.hosts if hosts else None, len(tuning.allowed_cpus())
+        ),
     )
 
 

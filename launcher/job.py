@@ -354,7 +354,8 @@ class Job:
 
     def _check_done(self) -> None:
         # not before every failure is recorded: ending the job cancels a pending _blame
-        if len(self._exited) == self.plan.np and self._blaming == 0:
+        # every node's host: the job's and those started at run time (`launcher.dynamic`)
+        if self._blaming == 0 and all(n in self._exited for a in self.agents for n in a.nodes):
             self._hosts_done.set()
 
     def _on_file(self, agent: Agent, m: control.File) -> None:

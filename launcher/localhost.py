@@ -7,7 +7,8 @@ agent over a socketpair would run the same code but cost a Python process (~0.2 
 for the interpreter and the agent's imports, measured on this 2-core VM) before the first
 nicd starts, and encode every output block twice; nothing else would differ.
 
-What only the local host does: its run directory is ``<tmp>/emurun-<job>-*`` and names its
+What only the local host does: it starts processes at run time (``MPI.Comm.Spawn``,
+`launcher.dynamic`), its run directory is ``<tmp>/emurun-<job>-*`` and names its
 owner (so a later emurun sweeps what a killed one left, `cleanup.sweep_stale`), every child
 holds the job's lifeline (they stop on their own if emurun is killed; so does all of the job
 through `launcher.warden`, which `LocalNodes` starts), emurun is the subreaper of their
@@ -29,6 +30,7 @@ import trio
 from launcher import cleanup, control
 from launcher.agent.nodes import LocalNodes
 from launcher.children import write_all
+from launcher.dynamic.server import DynamicHost
 from launcher.errors import EXIT_INTERNAL
 from launcher.hosts import Agent
 from nicd.core.ready import socket_path
@@ -55,15 +57,22 @@ class InProcessHost:
         self.agent = agent
         self.nursery = nursery
         marker = f"{job.plan.job_id}.{os.getpid()}"
-        self.nodes = LocalNodes(job.plan, agent.nodes, run_dir, marker, self.report, self._say,
-                                lifeline)  # fmt: skip
+        self.nodes = LocalNodes(job.plan, list(agent.nodes), run_dir, marker, self.report,
+                                self._say, lifeline)  # fmt: skip
+        self.dynamic = DynamicHost(job, agent, self.nodes)
+        """The launcher socket: processes started at run time (`launcher.dynamic`)."""
         self._finishing = False
 
     async def send(self, message: control.Message) -> bool:
         """Obey one message of the job (never blocks)."""
         if isinstance(message, control.Launch):  # the plan LocalNodes holds says the rest
             self.nursery.start_soon(self.nodes.start_nicds, self.nursery)
-        elif self.nodes.obey(self.nursery, message) and not self._finishing:
+            return True
+        if isinstance(message, control.Routes):
+            self.dynamic.set_routes(message.table)
+        elif isinstance(message, control.Start):
+            self.nursery.start_soon(self.dynamic.serve, self.nursery)
+        if self.nodes.obey(self.nursery, message) and not self._finishing:
             self._finishing = True
             self.nursery.start_soon(self._finish)
         return True

@@ -19,6 +19,7 @@ from emucluster.config import (  # the variables a host learns its place from
     ENV_RUN_DIR,
     ENV_SIZE,
     ENV_STATS_DIR,
+    ENV_UNIVERSE_SIZE,
     ENV_WAIT,
 )
 from launcher.errors import EXIT_NOT_EXECUTABLE, ProgramNotFound, UsageError
@@ -122,6 +123,9 @@ class LaunchPlan:
     ``EMU_FORKSERVER=0``)."""
     hosts: HostsPlan | None = None
     """Several hosts, each run by an agent (launcher.multihost); None: this machine alone."""
+    universe_size: int | None = None
+    """``MPI.UNIVERSE_SIZE`` (``EMU_UNIVERSE_SIZE`` unless ``-x`` sets it): the slots,
+    `launcher.dynamic.core.universe_size`; None: ``np``."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.np <= 0xFFFF:
@@ -268,6 +272,8 @@ def host_env(
     env[ENV_NIC_SOCKET] = socket
     env[ENV_RUN_DIR] = run_dir
     env[ENV_JOB_ID] = plan.job_id
+    if ENV_UNIVERSE_SIZE not in plan.env:
+        env[ENV_UNIVERSE_SIZE] = str(plan.universe_size or plan.np)
     if plan.stats_dir is not None:
         env[ENV_STATS_DIR] = plan.stats_dir  # the MPI library writes rank<N>.json there
     return env

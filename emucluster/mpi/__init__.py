@@ -6,8 +6,8 @@ library (``lifecycle.init``), as importing ``mpi4py.MPI`` does. The rooms, lowes
 above them); ``buffer/`` and ``datatype/`` (what a message's memory is); ``request/``
 (completion); ``runtime`` (one rank's engine, settings and context ids) and ``lifecycle`` (Init,
 Finalize, Abort of this process); ``comm/`` (communicators and the plain objects they delegate
-to), ``pt2pt/``, ``collective/``, ``topo/``; empty rooms ``rma/``, ``io/``, ``dynamic/`` for
-one-sided communication, MPI-IO and dynamic processes.
+to), ``pt2pt/``, ``collective/``, ``topo/``; ``rma/``, ``io/``, ``dynamic/`` for
+one-sided communication, MPI-IO and processes started at run time.
 """
 
 from __future__ import annotations

@@ -359,6 +359,8 @@ class P2P:
             return self._send_local(Envelope(context, source, tag), payload, sync)
         if dst_node in self.dead:
             return self._failed_send(dst_node), []
+        if dst_node >= self.num_nodes:
+            self.add_nodes(dst_node + 1)
         seq = self._send_seq[dst_node]
         self._send_seq[dst_node] = (seq + 1) & _U32
         args = (context, source, tag, seq)
@@ -430,7 +432,18 @@ class P2P:
         if handler is None:
             self._drop("unknown_msg_type")
             return []
+        if src_node >= self.num_nodes:  # a node started at run time (its NIC routed it)
+            self.add_nodes(src_node + 1)
         return handler(src_node, args, payload)
+
+    def add_nodes(self, num_nodes: int) -> None:
+        """Nodes up to ``num_nodes`` joined the fabric (``MPI.Comm.Spawn``): sequence numbers
+        start at 0 for each."""
+        if num_nodes > self.num_nodes:
+            grow = num_nodes - self.num_nodes
+            self._send_seq.extend([0] * grow)
+            self._recv_seq.extend([0] * grow)
+            self.num_nodes = num_nodes
 
     def on_data(self, src_node: int, recv_id: int, offset: int,
                 chunk: bytes | memoryview) -> list[Action]:  # fmt: skip

@@ -202,6 +202,19 @@ class LocalNodes:
             nursery.start_soon(self._forward, LineReader(child.process.stderr), 2, child)
         return True
 
+    def adopt(self, nursery: trio.Nursery, child: Child, stdout: LineReader | None = None) -> None:
+        """A process started for this host while the job runs (``launcher.dynamic``: nodes
+        started at run time): its exit is reported, its output forwarded (``stdout``: a reader
+        that already took the nicd's ready line), and it is stopped and swept with the
+        others."""
+        (self.nicds if child.role == "nicd" else self.hosts).append(child)
+        self._track(nursery, child)
+        assert child.process.stdout is not None
+        assert child.process.stderr is not None
+        stdout = stdout or LineReader(child.process.stdout)
+        nursery.start_soon(self._forward, stdout, 1, child)
+        nursery.start_soon(self._forward, LineReader(child.process.stderr), 2, child)
+
     # -- watchers -----------------------------------------------------------------------
 
     def _track(self, nursery: trio.Nursery, child: Child) -> None:

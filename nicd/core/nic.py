@@ -140,6 +140,7 @@ class NicCore:
             hl.McastSendReq: self._mcast_send,
             hl.CloseReq: lambda conn, _r, now: self.on_disconnect(conn, now=now),
             hl.SetRoutesReq: self._set_routes_record,
+            hl.AddRoutesReq: self._add_routes_record,
             hl.StatsReq: lambda conn, _r, _now: [ToHost(conn, hl.StatsReply(self.stats()))],
         }
         for service in services:
@@ -518,6 +519,16 @@ class NicCore:
             self.link.drop("routes_refused")
             return [ToHost(conn, hl.Refused(SET_ONCE))]
         self.set_routes(req.routes)
+        return [ToHost(conn, hl.RoutesOk())]
+
+    def _add_routes_record(self, conn: int, req: hl.AddRoutesReq, now: float) -> list[NicAction]:
+        """Nodes started at run time joined the fabric: their routes are added (never a change
+        of one in force, :meth:`RoutingTable.extend <nicd.core.routing.RoutingTable.extend>`)."""
+        why = self.routing.extend(req.routes)
+        if why is not None:
+            self.link.drop("routes_refused")
+            return [ToHost(conn, hl.Refused(why))]
+        self.gm.nodes = frozenset(self.routing.by_node)
         return [ToHost(conn, hl.RoutesOk())]
 
     # -- host records that take two services ----------------------------------------------

@@ -5,8 +5,9 @@ The table comes from ``nicd --routes FILE`` at start or from one SET_ROUTES reco
 way it is resolved to addresses by the shell (:mod:`nicd.shell.routes`) before it arrives
 here. Sans-IO.
 
-Invariants: once a table is installed no record replaces it; ``by_addr`` is the inverse of
-``by_node``.
+Invariants: once a table is installed no record replaces it, and an ADD_ROUTES record (nodes
+started at run time, ``MPI.Comm.Spawn``) only adds node ids and addresses not in it, never
+changes a route in force; ``by_addr`` is the inverse of ``by_node``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,22 @@ class RoutingTable:
         self.sealed = True
         self.by_node = dict(routes)
         self.by_addr = {addr: node for node, addr in routes.items()}
+
+    def extend(self, routes: Mapping[int, Addr]) -> str | None:
+        """Add the routes of nodes that joined the running fabric; None if done, else why
+        nothing was added (no table yet, a known node id or address)."""
+        if not self.sealed:
+            return "no routing table to extend: the launcher installs one first"
+        for node, addr in routes.items():
+            if self.by_node.get(node, addr) != addr:
+                return f"node {node} has a route already"
+            if self.by_addr.get(addr, node) != node:
+                return f"address {addr[0]}:{addr[1]} is node {self.by_addr[addr]}'s"
+        if len(set(routes.values())) != len(routes):
+            return "two new nodes share an address"
+        self.by_node.update(routes)
+        self.by_addr.update((addr, node) for node, addr in routes.items())
+        return None
 
     def may_set(self, *, ports_opened: bool) -> bool:
         """Whether a SET_ROUTES record may install a table now.

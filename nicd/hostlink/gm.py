@@ -16,6 +16,7 @@ import msgpack
 from nicd.errors import ProtocolViolation
 from nicd.hostlink.records import (
     MAX_RECORD_BYTES,
+    AddRoutesReq,
     Chunked,
     CloseReq,
     DeregisterReq,
@@ -78,7 +79,7 @@ _RM_DONE = struct.Struct(">BHHHII4I")
 _SIGNALS = struct.Struct(">BBII")
 # CLOSE, GET_STATS, ROUTES_OK: op (8) alone
 _OP = struct.Struct(">B")
-# SET_ROUTES, STATS: op (8), then msgpack ({node: [host, port]} / {name: counter})
+# SET_ROUTES, ADD_ROUTES, STATS: op (8), then msgpack ({node: [host, port]} / {name: counter})
 # REFUSED:  op (8), then the reason in UTF-8
 
 
@@ -108,9 +109,10 @@ def _encode_rm_write(rec: RmWriteEvent) -> list[bytes]:
     return [_RM_DONE.pack(*fields, *rec.args)]
 
 
-def _encode_set_routes(rec: SetRoutesReq) -> list[bytes]:
+def _encode_set_routes(rec: SetRoutesReq | AddRoutesReq) -> list[bytes]:
     table = {node: [host, port] for node, (host, port) in rec.routes.items()}
-    return [packb(HostOp.SET_ROUTES, table)]
+    op = HostOp.SET_ROUTES if isinstance(rec, SetRoutesReq) else HostOp.ADD_ROUTES
+    return [packb(op, table)]
 
 
 def _op_only(op: HostOp) -> Callable[[object], list[bytes]]:
@@ -141,6 +143,7 @@ ENCODERS: dict[type, Encoder] = dict(
         encoder(StatsReq, _op_only(HostOp.GET_STATS)),
         encoder(RoutesOk, _op_only(HostOp.ROUTES_OK)),
         encoder(SetRoutesReq, _encode_set_routes),
+        encoder(AddRoutesReq, _encode_set_routes),
         encoder(StatsReply, lambda rec: [packb(HostOp.STATS, rec.stats)]),
         encoder(Refused, lambda rec: [bytes((HostOp.REFUSED,)) + rec.reason.encode()]),
     ]
@@ -191,7 +194,7 @@ def _decode_signals(record: bytes) -> SignalCtl:
     return SignalCtl(bool(enable), pid, seen)
 
 
-def _decode_set_routes(record: bytes) -> SetRoutesReq:
+def _decode_set_routes(record: bytes) -> SetRoutesReq | AddRoutesReq:
     obj = msgpack.unpackb(record[1:], strict_map_key=False)
     if not isinstance(obj, dict):
         raise ProtocolViolation("routing table is not a map")
@@ -203,7 +206,7 @@ def _decode_set_routes(record: bytes) -> SetRoutesReq:
         if not isinstance(host, str) or not isinstance(port, int):
             raise ProtocolViolation(f"bad route entry {node!r}: {addr!r}")
         routes[node] = (host, port)
-    return SetRoutesReq(routes)
+    return SetRoutesReq(routes) if record[0] == HostOp.SET_ROUTES else AddRoutesReq(routes)
 
 
 def _decode_stats(record: bytes) -> StatsReply:
@@ -219,6 +222,7 @@ DECODERS: dict[HostOp, Callable[[bytes], GmRecord | Chunked[SendReq | RecvEvent]
     HostOp.PROVIDE: lambda record: ProvideReq(_PROVIDE.unpack(record)[1]),
     HostOp.CLOSE: lambda _record: CloseReq(),
     HostOp.SET_ROUTES: _decode_set_routes,
+    HostOp.ADD_ROUTES: _decode_set_routes,
     HostOp.GET_STATS: lambda _record: StatsReq(),
     HostOp.REGISTER: _decode_register,
     HostOp.DEREGISTER: lambda record: DeregisterReq(_REGION.unpack(record)[1]),

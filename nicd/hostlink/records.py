@@ -25,6 +25,7 @@ __all__ = [
     "ANY_PORT",
     "CHUNK_BYTES",
     "MAX_RECORD_BYTES",
+    "AddRoutesReq",
     "Args",
     "Chunked",
     "CloseReq",
@@ -72,6 +73,7 @@ class HostOp(IntEnum):
     REGISTER = 7
     DEREGISTER = 8
     SIGNALS = 9
+    ADD_ROUTES = 10
     # GM ports: NIC -> host
     OPENED = 20
     RECV = 21
@@ -209,6 +211,14 @@ class SetRoutesReq:
 
 
 @dataclass(slots=True)
+class AddRoutesReq:
+    """Management: more nodes joined the running fabric (processes started at run time),
+    node id -> (host, UDP port); only new node ids, never a change of a route in force."""
+
+    routes: dict[int, tuple[str, int]]
+
+
+@dataclass(slots=True)
 class StatsReq:
     """Management: ask for the counters."""
 
@@ -335,6 +345,7 @@ GmRecord = (
     | ProvideReq
     | CloseReq
     | SetRoutesReq
+    | AddRoutesReq
     | StatsReq
     | RegisterReq
     | DeregisterReq

@@ -214,9 +214,9 @@ class _Shell(asyncio.DatagramProtocol):
             if self.tracer is not None:
                 self.tracer.emit(K_HOST_IN, conn.conn_id, len(record))
             now = time.monotonic()
-            if isinstance(whole, hl.SetRoutesReq):
+            if isinstance(whole, hl.SetRoutesReq | hl.AddRoutesReq):
                 try:  # numeric only: no DNS lookup may block the event loop
-                    whole = hl.SetRoutesReq(resolve_routes(whole.routes, numeric_only=True))
+                    whole = type(whole)(resolve_routes(whole.routes, numeric_only=True))
                 except UsageError as exc:
                     log.warning("host connection %d: routes refused: %s", conn.conn_id, exc)
                     self.core.on_link_error("host_routes")

@@ -14,7 +14,7 @@ from nicd.errors import NicdError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["read_stats", "set_routes"]
+__all__ = ["add_routes", "read_stats", "set_routes"]
 
 
 def _request(socket_path: str, request: hl.HostRecord, timeout: float) -> hl.HostRecord:
@@ -41,6 +41,17 @@ def set_routes(
     takes one table, before any port opens (the launcher's); it refuses any later one."""
     table = {int(node): (str(host), int(port)) for node, (host, port) in routes.items()}
     reply = _request(socket_path, hl.SetRoutesReq(table), timeout)
+    if not isinstance(reply, hl.RoutesOk):
+        raise NicdError(f"nicd at {socket_path}: unexpected reply {reply!r}")
+
+
+def add_routes(
+    socket_path: str, routes: Mapping[int, tuple[str, int]], timeout: float = 10.0
+) -> None:
+    """Add the routes of nodes started at run time to the running nicd at ``socket_path``
+    (only new node ids; a nicd refuses a change of a route in force)."""
+    table = {int(node): (str(host), int(port)) for node, (host, port) in routes.items()}
+    reply = _request(socket_path, hl.AddRoutesReq(table), timeout)
     if not isinstance(reply, hl.RoutesOk):
         raise NicdError(f"nicd at {socket_path}: unexpected reply {reply!r}")
 

@@ -106,6 +106,16 @@ def test_mpi4py_futures_example_runs_as_a_shared_pool() -> None:
     assert result.lines("mpi4py.futures ok") == ["mpi4py.futures ok: 40 results"]
 
 
+def test_mpi4py_futures_spawn_example_starts_its_workers_as_new_nodes() -> None:
+    """``emurun -np 1 --mpi4py python examples/mpi4py_futures_spawn.py``: MPIPoolExecutor
+    spawns 2 workers (new nodes joined to the fabric), maps over them, shuts them down."""
+    result = mpirun(1, EXAMPLES / "mpi4py_futures_spawn.py", emurun_args=("--mpi4py",))
+    assert result.code == 0, result.err
+    assert result.lines("mpi4py.futures spawn ok") == [
+        "mpi4py.futures spawn ok: 40 results from 2 spawned nodes"
+    ]
+
+
 def test_python_dash_m_mpi4py_runs_and_a_failing_rank_sets_the_exit_code() -> None:
     """``python -m mpi4py -c CODE`` (mpi4py.run, from the installed mpi4py) under the shim: rank
     1 ends with status 5 while rank 0 waits in a barrier; the job stops with 5, never hangs."""

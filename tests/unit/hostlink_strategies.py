@@ -41,6 +41,10 @@ STRATEGIES: dict[type, st.SearchStrategy[hl.HostRecord]] = {
         hl.SetRoutesReq,
         st.dictionaries(u16, st.tuples(st.text(max_size=20), u16), max_size=8),
     ),
+    hl.AddRoutesReq: st.builds(
+        hl.AddRoutesReq,
+        st.dictionaries(u16, st.tuples(st.text(max_size=20), u16), max_size=8),
+    ),
     hl.StatsReply: st.builds(hl.StatsReply, st.dictionaries(st.text(max_size=10), u32, max_size=8)),
     hl.RegisterReq: st.builds(hl.RegisterReq, u16, u32, small_text),
     hl.DeregisterReq: st.builds(hl.DeregisterReq, u16),

@@ -61,6 +61,8 @@ CORE_MODULES = (
     "emucluster/offload/nicvm/bcast.py",
     "emucluster/pmi/wire.py",
     "emucluster/pmi/session.py",
+    "emucluster/mpi/dynamic/wire.py",
+    "launcher/dynamic/core.py",
     "launcher/plan.py",
     "launcher/rendezvous.py",
     "launcher/startup.py",

@@ -50,7 +50,9 @@ class CommAttributes:
         if keyval == TAG_UB:
             return TAG_UB_VALUE
         if keyval == UNIVERSE_SIZE:
-            return self._st.runtime.num_nodes
+            rt = self._st.runtime
+            world = rt.world.size if rt.world is not None else rt.num_nodes
+            return max(rt.config.universe_size or 0, world)
         if keyval == WTIME_IS_GLOBAL:
             return False
         if keyval == LASTUSEDCODE:

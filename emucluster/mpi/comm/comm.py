@@ -212,8 +212,16 @@ class Comm:
 
     @classmethod
     def Get_parent(cls) -> Intercomm:
-        """The parent intercommunicator: COMM_NULL, as no process here was spawned."""
-        found: Intercomm = kinds.handle(None, kinds.INTER)
+        """The intercommunicator to the processes that spawned this one (``Intracomm.Spawn``);
+        COMM_NULL in a process that was not spawned, and after its ``Disconnect``."""
+        found: Intercomm | None = kinds.parent()
+        return found if found is not None else kinds.handle(None, kinds.INTER)
+
+    @classmethod
+    def Join(cls, fd: int) -> Intercomm:
+        """An intercommunicator with the process at the other end of the socket ``fd``
+        (both on this job's fabric; ``emucluster.mpi.dynamic.ports``)."""
+        found: Intercomm = kinds.dynamic("join")(fd)
         return found
 
     @classmethod

@@ -9,7 +9,7 @@ COMM_WORLD and COMM_SELF over its `Runtime`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from emucluster.mpi.collective.blocking import Collectives
 from emucluster.mpi.collective.nonblocking import NonblockingCollectives
@@ -19,6 +19,7 @@ from emucluster.mpi.comm.comm import Comm
 from emucluster.mpi.comm.delegate import delegate
 from emucluster.mpi.comm.intercomm import Intercomm, create_intercomm
 from emucluster.mpi.comm.state import CommState
+from emucluster.mpi.info import INFO_NULL, Info
 from emucluster.mpi.topo import create as topo_create
 
 if TYPE_CHECKING:
@@ -49,6 +50,38 @@ class Intracomm(Comm):
         """An intercommunicator between this group and the one whose leader is
         ``remote_leader`` in ``peer_comm`` (collective over both groups)."""
         return create_intercomm(self, local_leader, peer_comm, remote_leader, tag)
+
+    # -- processes started at run time (``emucluster.mpi.dynamic``, registered at Init) -------
+
+    def Spawn(self, command: str, args: Sequence[str] | None = None, maxprocs: int = 1,
+              info: Info = INFO_NULL, root: int = 0,
+              errcodes: list[Any] | None = None) -> Intercomm:  # fmt: skip
+        """Start ``maxprocs`` processes of ``command`` as new nodes; the intercommunicator to
+        them (collective; the arguments count at ``root``)."""
+        found: Intercomm = kinds.dynamic("spawn")(self, command, args, maxprocs, info, root,
+                                                  errcodes)  # fmt: skip
+        return found
+
+    def Spawn_multiple(self, command: Sequence[str], args: Sequence[Sequence[str]] | None = None,
+                       maxprocs: Sequence[int] | None = None,
+                       info: Sequence[Info] | Info = INFO_NULL, root: int = 0,
+                       errcodes: list[Any] | None = None) -> Intercomm:  # fmt: skip
+        """Start several commands as one COMM_WORLD of new nodes (collective)."""
+        found: Intercomm = kinds.dynamic("spawn_multiple")(self, command, args, maxprocs, info,
+                                                           root, errcodes)  # fmt: skip
+        return found
+
+    def Accept(self, port_name: str | None = None, info: Info = INFO_NULL,
+               root: int = 0) -> Intercomm:  # fmt: skip
+        """Wait for a group to ``Connect`` to ``port_name`` (collective)."""
+        found: Intercomm = kinds.dynamic("accept")(self, port_name, info, root)
+        return found
+
+    def Connect(self, port_name: str | None = None, info: Info = INFO_NULL,
+                root: int = 0) -> Intercomm:  # fmt: skip
+        """Connect to the group accepting on ``port_name`` (collective)."""
+        found: Intercomm = kinds.dynamic("connect")(self, port_name, info, root)
+        return found
 
     # -- collectives only an intracommunicator has (the rest are ``Comm``'s, as in mpi4py) ----
 
@@ -113,9 +146,12 @@ kinds.register(kinds.NO_TOPOLOGY, Intracomm)
 
 
 def make_world(rt: Runtime) -> tuple[Intracomm, Intracomm]:
-    """COMM_WORLD (contexts 0/1, rank == node) and COMM_SELF (contexts 2/3) of ``rt``."""
+    """COMM_WORLD (contexts 0/1; rank == node, but in processes started at run time, whose
+    world is the nodes `HostConfig.world` names) and COMM_SELF (contexts 2/3) of ``rt``."""
     node = rt.node
-    world = CommState(rt, 0, tuple(range(rt.num_nodes)), node, name="MPI_COMM_WORLD")
+    first, count = rt.config.world or (0, rt.num_nodes)
+    nodes = tuple(range(first, first + count))
+    world = CommState(rt, 0, nodes, nodes.index(node), name="MPI_COMM_WORLD")
     rt.world = world
     self_ = CommState(rt, 2, (node,), 0, name="MPI_COMM_SELF")
     return Intracomm._of(world), Intracomm._of(self_)

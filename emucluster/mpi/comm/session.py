@@ -139,7 +139,7 @@ class Session(StateHandle):
 def _members(pset_name: str) -> tuple[int, ...]:
     engine = lifecycle.current()
     if pset_name == "mpi://WORLD":
-        return tuple(range(engine.num_nodes))
+        return engine.world.nodes if engine.world is not None else (engine.node,)
     if pset_name == "mpi://SELF":
         return (engine.node,)
     raise MPIException(ERR_ARG, f"unknown process set {pset_name!r}")

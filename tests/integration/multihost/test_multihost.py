@@ -243,3 +243,28 @@ def test_a_trace_across_hosts_is_shipped_merged_and_aligned(fabric: Fabric, tmp_
     arrows = sum(e["ph"] == "f" and e["cat"] == "flow" for e in events)
     assert arrows == receipts > 0  # every receipt has its send
     run.assert_clean()
+
+
+SPAWN_UNDER_AGENTS = """
+import sys
+from emucluster import MPI
+rank = MPI.COMM_WORLD.Get_rank()
+try:
+    MPI.COMM_WORLD.Spawn(sys.executable, ["-c", "pass"], maxprocs=1)
+except MPI.Exception as exc:
+    said = "one-machine launch" in str(exc)
+    print("refused", rank, exc.Get_error_class() == MPI.ERR_SPAWN, said, flush=True)
+print("universe", rank, MPI.COMM_WORLD.Get_attr(MPI.UNIVERSE_SIZE), flush=True)
+"""
+
+
+def test_spawn_under_agents_is_err_spawn_saying_why(fabric: Fabric) -> None:
+    """Processes are started at run time only by emurun's one-machine launch: under agents
+    every parent gets ERR_SPAWN with the reason, and the job goes on."""
+    run = Run(fabric, "-np", "2", "--host", "h0:1,h1:1", sys.executable, "-c",
+              SPAWN_UNDER_AGENTS)  # fmt: skip
+    code, out, err = run.finish()
+    assert code == 0, err
+    lines = sorted(out.splitlines())
+    assert lines == ["refused 0 True True", "refused 1 True True", "universe 0 2", "universe 1 2"]
+    run.assert_clean()

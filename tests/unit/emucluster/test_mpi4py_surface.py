@@ -206,7 +206,7 @@ def test_a_singleton_writes_and_reads_a_file_and_its_handles_behave() -> None:
         """)
 
 
-@pytest.mark.parametrize("call", ["MPI.Open_port()", "MPI.Win.Allocate(8)"])
+@pytest.mark.parametrize("call", ["MPI.Win.Allocate(8)"])
 def test_unsupported_features_raise_not_implemented(call: str) -> None:
     check(f"""
         from emucluster import MPI
@@ -223,6 +223,10 @@ def test_unsupported_features_raise_not_implemented(call: str) -> None:
     ("call", "error_class"),
     [
         ("MPI.REQUEST_NULL.Free()", "ERR_REQUEST"),
+        ('MPI.COMM_SELF.Spawn("true")', "ERR_SPAWN"),  # a singleton: no launcher to ask
+        ('MPI.Lookup_name("svc")', "ERR_NAME"),
+        ('MPI.Close_port("emucluster-port:0:5")', "ERR_PORT"),
+        ('MPI.COMM_SELF.Connect("nonsense")', "ERR_PORT"),
         ("MPI.REQUEST_NULL.Cancel()", "ERR_REQUEST"),
         ("MPI.ERRHANDLER_NULL.Free()", "ERR_ERRHANDLER"),
         ("MPI.COMM_WORLD.Set_errhandler(MPI.ERRHANDLER_NULL)", "ERR_ERRHANDLER"),

@@ -376,3 +376,23 @@ def test_non_overtaking_under_any_interleaving(seed: int, plan: list[tuple[int, 
         got.setdefault((op.msg_source, op.msg_tag), []).append(data_of(op))
     assert got == sent
     assert net.cores[3].counters["out_of_order"] == 0
+
+
+def test_nodes_started_at_run_time_get_sequence_numbers_on_first_use() -> None:
+    """MPI.Comm.Spawn: a rank that knew 2 nodes sends to and hears from node 5 and node 7."""
+    early = P2P(0, 2)
+    _, actions = early.send(8, 0, 3, 7, b"to a new node")
+    assert [a.dst_node for a in actions if isinstance(a, Transmit)] == [7]
+    assert early.num_nodes == 8
+    late = P2P(5, 8)
+    op, _ = early.recv(8, 0, 4, 5, None)
+    [transmit] = [
+        a for a in late.send(8, 0, 4, 0, b"from a new node")[1] if isinstance(a, Transmit)
+    ]
+    early.on_message(5, transmit.msg_type, transmit.args, bytes(transmit.payload))
+    assert op.done
+    assert data_of(op) == b"from a new node"
+    assert early.counters["out_of_order"] == 0
+    grown = P2P(0, 2)
+    grown.on_message(9, transmit.msg_type, transmit.args, bytes(transmit.payload))
+    assert grown.num_nodes == 10

@@ -95,3 +95,21 @@ def test_a_persistent_module_whose_port_closed_is_anyones_to_purge() -> None:
     purged = _record(core.on_host(INTRUDER, hl.NicvmPurgeReq("keep"), now=0.0))
     assert isinstance(purged, hl.NicvmReply)
     assert purged.ok
+
+
+def test_nodes_started_at_run_time_are_added_but_no_route_changes() -> None:
+    core = NicCore(NicConfig(0, "/tmp"))
+    refused = _record(core.on_host(LAUNCHER, hl.AddRoutesReq({2: ("127.0.0.1", 1003)}), now=0.0))
+    assert isinstance(refused, hl.Refused)  # no table yet: nothing to extend
+    core.on_host(LAUNCHER, hl.SetRoutesReq(ROUTES), now=0.0)
+    core.on_host(HOST, hl.OpenReq(0), now=0.0)
+    added = {2: ("127.0.0.1", 1003), 3: ("127.0.0.1", 1004)}
+    assert _record(core.on_host(LAUNCHER, hl.AddRoutesReq(added), now=0.0)) == hl.RoutesOk()
+    assert core.routes == {**ROUTES, **added}
+    for bad in ({1: ("127.0.0.1", 6666)}, {4: ("127.0.0.1", 1001)},
+                {5: ("127.0.0.1", 7), 6: ("127.0.0.1", 7)}):  # fmt: skip
+        assert isinstance(_record(core.on_host(INTRUDER, hl.AddRoutesReq(bad), now=0.0)),
+                          hl.Refused)  # fmt: skip
+    assert core.routes == {**ROUTES, **added}
+    assert core.link.drops["routes_refused"] == 4
+    assert core.gm.nodes == frozenset({0, 1, 2, 3})

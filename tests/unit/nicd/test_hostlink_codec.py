@@ -21,7 +21,8 @@ FAMILIES = {"gm": gm, "grim": grim, "mcast": mcast, "nicvm": nicvm}
 # Every opcode's value, pinned: host and NIC must agree on each byte.
 HOSTOP_VALUES = {
     "OPEN": 1, "SEND": 2, "PROVIDE": 3, "CLOSE": 4, "SET_ROUTES": 5, "GET_STATS": 6,
-    "REGISTER": 7, "DEREGISTER": 8, "SIGNALS": 9, "OPENED": 20, "RECV": 21, "SENT": 22,
+    "REGISTER": 7, "DEREGISTER": 8, "SIGNALS": 9, "ADD_ROUTES": 10, "OPENED": 20, "RECV": 21,
+    "SENT": 22,
     "ERROR": 23, "ROUTES_OK": 24, "STATS": 25, "REFUSED": 26, "REGISTERED": 27, "RM_DONE": 28,
     "SENT_MANY": 29, "CONT": 40, "RM_MAP": 80, "RM_UNMAP": 81, "RM_XLATE_REQ": 82,
     "RM_XLATE": 83, "RM_STATUS": 84, "RM_SIGNALS": 85, "RM_WATCH": 86, "RM_LANDED": 87,
@@ -43,6 +44,7 @@ VECTORS = [
     (hl.ProvideReq(9), "0300000009"),
     (hl.CloseReq(), "04"),
     (hl.SetRoutesReq({1: ("10.0.0.1", 7001)}), "05810192a831302e302e302e31cd1b59"),
+    (hl.AddRoutesReq({1: ("10.0.0.1", 7001)}), "0a810192a831302e302e302e31cd1b59"),
     (hl.StatsReq(), "06"),
     (hl.RegisterReq(2, 4096, "shm"), "0700020000100073686d"),
     (hl.DeregisterReq(2), "080002"),
