@@ -29,6 +29,12 @@ COMPILED = [
     "nicd/gm/ports.py",
     "nicd/gm/reassembly.py",
     "nicd/gm/service.py",
+    "nicd/hostlink/codec.py",
+    "nicd/hostlink/gm.py",
+    "nicd/hostlink/grim.py",
+    "nicd/hostlink/mcast.py",
+    "nicd/hostlink/nicvm.py",
+    "nicd/hostlink/records.py",
     "nicd/link/bundle.py",
     "nicd/link/channels.py",
     "nicd/link/congestion.py",
@@ -43,6 +49,10 @@ COMPILED = [
     "nicd/link/selective.py",
     "nicd/link/sender.py",
     "nicd/link/wire.py",
+    "emucluster/p2p/envelope.py",
+    "emucluster/p2p/matching.py",
+    "emucluster/p2p/protocol.py",
+    "emucluster/port/state.py",
 ]
 
 PURE_ENV = "EMUCLUSTER_PURE"

@@ -145,6 +145,10 @@ class EnvelopeStore(Protocol[T]):
 
     def __len__(self) -> int: ...
 
+    def __bool__(self) -> bool:
+        """Whether an entry is live (``len(store) > 0``)."""
+        ...
+
     def __iter__(self) -> Iterator[Slot[T]]:
         """Live entries in arrival order."""
         ...
@@ -169,8 +173,10 @@ def arrival_fields_ok(envelope: Envelope) -> bool:
     )
 
 
-def check_fields(context: int, source: int, tag: int, *, wildcards: bool) -> None:
-    """Raise ValueError unless the fields fit the packed format (and wildcards are allowed)."""
+def check_fields(context: object, source: int, tag: int, *, wildcards: bool) -> None:
+    """Raise ValueError unless the fields fit the packed format (and wildcards are allowed);
+    ``context`` is checked to be an int here (typed ``object``: a compiled caller would
+    otherwise raise TypeError at the call)."""
     if not 0 <= source <= MAX_RANK and not (wildcards and source == ANY_SOURCE):
         raise ValueError(f"source rank {source} outside 0..{MAX_RANK}")
     if not 0 <= tag <= MAX_TAG and not (wildcards and tag == ANY_TAG):
@@ -239,6 +245,9 @@ class ListStore(Generic[T]):
     def __len__(self) -> int:
         return self._len
 
+    def __bool__(self) -> bool:  # compiled, a truth test would not fall back on __len__
+        return self._len > 0
+
     def __iter__(self) -> Iterator[Slot[T]]:
         return heapq.merge(*self._queues.values())
 
@@ -290,6 +299,9 @@ class LhsStore(Generic[T]):
 
     def __len__(self) -> int:
         return self._len
+
+    def __bool__(self) -> bool:  # compiled, a truth test would not fall back on __len__
+        return self._len > 0
 
     def __iter__(self) -> Iterator[Slot[T]]:
         return heapq.merge(*self._queues.values())
@@ -362,6 +374,9 @@ class GroupedLhsStore(Generic[T]):
 
     def __len__(self) -> int:
         return self._len
+
+    def __bool__(self) -> bool:  # compiled, a truth test would not fall back on __len__
+        return self._len > 0
 
     def __iter__(self) -> Iterator[Slot[T]]:
         return heapq.merge(*self._arrival.values())

@@ -38,12 +38,13 @@ Invariants:
 from __future__ import annotations
 
 import struct
+from builtins import memoryview  # mypyc: a field annotated memoryview needs the name at run time
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 from typing import TYPE_CHECKING
 
-from emucluster.errors import EmuclusterError
 from emucluster.p2p.envelope import ANY_SOURCE, MAX_RANK, MAX_TAG, Envelope, arrival_fields_ok
+from emucluster.p2p.errors import ProtocolError
 from emucluster.p2p.matching import Matcher
 from nicd.contract import MsgType
 
@@ -85,10 +86,6 @@ _INLINE = 0x01  # RTS flag: the data follows the head (synchronous send of an ea
 _U32 = 0xFFFFFFFF
 
 Args = tuple[int, int, int, int]
-
-
-class ProtocolError(EmuclusterError):
-    """Local misuse of the core (an illegal move of an operation): a bug in the caller."""
 
 
 class SendState(Enum):

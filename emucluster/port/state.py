@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from typing import TYPE_CHECKING, TypeVar, cast
 
+from emucluster.port.errors import RecordRefused, UnexpectedRecord
 from nicd import contract as hl
 from nicd.contract import ErrorEvent, McastErrorEvent, RecvEvent, RmWriteEvent, SentEvent
 
@@ -33,18 +34,6 @@ Event = RecvEvent | SentEvent | ErrorEvent | RmWriteEvent | McastErrorEvent
 Done = SentEvent | ErrorEvent | McastErrorEvent
 R = TypeVar("R")
 _U32 = 0xFFFFFFFF
-
-
-class RecordRefused(Exception):
-    """The NIC answered a request of this port with REFUSED; ``reason`` says why."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class UnexpectedRecord(Exception):
-    """The NIC sent a record type this port has no sink for."""
 
 
 class PortState:

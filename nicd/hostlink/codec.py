@@ -72,10 +72,11 @@ DECODERS: dict[int, Decoder] = _merged_ops(
 """Opcode -> its decoder (every HostOp but CONT, which the Assembler handles)."""
 
 
-def encode_record(rec: HostRecord) -> list[bytes]:
-    """Encode a record as the list of SEQPACKET records that carry it.
+def encode_record(rec: object) -> list[bytes]:
+    """Encode a record (a :data:`HostRecord`) as the list of SEQPACKET records that carry it.
 
-    Raises :class:`~nicd.errors.UsageError` for an object that is no host record.
+    Raises :class:`~nicd.errors.UsageError` for an object that is no host record (``rec`` is
+    typed ``object`` so that the compiled module checks it here, not in its argument check).
     """
     encode = ENCODERS.get(type(rec))
     if encode is None:

@@ -119,6 +119,19 @@ def test_make_store_kinds() -> None:
 
 
 @pytest.mark.parametrize("kind", STORE_KINDS)
+def test_a_store_is_true_exactly_while_an_entry_is_live(kind: str) -> None:
+    """Truth follows ``len`` (compiled, a truth test calls ``__bool__``, never ``__len__``)."""
+    store: EnvelopeStore[Item] = make_store(kind)
+    assert not store
+    slot = store.append(Envelope(0, 1, 2), Item(0))
+    assert store
+    assert len(store) == 1
+    store.remove(slot)
+    assert not store
+    assert len(store) == 0
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
 def test_extreme_values_pack_apart(kind: str) -> None:
     """Largest, smallest and wildcard values never alias in the packed entries."""
     store: EnvelopeStore[Item] = make_store(kind)
