@@ -534,6 +534,7 @@ class Transport:
             if not sender.board.packets and sender.used_at + idle / 2 <= now:
                 del self._senders[key]
                 self._busy.pop(key, None)
+                self.liveness.on_idle(key)
                 self._stats.streams_retired += 1
 
     def _evict_idle(self, now: float) -> None:
