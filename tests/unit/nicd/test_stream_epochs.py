@@ -6,7 +6,7 @@ while new traffic after the restart flows. Transports on the virtual link, fake 
 from __future__ import annotations
 
 from nicd.link.channels import Admission, Transport
-from nicd.link.wire import ControlPacket, DataPacket, MsgType, NackReason
+from nicd.link.wire import ControlPacket, DataPacket, FragFlags, MsgType, NackReason
 from tests.unit.netsim import Net, Transit, perfect, test_config
 
 IDLE_S = 10.0
@@ -95,7 +95,9 @@ def test_idle_receivers_are_evicted_when_streams_are_made_and_nothing_is_confuse
 
 def test_a_packet_of_an_established_epoch_with_no_state_here_is_answered_reset() -> None:
     t = Transport(1, test_config(), lambda _first: (Admission.OK, []))
-    late = DataPacket(MsgType.GM_DATA, 3, 7, 12, 0, 0, 1, 0, 1, 0, b"z", established=True)
+    late = DataPacket(
+        MsgType.GM_DATA, FragFlags.ONLY, 7, 12, 0, 0, 1, 0, 1, 0, b"z", established=True
+    )
     (nack,) = t.on_data(late, now=0.0)
     packet = nack.packet  # type: ignore[union-attr]
     assert isinstance(packet, ControlPacket)
@@ -112,7 +114,9 @@ def test_stale_epoch_controls_and_piggy_backed_acks_are_counted_drops() -> None:
     assert t.on_control(stale, now=0.0) == []
     reset = ControlPacket(MsgType.NACK, 0, 1, 0, 0, 0, NackReason.RESET, epoch=41)
     assert t.on_control(reset, now=0.0) == []  # not this stream's epoch: no failure
-    back = DataPacket(MsgType.GM_DATA, 3, 9, 0, 1, 0, 0, 0, 1, 0, b"r", ack=1, ack_epoch=39)
+    back = DataPacket(
+        MsgType.GM_DATA, FragFlags.ONLY, 9, 0, 1, 0, 0, 0, 1, 0, b"r", ack=1, ack_epoch=39
+    )
     t.on_data(back, now=0.0)
     assert t.stats()["drops"]["stale_epoch"] == 3  # type: ignore[index]
     assert t.stats()["messages_completed"] == 0
