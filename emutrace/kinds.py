@@ -95,6 +95,7 @@ NACK_REASONS: dict[int, str] = {
     3: "RESUME",
     4: "NO_PORT",
     5: "ABORTED",
+    6: "RESET",
 }
 """nicd.link.wire.NackReason values -> names (a NACK's flags byte; copied like MSG_TYPES)."""
 

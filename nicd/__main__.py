@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import secrets
 import sys
 
 from nicd.config import (
@@ -167,6 +168,7 @@ def config_from_args(args: argparse.Namespace) -> NicConfig:
         no_buffer_timeout_s=args.no_buffer_timeout_s,
         max_message=args.max_message,
         recovery=args.recovery,
+        epoch_seed=secrets.randbelow(0x10000),  # a restarted nicd starts other epochs
     )
     faults = FaultConfig.from_values({name: getattr(args, name) for name in FAULT_ENV}, os.environ)
     return NicConfig(

@@ -79,9 +79,14 @@ class TransportConfig:
     first, then twice as long each time, :data:`~nicd.link.reliable.NACK_REPEATS` times at
     most, so a lost NACK costs about this long instead of a whole RTO."""
     idle_stream_s: float = 60.0
-    """An incoming stream that never took a packet (its state is the initial one: garbage,
-    or refused at its first message) and heard nothing for this long is forgotten, counted
-    ``streams_evicted``; a packet brings it back exactly as it was."""
+    """An incoming stream that heard nothing for this long and owes nothing (no partial
+    message, no ACK) is forgotten, counted ``streams_evicted``; an outgoing one with nothing
+    in flight for half as long is retired (``streams_retired``), and the next message on it
+    starts a new stream epoch, so the receiver never sees an old epoch continue after it
+    forgot it. Evictions run when new streams are made (no timer)."""
+    epoch_seed: int = 0
+    """The first stream epoch (16-bit) this transport hands out; the daemon picks it at
+    random, so a restarted nicd's streams are not taken for its old ones."""
     recovery: Recovery = "gbn"
     """Loss recovery. ``gbn``: a receiver drops what arrives out of order and NACKs the gap;
     the sender goes back N. ``selective``: a receiver holds out-of-order packets within the

@@ -95,6 +95,7 @@ class SendState(Enum):
 
     LOCAL_WAIT = "local_wait"  # synchronous self-send, not matched yet
     RTS_SENT = "rts_sent"  # waiting for the receiver's CTS
+    DATA = "data"  # granted: chunks handed to the NIC, not all of them SENT yet
     DONE = "done"
     FAILED = "failed"
 
@@ -122,15 +123,20 @@ class Event(Enum):
     RTS_INLINE = "rts_inline"  # matched a synchronous RTS carrying its data
     DATA = "data"  # a chunk landed, more to come
     LAST_DATA = "last_data"  # the final chunk landed
-    CTS = "cts"  # the receiver granted (or acknowledged) a send
+    CTS = "cts"  # the receiver granted a send: its chunks go out
+    CTS_ACK = "cts_ack"  # the receiver acknowledged a synchronous send carrying its data
+    SENT = "sent"  # the NIC reported the last outstanding chunk SENT
     MATCHED = "matched"  # a synchronous self-send was matched
     PEER_FAILED = "peer_failed"  # the NIC gave up on the peer
     CANCEL = "cancel"  # the program cancelled a posted receive
 
 
 SEND_MOVES: dict[tuple[SendState, Event], SendState] = {
-    (SendState.RTS_SENT, Event.CTS): SendState.DONE,
+    (SendState.RTS_SENT, Event.CTS): SendState.DATA,
+    (SendState.RTS_SENT, Event.CTS_ACK): SendState.DONE,
     (SendState.RTS_SENT, Event.PEER_FAILED): SendState.FAILED,
+    (SendState.DATA, Event.SENT): SendState.DONE,
+    (SendState.DATA, Event.PEER_FAILED): SendState.FAILED,
     (SendState.LOCAL_WAIT, Event.MATCHED): SendState.DONE,
 }
 """Legal moves of a send: (state, event) -> next state."""
@@ -157,7 +163,7 @@ class Outcome(IntEnum):
 
     OK = 0
     TRUNCATED = 1  # the message was longer than the receive buffer
-    PEER_FAILED = 2  # the NIC declared the peer dead (or the send could not be delivered)
+    PEER_FAILED = 2  # the NIC declared the peer dead or could not deliver (``reason``)
     CANCELLED = 3
 
 
@@ -176,14 +182,15 @@ class Transmit:
 
 @dataclass(slots=True)
 class SendData:
-    """Send one rendezvous chunk: an RM write into ``region`` at ``offset`` (region > 0),
-    or a GM_DATA message (region 0)."""
+    """Send one rendezvous chunk of ``op``: an RM write into ``region`` at ``offset`` (region
+    > 0), or a GM_DATA message (region 0); its SENT goes to `P2P.on_chunk_sent`."""
 
     dst_node: int
     recv_id: int
     region: int
     offset: int
     payload: memoryview
+    op: SendOp
 
 
 @dataclass(slots=True)
@@ -211,14 +218,17 @@ Action = Transmit | SendData | Grant | Release
 
 
 class SendOp:
-    """One send. ``done`` once the payload is out of the caller's hands (or it failed)."""
+    """One send. ``done`` once the payload is out of the caller's hands or it failed: eager
+    when handed to the NIC (a failure reaches later operations with the peer); rendezvous
+    once every chunk was SENT or one failed (an aborted chunk fails the request itself)."""
 
-    __slots__ = ("dst_node", "outcome", "payload", "reason", "send_id", "state")
+    __slots__ = ("dst_node", "outcome", "payload", "pending", "reason", "send_id", "state")
 
     def __init__(self, state: SendState, dst_node: int) -> None:
         self.state = state
         self.dst_node = dst_node
         self.send_id = 0
+        self.pending = 0  # chunks handed to the NIC, not reported SENT yet (state DATA)
         self.payload: bytes | bytearray | memoryview | None = None
         self.outcome = Outcome.OK
         self.reason = ""
@@ -237,20 +247,8 @@ class SendOp:
 class RecvOp:
     """One receive: pattern, destination buffer and, when done, what arrived."""
 
-    __slots__ = (
-        "buf",
-        "context",
-        "count",
-        "data",
-        "msg_source",
-        "msg_tag",
-        "outcome",
-        "reason",
-        "received",
-        "recv_id",
-        "src_node",
-        "state",
-    )
+    __slots__ = ("buf", "context", "count", "data", "msg_source", "msg_tag", "outcome", "reason",
+                 "received", "recv_id", "src_node", "state")  # fmt: skip
 
     def __init__(self, src_node: int | None, buf: memoryview | None, context: int = -1) -> None:
         self.state = RecvState.POSTED
@@ -328,6 +326,7 @@ class P2P:
         self._next_send_id = 1
         self._next_recv_id = 1
         self._awaiting_cts: dict[int, SendOp] = {}
+        self._sending: dict[int, SendOp] = {}  # send id -> op in DATA (chunks in flight)
         self._awaiting_data: dict[int, RecvOp] = {}
         self._posted: dict[int, RecvOp] = {}  # id(op) -> op, for failing them
         self.dead: dict[int, str] = {}  # node -> reason
@@ -468,15 +467,17 @@ class P2P:
         return [Release(recv_id)]
 
     def on_send_failed(self, dst_node: int, reason: str) -> list[Action]:
-        """The NIC could not deliver to ``dst_node``: fail everything that depends on it."""
+        """The NIC could not deliver to ``dst_node`` (it died, or aborted a message): fail
+        everything that depends on it, the sends whose chunks are in flight included."""
         self.dead.setdefault(dst_node, reason)
         actions: list[Action] = []
-        for send_id, sop in list(self._awaiting_cts.items()):
-            if sop.dst_node == dst_node:
-                del self._awaiting_cts[send_id]
-                self._move_send(sop, Event.PEER_FAILED)
-                sop.outcome, sop.reason = Outcome.PEER_FAILED, reason
-                self.counters["failed"] += 1
+        for table in (self._awaiting_cts, self._sending):
+            for send_id, sop in list(table.items()):
+                if sop.dst_node == dst_node:
+                    del table[send_id]
+                    self._move_send(sop, Event.PEER_FAILED)
+                    sop.outcome, sop.reason = Outcome.PEER_FAILED, reason
+                    self.counters["failed"] += 1
         for recv_id, rop in list(self._awaiting_data.items()):
             if rop.src_node == dst_node:
                 del self._awaiting_data[recv_id]
@@ -489,6 +490,15 @@ class P2P:
                 self._fail_recv(rop, f"node {dst_node}: {reason}")
         return actions
 
+    def on_chunk_sent(self, op: SendOp) -> None:
+        """The NIC reported a chunk of ``op`` SENT; the last one completes it (not a failed op)."""
+        if op.state is not SendState.DATA:
+            return
+        op.pending -= 1
+        if op.pending <= 0:
+            del self._sending[op.send_id]
+            self._move_send(op, Event.SENT)
+
     # -- queries ----------------------------------------------------------------------------
 
     def posted_receives(self, contexts: tuple[int, ...]) -> list[RecvOp]:
@@ -496,8 +506,8 @@ class P2P:
         return [op for op in self._posted.values() if op.context in contexts]
 
     def outstanding_sends(self) -> int:
-        """Rendezvous sends still waiting for their CTS."""
-        return len(self._awaiting_cts)
+        """Rendezvous sends still waiting for their CTS or their chunks' SENT."""
+        return len(self._awaiting_cts) + len(self._sending)
 
     def stats(self) -> dict[str, object]:
         """Matching statistics and protocol counters, JSON-able."""
@@ -566,16 +576,19 @@ class P2P:
         if op is None or op.dst_node != src_node:
             self._drop("cts_unknown_send")
             return []
-        self._move_send(op, Event.CTS)
         data = op.payload
         op.payload = None
         if data is None:  # inline: the CTS only acknowledges the match
+            self._move_send(op, Event.CTS_ACK)
             return []
+        self._move_send(op, Event.CTS)
         view = memoryview(data).cast("B") if isinstance(data, memoryview) else memoryview(data)
         chunk = self.chunk_bytes
-        self.counters["data_chunks_sent"] += (len(view) + chunk - 1) // chunk
+        op.pending = count = (len(view) + chunk - 1) // chunk
+        self.counters["data_chunks_sent"] += count
+        self._sending[send_id] = op
         return [
-            SendData(src_node, recv_id, region, offset, view[offset : offset + chunk])
+            SendData(src_node, recv_id, region, offset, view[offset : offset + chunk], op)
             for offset in range(0, len(view), chunk)
         ]
 

@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from emucluster.errors import EmuclusterError
 from emucluster.p2p.protocol import P2P, Grant, Release, SendData, Transmit, cts_args
-from emucluster.port.client import ErrorEvent, McastErrorEvent, Port, RecvEvent, RmWriteEvent
+from emucluster.port.client import (
+    ErrorEvent,
+    McastErrorEvent,
+    Port,
+    RecvEvent,
+    RmWriteEvent,
+    SentEvent,
+)
 from nicd.contract import MsgType
 
 if TYPE_CHECKING:
@@ -110,6 +117,8 @@ class Progress:
         application-bypass packets, Fig 3.4 of the thesis)."""
         self.events = 0
         self._busy = False
+        self._chunks: dict[int, SendOp] = {}
+        """Send handle of a rendezvous chunk in flight -> its send (SENT completes it)."""
 
     # -- what the MPI layer calls ---------------------------------------------------------------
 
@@ -199,7 +208,7 @@ class Progress:
                 port.send(action.dst_node, MPI_PORT, action.payload, msg_type=action.msg_type,
                           args=action.args)  # fmt: skip
             elif type(action) is SendData:
-                self._send_data(action)
+                self._chunks[self._send_data(action)] = action.op
             elif type(action) is Grant:
                 region = self.regions.take(action.recv_id, action.size).id if self.use_rm else 0
                 args = cts_args(action.send_id, action.recv_id, region)
@@ -308,7 +317,13 @@ class Progress:
             chunk.release()
             if actions:
                 self.run(actions)
+        elif type(event) is SentEvent:
+            if self._chunks:
+                op = self._chunks.pop(event.handle, None)
+                if op is not None:
+                    core.on_chunk_sent(op)
         elif type(event) is ErrorEvent:
+            self._chunks.pop(event.handle, None)
             self.run(core.on_send_failed(event.dst_node, event.reason))
         elif type(event) is McastErrorEvent:  # a dead multicast child (seed 001)
             self.run(core.on_send_failed(event.child, f"multicast child: {event.reason}"))
@@ -316,15 +331,15 @@ class Progress:
     def _advance(self) -> None:
         self.advancing = [task for task in self.advancing if not task.advance()]
 
-    def _send_data(self, action: SendData) -> None:
-        """One rendezvous chunk: an RM write into the granted region, or a GM_DATA message."""
+    def _send_data(self, action: SendData) -> int:
+        """One rendezvous chunk: an RM write into the granted region, or a GM_DATA message;
+        returns its send handle."""
         if action.region:
-            self.port.rm_write(action.dst_node, MPI_PORT, action.region, action.offset,
-                               action.payload, notify=(action.recv_id, 0))  # fmt: skip
-        else:
-            args = (action.recv_id, action.offset, 0, 0)
-            self.port.send(action.dst_node, MPI_PORT, action.payload, msg_type=MsgType.GM_DATA,
-                           args=args)  # fmt: skip
+            return self.port.rm_write(action.dst_node, MPI_PORT, action.region, action.offset,
+                                      action.payload, notify=(action.recv_id, 0))  # fmt: skip
+        args = (action.recv_id, action.offset, 0, 0)
+        return self.port.send(action.dst_node, MPI_PORT, action.payload,
+                              msg_type=MsgType.GM_DATA, args=args)  # fmt: skip
 
 
 class _NoPort:

@@ -420,7 +420,7 @@ class NicCore:
         elif packet.msg_type in self._by_packet:  # a service's packet (multicast): no ACK
             datagram = encode_data(packet)
         else:  # a transport stream's: the ACK owed to its destination rides along
-            datagram = encode_data(packet, self.transport.piggyback_ack(packet))
+            datagram = self.transport.datagram(packet)
         if self._fault_free:
             return self._transmit_all([(addr, datagram)], control)
         return self._transmit_all(self.faults.on_send(addr, datagram, now=now), control)

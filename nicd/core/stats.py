@@ -86,7 +86,12 @@ class TransportStats:
     stalls: int = 0
     """Gaps between our own inputs long enough to be discounted from a peer's silence."""
     streams_evicted: int = 0
-    """Idle incoming streams in their initial state, forgotten (see ``idle_stream_s``)."""
+    """Idle incoming streams forgotten (see ``idle_stream_s``)."""
+    streams_retired: int = 0
+    """Idle outgoing streams forgotten; the next message to that stream starts a new epoch."""
+    streams_restarted: int = 0
+    """Incoming streams whose sender started a new epoch (it retired the old one, or its nicd
+    restarted): the old state was replaced."""
     peers_revived: int = 0
     """DEAD peers heard from again (usable again for new sends)."""
     recovery: Counter[str] = field(default_factory=Counter)

@@ -13,8 +13,20 @@ new sends to it fail at once while it is DEAD, and when it is heard again the or
 again and new sends work. Incoming streams that never took a packet are forgotten after
 ``idle_stream_s``.
 
+Stream epochs: each outgoing stream instance has a 16-bit epoch (from ``epoch_seed`` on, one
+per instance), carried by its packets; every control answering it carries it back, and a
+control or piggy-backed ACK of another epoch is a counted drop (``stale_epoch``). So idle
+state can go: an outgoing stream with nothing in flight for ``idle_stream_s / 2`` is retired
+and the next message on it starts a new epoch at sequence 0; an incoming stream silent for
+``idle_stream_s`` that owes nothing is evicted; a receiver seeing a new epoch (not
+ESTABLISHED) replaces its state. A packet of an ESTABLISHED epoch the receiver has no state
+for (its nicd restarted: peer reset, or it evicted the stream) is answered NACK RESET: the
+sender fails every message in flight on that stream ``peer_reset`` (naming the node, never
+SENT, never retried) and the next message starts a new epoch.
+
 Invariants: every message handed to :meth:`Transport.send` ends in exactly one SendComplete or
-SendFailed (``peer_dead``, ``no_port``, ``no_buffer``, ``closed``); a DEAD peer has no busy
+SendFailed (``peer_dead``, ``no_port``, ``no_buffer``, ``closed``, ``aborted``,
+``peer_reset``); a DEAD peer has no busy
 stream and no probe timer, and new sends to it fail at once; PeerDead is emitted once per
 death; ``next_deadline`` is the minimum of the busy streams' and the probe timers, and
 ``on_timer`` clears or moves every deadline it finds passed, so a caller never spins; a bad or
@@ -30,7 +42,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from nicd.config import TransportConfig
-from nicd.core.actions import PeerDead, SendFailed, TransportAction
+from nicd.core.actions import PeerDead, SendFailed, SendPacket, TransportAction
 from nicd.core.stats import TransportStats
 from nicd.errors import UsageError
 from nicd.link.liveness import Liveness, Peer, PeerState
@@ -38,7 +50,15 @@ from nicd.link.recovery import RECOVERIES
 from nicd.link.reliable import Admission, Admit, GbnReceiver
 from nicd.link.rto import Rto, RttEstimator
 from nicd.link.sender import StreamKey, StreamSender
-from nicd.link.wire import MAX_NODE, MAX_PORT, ControlPacket, DataPacket, MsgType
+from nicd.link.wire import (
+    MAX_NODE,
+    MAX_PORT,
+    ControlPacket,
+    DataPacket,
+    MsgType,
+    NackReason,
+    encode_data,
+)
 
 __all__ = [
     "Admission",
@@ -85,6 +105,9 @@ class Transport:
         self._initial: dict[RecvKey, float] = {}
         """Incoming streams that never took a packet, with when one last came: evictable."""
         self._sweep_at: float | None = None
+        self._next_epoch = config.epoch_seed & _U16
+        self._collect_at = 0.0
+        """When new streams next trigger an eviction of idle ones (at most every idle/2)."""
 
     # -- local requests ---------------------------------------------------------------------
 
@@ -116,12 +139,24 @@ class Transport:
             return [SendFailed(src_port, handle, dst_node, "peer_dead")]
         key = StreamKey(src_port, dst_node, dst_port)
         sender = self._senders.get(key)
+        if (
+            sender is not None
+            and not sender.board.packets
+            and (now - sender.used_at >= self.config.idle_stream_s / 2)
+        ):  # idle long enough that its receiver may forget it: a new epoch from here
+            del self._senders[key]
+            self._stats.streams_retired += 1
+            sender = None
         if sender is None:
+            self._collect(now)
+            epoch = self._next_epoch
+            self._next_epoch = (epoch + 1) & _U16
             sender = StreamSender(
                 node_id=self.node_id, src_port=src_port, dst_node=dst_node, dst_port=dst_port,
-                config=self.config, rto=Rto(peer.rtt), stats=self._stats,
+                config=self.config, rto=Rto(peer.rtt), stats=self._stats, epoch=epoch,
             )  # fmt: skip
             self._senders[key] = sender
+        sender.used_at = now
         sender.board.queue(
             msg_type=msg_type, payload=payload, handle=handle,
             am_handler=am_handler, args=args, mcast_group=mcast_group,
@@ -190,18 +225,24 @@ class Transport:
             sender = self._senders.get(back)
             if sender is None:
                 self._stats.drops["unknown_stream"] += 1
+            elif packet.ack_epoch != sender.epoch:
+                self._stats.drops["stale_epoch"] += 1
             else:
                 self._stats.acks_received += 1
+                if packet.ack:  # the receiver took something: it holds the stream's state
+                    sender.established = True
                 out += sender.on_ack(packet.ack, now=now)
                 self._track_sender(back, sender, now)
         key = RecvKey(packet.src_node, packet.src_port, packet.dst_port)
         receiver = self._receivers.get(key)
-        if receiver is None:
-            receiver = GbnReceiver(
-                node_id=self.node_id, src_node=packet.src_node, src_port=packet.src_port,
-                dst_port=packet.dst_port, config=self.config, stats=self._stats,
-            )  # fmt: skip
-            self._receivers[key] = receiver
+        if receiver is None or receiver.epoch != packet.token:
+            if receiver is not None and receiver.retired == packet.token:
+                self._stats.drops["stale_epoch"] += 1
+                return out
+            if packet.established:  # the sender counts on state this node does not have
+                return [*out, self._reset(packet)]
+            receiver = self._new_receiver(key, packet, receiver, now)
+        receiver.heard_at = now
         out += receiver.on_data(packet, now=now, admit=self._admit)
         if receiver.expected == 0:  # nothing taken yet: garbage, a gap, or refused at once
             self._initial[key] = now
@@ -223,21 +264,23 @@ class Transport:
                 refused.pop(key, None)
         return out
 
-    def piggyback_ack(self, packet: DataPacket) -> int | None:
-        """``packet`` goes on the link now: the ACK pending on the reverse stream (from its
-        destination back to its source port), if one is, rides on it (its 32-bit cumulative
-        sequence number, or None). Call only for transport streams' packets."""
+    def datagram(self, packet: DataPacket) -> bytes:
+        """``packet`` (of a transport stream) goes on the link now: its bytes, with the ACK
+        pending on the reverse stream (from its destination back to its source port)
+        riding on it if one is, and ESTABLISHED once its epoch was acknowledged."""
+        sender = self._senders.get(StreamKey(packet.src_port, packet.dst_node, packet.dst_port))
+        established = sender is not None and sender.established and sender.epoch == packet.token
         pending = self._pending_acks
         if not pending:
-            return None
+            return encode_data(packet, None, 0, established)
         key = RecvKey(packet.dst_node, packet.dst_port, packet.src_port)
         receiver = pending.get(key)
         if receiver is None:
-            return None
+            return encode_data(packet, None, 0, established)
         ack = receiver.piggyback()
         if not receiver.ack_pending:
             del pending[key]
-        return ack
+        return encode_data(packet, ack, receiver.epoch, established)
 
     def on_control(self, packet: ControlPacket, *, now: float) -> list[TransportAction]:
         """An ACK, NACK, PING or PONG arrived; anything else is a counted drop."""
@@ -263,6 +306,18 @@ class Transport:
         if sender is None:
             drops["unknown_stream"] += 1
             return out
+        if packet.epoch != sender.epoch:
+            drops["stale_epoch"] += 1
+            return out
+        if packet.reason is NackReason.RESET:  # the receiver lost this stream's state
+            self._stats.nacks_received["reset"] += 1
+            out += sender.fail_all("peer_reset")
+            del self._senders[key]
+            self._busy.pop(key, None)
+            self.liveness.on_idle(key)
+            return out
+        if packet.seq:  # the receiver took something of this epoch: it holds its state
+            sender.established = True
         out += handler(sender, packet, now)
         self._track_sender(key, sender, now)
         return out
@@ -381,6 +436,8 @@ class Transport:
             "streams_busy": len(self._busy),
             "streams_in": len(self._receivers),
             "streams_evicted": s.streams_evicted,
+            "streams_retired": s.streams_retired,
+            "streams_restarted": s.streams_restarted,
             "peers": self.liveness.stats_by_peer(),
         }
 
@@ -421,6 +478,65 @@ class Transport:
                 del self._gaps[key]
         return out
 
+    def _new_receiver(
+        self, key: RecvKey, packet: DataPacket, old: GbnReceiver | None, now: float
+    ) -> GbnReceiver:
+        """State for the incoming stream ``key`` at ``packet``'s epoch; ``old``: the state of
+        the epoch before (replaced: its sender started anew; its partial message, if any,
+        gives its token back when the new epoch's first message is admitted)."""
+        if old is None:
+            self._collect(now)
+        else:
+            self._forget_receiver(key)
+            self._stats.streams_restarted += 1
+        receiver = GbnReceiver(
+            node_id=self.node_id, src_node=packet.src_node, src_port=packet.src_port,
+            dst_port=packet.dst_port, config=self.config, stats=self._stats,
+            epoch=packet.token,
+        )  # fmt: skip
+        if old is not None:
+            receiver.retired = old.epoch
+        self._receivers[key] = receiver
+        return receiver
+
+    def _reset(self, packet: DataPacket) -> SendPacket:
+        """NACK RESET for ``packet``: this node has no state for its ESTABLISHED epoch."""
+        self._stats.drops["no_stream_state"] += 1
+        self._stats.nacks_sent["reset"] += 1
+        nack = ControlPacket(
+            MsgType.NACK, packet.seq, self.node_id, packet.src_node, packet.src_port,
+            packet.dst_port, NackReason.RESET, b"", 0, packet.token,
+        )  # fmt: skip
+        return SendPacket(packet.src_node, nack)
+
+    def _forget_receiver(self, key: RecvKey) -> None:
+        self._receivers.pop(key, None)
+        self._pending_acks.pop(key, None)
+        self._gaps.pop(key, None)
+        self._initial.pop(key, None)
+        refused = self._refused.get(key.dst_port)
+        if refused is not None:
+            refused.pop(key, None)
+
+    def _collect(self, now: float) -> None:
+        """A stream is being made: at most every ``idle_stream_s / 2``, forget the idle
+        ones (incoming: silent for ``idle_stream_s`` and owing nothing; outgoing: nothing in
+        flight for half that), so the tables stay bounded by the streams in recent use."""
+        if now < self._collect_at:
+            return
+        idle = self.config.idle_stream_s
+        self._collect_at = now + idle / 2
+        for rkey, receiver in list(self._receivers.items()):
+            if receiver.expected and receiver.heard_at + idle <= now and receiver.idle():
+                self._forget_receiver(rkey)
+                self._stats.streams_evicted += 1
+        for key, sender in list(self._senders.items()):
+            if not sender.board.packets and sender.used_at + idle / 2 <= now:
+                del self._senders[key]
+                self._busy.pop(key, None)
+                self.liveness.on_idle(key)
+                self._stats.streams_retired += 1
+
     def _evict_idle(self, now: float) -> None:
         """Forget incoming streams still in their initial state (``expected`` 0: nothing
         taken, so no partial message and nothing the sender counts on) that heard nothing
@@ -439,13 +555,7 @@ class Transport:
                 due = seen if seen + idle > now else now
                 oldest = due if oldest is None else min(oldest, due)
                 continue
-            del self._initial[key]
-            del self._receivers[key]
-            self._pending_acks.pop(key, None)
-            self._gaps.pop(key, None)
-            refused = self._refused.get(key.dst_port)
-            if refused is not None:
-                refused.pop(key, None)
+            self._forget_receiver(key)
             self._stats.streams_evicted += 1
         self._sweep_at = None if oldest is None else oldest + idle
 

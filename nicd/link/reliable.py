@@ -112,8 +112,16 @@ class GbnReceiver:
         dst_port: int,
         config: TransportConfig,
         stats: TransportStats,
+        epoch: int = 0,
     ) -> None:
         self.node_id = node_id
+        self.epoch = epoch
+        """The sender's stream epoch this state belongs to (every control carries it)."""
+        self.retired: int | None = None
+        """The epoch this stream had before the sender started a new one (its stragglers
+        are stale)."""
+        self.heard_at = 0.0
+        """When a packet of this epoch last arrived (idle eviction)."""
         self.src_node = src_node
         self.src_port = src_port
         self.dst_port = dst_port
@@ -265,6 +273,12 @@ class GbnReceiver:
         self.stats.recovery["nacks_repeated"] += 1
         return self._control(MsgType.NACK, NackReason.GAP)
 
+    def idle(self) -> bool:
+        """Nothing of the stream is pending here: no partial or aborted message, no refusal,
+        no ACK owed, nothing held, no gap (the state may be evicted)."""
+        return (self._reassembly is None and not self.aborting and self.refusal is None
+                and not self.ack_pending and not self._held and self.gap_due is None)  # fmt: skip
+
     def resume(self) -> SendPacket | None:
         """The port can take messages again: NACK RESUME(expected) if we refused the stream."""
         if self.refusal is None:
@@ -391,6 +405,6 @@ class GbnReceiver:
             self.stats.nacks_sent[reason.name.lower()] += 1
         packet = ControlPacket(
             msg_type, self.expected & SEQ_MASK, self.node_id, self.src_node,
-            self.src_port, self.dst_port, reason, b"", bitmap,
+            self.src_port, self.dst_port, reason, b"", bitmap, self.epoch,
         )  # fmt: skip
         return SendPacket(self.src_node, packet)

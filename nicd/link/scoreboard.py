@@ -30,7 +30,7 @@ from nicd.link.wire import FRAG_FLAGS, DataPacket, MsgType
 
 __all__ = ["TOKEN_MASK", "Message", "Outgoing", "Scoreboard"]
 
-TOKEN_MASK = 0xFFFF  # the NI token is the low 16 bits of the sequence number
+TOKEN_MASK = 0xFFFF  # w1's token half carries the stream's 16-bit epoch (nicd.link.wire)
 
 
 @dataclass(slots=True)
@@ -64,7 +64,8 @@ class Scoreboard:
     """Packets and messages of one stream, by sequence number, with the window over them."""
 
     __slots__ = (
-        "base", "dst_node", "dst_port", "high_sent", "messages", "mtu", "next_seq", "node_id",
+        "base", "dst_node", "dst_port", "epoch", "high_sent", "messages", "mtu", "next_seq",
+        "node_id",
         "packets", "rollback", "rolled_back_at", "send_next", "sent_order", "src_port", "stats",
     )  # fmt: skip
 
@@ -77,8 +78,11 @@ class Scoreboard:
         dst_port: int,
         mtu: int,
         stats: TransportStats,
+        epoch: int = 0,
     ) -> None:
         self.node_id = node_id
+        self.epoch = epoch & TOKEN_MASK
+        """The stream epoch every packet carries (w1)."""
         self.src_port = src_port
         self.dst_node = dst_node
         self.dst_port = dst_port
@@ -130,7 +134,7 @@ class Scoreboard:
         if len(payload) <= mtu:  # the usual case: one packet, the payload as it is
             message = Message(handle, self.src_port, first, first)
             packet = DataPacket(
-                msg_type, FRAG_FLAGS[3], first & TOKEN_MASK, first & SEQ_MASK,
+                msg_type, FRAG_FLAGS[3], self.epoch, first & SEQ_MASK,
                 self.node_id, self.src_port, self.dst_node, self.dst_port,
                 len(payload), 0, bytes(payload), mcast_group, am_handler, args,
             )  # fmt: skip
@@ -146,7 +150,7 @@ class Scoreboard:
             flags = FRAG_FLAGS[(i == 0) | (i == last) << 1]
             seq = first + i
             packet = DataPacket(
-                msg_type, flags, seq & TOKEN_MASK, seq & SEQ_MASK,
+                msg_type, flags, self.epoch, seq & SEQ_MASK,
                 self.node_id, self.src_port, self.dst_node, self.dst_port,
                 len(payload), i * mtu, bytes(view[i * mtu : (i + 1) * mtu]),
                 mcast_group, am_handler, args,

@@ -69,14 +69,21 @@ class StreamSender:
         config: TransportConfig,
         rto: Rto,
         stats: TransportStats,
+        epoch: int = 0,
     ) -> None:
         self.dst_node = dst_node
+        self.epoch = epoch
+        """This stream instance's epoch (16-bit): its packets carry it, controls must too."""
+        self.established = False
+        """A control (or piggy-backed ACK) of this epoch came back: the receiver has state."""
+        self.used_at = 0.0
+        """When it last had something to send (the transport retires it when idle)."""
         self.config = config
         self.rto = rto
         self.stats = stats
         self.board = Scoreboard(
             node_id=node_id, src_port=src_port, dst_node=dst_node, dst_port=dst_port,
-            mtu=config.mtu, stats=stats,
+            mtu=config.mtu, stats=stats, epoch=epoch,
         )  # fmt: skip
         """The packets and messages by sequence number (``board.queue`` takes a message)."""
         self.recovery = create_recovery(config.recovery, board=self.board, rto=rto,

@@ -8,11 +8,18 @@ Every body starts with the same word: packet type 0x0636 (16, GRIM's Myricom id)
 type (8) | flags (8). Data bodies then carry the rest of the data header, the piggy-backed
 ACK word when the flags say so (:data:`ACKED`), and the payload (none in a :data:`SKIP`
 packet, which only keeps the sequence of a message its receiver aborted);
-control (ACK/NACK) bodies carry three more words and nothing else (GRIM 4.1.1: "control
-messages are only 8 bytes long"; ours are 16 because UDP lacks Myrinet's in-order, lossless
-links and the stream key must travel along). The one exception is SACK (selective recovery,
-``nicd --recovery selective``): the same four words and a 64-bit bitmap of the packets the
-receiver holds beyond the cumulative sequence number.
+control (ACK/NACK) bodies carry four more words and nothing else (GRIM 4.1.1: "control
+messages are only 8 bytes long"; ours are 20 because UDP lacks Myrinet's in-order, lossless
+links, so the stream key and its epoch must travel along). The one exception is SACK
+(selective recovery, ``nicd --recovery selective``): the same five words and a 64-bit bitmap
+of the packets the receiver holds beyond the cumulative sequence number.
+
+Stream epochs: every outgoing stream instance has a 16-bit epoch (a new one when an idle
+stream is retired or a nicd starts; :mod:`nicd.link.channels`). Data packets carry theirs in
+the half of w1 GRIM used for the NI token (ours was the low 16 bits of the sequence number,
+which no receiver read); every ACK/NACK/SACK carries the epoch of the stream it answers
+(w4), and a piggy-backed ACK the epoch of the stream it acknowledges (w13). A packet of an
+epoch its stream no longer has is counted ``stale_epoch`` and dropped.
 
 Records are slotted dataclasses treated as immutable but not ``frozen``: on CPython 3.11 a
 frozen one with 15 fields takes 1.7 us to build against 0.3 us, and every packet builds several.
@@ -34,6 +41,7 @@ __all__ = [
     "CONTROL_TYPES",
     "CRC",
     "DATA_HEADER",
+    "ESTABLISHED",
     "FRAG_FLAGS",
     "GRIM_PACKET_TYPE",
     "HAS_FIRST",
@@ -69,8 +77,10 @@ MAX_ROUTE_BYTES = 255
 # Data header, 12 words (48 bytes), after GRIM Fig 4.2:
 #   w0  packet type 0x0636 (16) | message type (8) | flags (8): FIRST 1, LAST 2, ACKED 4,
 #       SKIP 8 (a fragment of a message its receiver aborted, NACK ABORTED: no payload, the
-#       offset and length fields as the fragment had them; only the sequence number counts)
-#   w1  NI token (16) | multicast group (16)
+#       offset and length fields as the fragment had them; only the sequence number counts),
+#       ESTABLISHED 0x10 (the receiver acknowledged this stream epoch before: a receiver with
+#       no state for it lost it, restarted or evicted, and answers NACK RESET)
+#   w1  stream epoch (16; MCAST_DATA: the group epoch) | multicast group (16)
 #   w2  sequence number (32), per (source LC, destination node, destination LC) stream
 #   w3  source node (16) | source endpoint = source LC (16)
 #   w4  destination node (16) | destination endpoint = destination LC (16)
@@ -82,23 +92,28 @@ MAX_ROUTE_BYTES = 255
 #       the sender of this packet expects on the reverse stream, i.e. from (destination node,
 #       destination LC) to (source node, source LC); exactly what an ACK control with those
 #       fields would say, so a stream with data both ways needs no ACK datagram of its own
+#   w13 (only with ACKED) the epoch of the stream that ACK acknowledges (16) | zero (16)
 DATA_HEADER = struct.Struct(">HBBHHIHHHHHHII4I")
-ACK_WORD = struct.Struct(">I")
+ACK_WORD = struct.Struct(">IHH")
 ACKED = 0x04
 """Data flags bit (beside the fragment flags): an ACK word follows the header."""
 SKIP = 0x08
 """Data flags bit: this fragment's message was aborted by its receiver (NACK ABORTED); the
 packet carries no payload and is taken only to keep the stream's sequence whole."""
+ESTABLISHED = 0x10
+"""Data flags bit: the sender has had an acknowledgement of this stream epoch, so its
+receiver must hold the stream's state (none: it lost it; NACK RESET)."""
 
-# Control header (ACK, NACK), 4 words (16 bytes):
+# Control header (ACK, NACK, SACK, PING, PONG, MCAST_ACK), 5 words (20 bytes):
 #   w0  packet type 0x0636 (16) | message type (8) | NACK reason (8)
 #   w1  sequence number (32): ACK = next expected (cumulative), NACK = the one wanted
 #   w2  node sending the control (16) | the stream's source LC (16)
 #   w3  node the control goes to (16) | the stream's destination LC (16)
-CONTROL_HEADER = struct.Struct(">HBBIHHHH")
+#   w4  the epoch of the stream answered (16; 0 for PING, PONG, MCAST_ACK) | zero (16)
+CONTROL_HEADER = struct.Struct(">HBBIHHHHHH")
 
 # SACK (selective recovery) = the control header (seq = next expected, cumulative) and
-#   w4..w5  bitmap (64): bit i set = the receiver holds seq + 1 + i (out of order)
+#   w5..w6  bitmap (64): bit i set = the receiver holds seq + 1 + i (out of order)
 SACK_TRAILER = struct.Struct(">Q")
 SACK_BITS = 64
 
@@ -162,7 +177,7 @@ class FragFlags(IntFlag):
 
 
 _FRAG_MASK = int(FragFlags.ONLY)
-_DATA_FLAGS_MASK = _FRAG_MASK | ACKED | SKIP
+_DATA_FLAGS_MASK = _FRAG_MASK | ACKED | SKIP | ESTABLISHED
 FRAG_FLAGS = (FragFlags.NONE, FragFlags.FIRST, FragFlags.LAST, FragFlags.ONLY)
 """FragFlags by value: ``FRAG_FLAGS[first | last << 1]``. The fast path tests flags against
 these tables: building an IntFlag, ``|``, ``&`` and ``in`` on one are Python-level calls."""
@@ -193,6 +208,10 @@ class NackReason(IntEnum):
     """The receiver gave up on the message holding ``seq`` (its reassembly timed out, its port
     closed, it is too long): that message fails at the sender, whose remaining fragments of
     it go out as :data:`SKIP` packets from ``seq`` on (all before ``seq`` arrived)."""
+    RESET = 6
+    """The receiver has no state for this :data:`ESTABLISHED` stream epoch (its nicd
+    restarted, or it evicted the stream): every message in flight on it fails
+    ``peer_reset`` at the sender, which starts a new epoch for later sends."""
 
 
 _NACK_REASONS = {int(r): r for r in NackReason}
@@ -205,7 +224,7 @@ class DataPacket:
     msg_type: MsgType
     flags: FragFlags
     token: int
-    """NI token the sender uses to name this packet in its scoreboard."""
+    """The stream's epoch (w1; MCAST_DATA: the group epoch)."""
     seq: int
     src_node: int
     src_port: int
@@ -226,6 +245,10 @@ class DataPacket:
     they are kept for retransmission, while an ACK is of the moment."""
     skip: bool = False
     """A :data:`SKIP` packet: its message was aborted by the receiver; no payload."""
+    ack_epoch: int = 0
+    """The epoch of the stream the piggy-backed ``ack`` acknowledges (w13)."""
+    established: bool = False
+    """:data:`ESTABLISHED`: the sender has had an acknowledgement of this epoch."""
 
 
 @dataclass(slots=True)
@@ -246,6 +269,8 @@ class ControlPacket:
     route: bytes = b""
     sack: int = 0
     """SACK only: bit i set = the receiver holds ``seq + 1 + i`` (:data:`SACK_BITS` bits)."""
+    epoch: int = 0
+    """The epoch of the stream answered (w4)."""
 
 
 Packet = DataPacket | ControlPacket
@@ -258,16 +283,22 @@ def _frame(route: bytes, body: bytes) -> bytes:
     return framed + CRC.pack(zlib.crc32(framed))
 
 
-def encode_data(p: DataPacket, ack: int | None = None) -> bytes:
-    """Encode a data packet, route and CRC included; ``ack`` (32-bit; else ``p.ack``) is
-    piggy-backed."""
+def encode_data(
+    p: DataPacket, ack: int | None = None, ack_epoch: int = 0, established: bool = False
+) -> bytes:
+    """Encode a data packet, route and CRC included; ``ack`` (32-bit, of the stream epoch
+    ``ack_epoch``; else ``p.ack`` and ``p.ack_epoch``) is piggy-backed; ``established`` (or
+    ``p.established``) sets :data:`ESTABLISHED`."""
     if ack is None:
         ack = p.ack
+        ack_epoch = p.ack_epoch
     flags = int(p.flags)
     if ack is not None:
         flags |= ACKED
     if p.skip:
         flags |= SKIP
+    if established or p.established:
+        flags |= ESTABLISHED
     header = DATA_HEADER.pack(
         GRIM_PACKET_TYPE,
         int(p.msg_type),
@@ -286,7 +317,7 @@ def encode_data(p: DataPacket, ack: int | None = None) -> bytes:
         *p.args,
     )
     if ack is not None:
-        header += ACK_WORD.pack(ack)
+        header += ACK_WORD.pack(ack, ack_epoch, 0)
     if not p.route:  # the usual case, one concatenation less
         framed = b"\x00" + header + p.payload
         return framed + CRC.pack(zlib.crc32(framed))
@@ -304,6 +335,8 @@ def encode_control(p: ControlPacket) -> bytes:
         p.src_port,
         p.to_node,
         p.dst_port,
+        p.epoch,
+        0,
     )
     if p.msg_type is MsgType.SACK:
         body += SACK_TRAILER.pack(p.sack)
@@ -349,7 +382,11 @@ def _decode_control(
     size = CONTROL_HEADER.size + (SACK_TRAILER.size if msg_type is MsgType.SACK else 0)
     if end - start != size:
         raise BadPacket("truncated" if end - start < size else "length")
-    _, _, _, seq, from_node, src_port, to_node, dst_port = CONTROL_HEADER.unpack_from(view, start)
+    _, _, _, seq, from_node, src_port, to_node, dst_port, epoch, zero = CONTROL_HEADER.unpack_from(
+        view, start
+    )
+    if zero:
+        raise BadPacket("reserved", str(zero))
     sack = 0
     if msg_type is MsgType.SACK:
         (sack,) = SACK_TRAILER.unpack_from(view, start + CONTROL_HEADER.size)
@@ -360,7 +397,9 @@ def _decode_control(
             raise BadPacket("nack_reason", str(flags))
     elif flags:
         raise BadPacket("flags", str(flags))
-    return ControlPacket(msg_type, seq, from_node, to_node, src_port, dst_port, reason, route, sack)
+    return ControlPacket(
+        msg_type, seq, from_node, to_node, src_port, dst_port, reason, route, sack, epoch
+    )
 
 
 def _decode_data(
@@ -392,10 +431,13 @@ def _decode_data(
     ) = DATA_HEADER.unpack_from(view, start)
     payload_start = start + DATA_HEADER.size
     ack: int | None = None
+    ack_epoch = 0
     if flags & ACKED:
         if end - payload_start < ACK_WORD.size:
             raise BadPacket("truncated")
-        (ack,) = ACK_WORD.unpack_from(view, payload_start)
+        ack, ack_epoch, zero = ACK_WORD.unpack_from(view, payload_start)
+        if zero:
+            raise BadPacket("reserved", str(zero))
         payload_start += ACK_WORD.size
     if end - payload_start != frag_len:
         raise BadPacket("length", f"header says {frag_len}, datagram has {end - payload_start}")
@@ -427,6 +469,8 @@ def _decode_data(
         route,
         ack,
         skip,
+        ack_epoch,
+        bool(flags & ESTABLISHED),
     )
 
 

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from emucluster.p2p.protocol import P2P
+from emucluster.p2p.protocol import P2P, Outcome, SendState
 from emucluster.port.progress import MPI_PORT, DeadlockError, Progress
 from nicd import hostlink as hl
-from nicd.hostlink import RecvEvent, RmWriteEvent, SentEvent
+from nicd.hostlink import ErrorEvent, RecvEvent, RmWriteEvent, SentEvent
 from nicd.link.wire import MsgType
 from tests.shells.nic import ScriptedNic, open_pair
 
@@ -33,6 +33,8 @@ class Pair:
             self.engines.append(Progress(port, P2P(node, 2, eager_limit=64), use_rm=False))
             self.nics.append(nic)
         self.messages = 0
+        self.abort_type: int | None = None
+        """Messages of this type are aborted by the receiving NIC: ERROR, never delivered."""
 
     def carry(self) -> int:
         """Deliver what each host asked its NIC to send; the sender gets SENT."""
@@ -41,6 +43,9 @@ class Pair:
             for req in nic.requests():
                 if isinstance(req, hl.SendReq):
                     assert req.dst_port == MPI_PORT
+                    if req.msg_type == self.abort_type:
+                        nic.tell(ErrorEvent(req.handle, req.dst_node, "aborted"))
+                        continue
                     self.nics[req.dst_node].tell(
                         RecvEvent(
                             src, MPI_PORT, req.payload, req.msg_type, req.am_handler, req.args
@@ -92,6 +97,24 @@ def test_a_rendezvous_message_goes_rts_cts_data_as_port_messages() -> None:
         pair.run_until(lambda: recv.done and send.done)
         assert bytes(recv.data or b"") == payload
         assert pair.messages == 3  # RTS, CTS, one GM_DATA chunk
+    finally:
+        pair.close()
+
+
+def test_a_rendezvous_send_whose_chunk_the_receiver_aborted_fails_itself() -> None:
+    """The chunk's ERROR (NACK ABORTED at the NIC) fails the send request, naming why; it is
+    never completed by the CTS alone."""
+    pair = Pair()
+    pair.abort_type = MsgType.GM_DATA
+    try:
+        sender, receiver = pair.engines
+        send = sender.send(1, 0, 9, 1, bytes(300))
+        receiver.recv(1, 0, 9, 0, None)
+        pair.run_until(lambda: send.done)
+        assert send.outcome is Outcome.PEER_FAILED
+        assert send.state is SendState.FAILED
+        assert send.reason == "aborted"
+        assert sender.dead == {1: "aborted"}  # later operations with node 1 fail too
     finally:
         pair.close()
 

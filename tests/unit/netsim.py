@@ -25,7 +25,7 @@ import itertools
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from nicd import hostlink as hl
@@ -271,8 +271,13 @@ class Net:
         route: Route = perfect,
         *,
         open_ports: tuple[int, ...] = (0, 1),
+        as_nic: bool = False,
     ) -> None:
         self.config = config or test_config()
+        self.as_nic = as_nic
+        self.open_ports = open_ports
+        """Encode stream packets as NicCore does (`Transport.datagram`: piggy-backed ACKs,
+        ESTABLISHED); else each packet as it is."""
         self.route = route
         self.now = 0.0
         self.nodes: list[Node] = []
@@ -292,6 +297,15 @@ class Net:
         self.stalled: dict[int, float] = {}
         """node -> when its stall ends: until then it takes no input (arrivals wait)."""
         self._backlog: dict[int, list[bytes]] = {}
+
+    def restart(self, node_id: int, *, epoch_seed: int) -> None:
+        """Replace ``node_id``'s transport by a fresh one (a restarted nicd, same node id):
+        its ports open again, nothing of its streams kept."""
+        ports = Ports()
+        for port in self.open_ports:
+            ports.open(port)
+        config = replace(self.config, epoch_seed=epoch_seed)
+        self.nodes[node_id] = Node(Transport(node_id, config, ports.verdict), ports)
 
     def stall(self, node_id: int, seconds: float) -> None:
         """Stop ``node_id``'s loop for ``seconds`` (a stalled process): no timers run there
@@ -326,7 +340,11 @@ class Net:
         node = self.nodes[node_id]
         for action in actions:
             if isinstance(action, SendPacket):
-                datagram = encode(action.packet)
+                packet = action.packet
+                if self.as_nic and isinstance(packet, DataPacket):
+                    datagram = node.transport.datagram(packet)
+                else:
+                    datagram = encode(packet)
                 self.log.append((self.now, node_id, action.packet))
                 transit = Transit(node_id, action.node, action.packet, datagram, self.now)
                 for delay, data in self.route(transit):

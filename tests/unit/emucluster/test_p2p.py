@@ -45,6 +45,9 @@ class Net:
         self.rm = rm
         self.released: list[tuple[int, int]] = []
         self.grants = 0
+        self.chunks: list[tuple[int, SendOp]] = []  # chunks handed over, SENT not told yet
+        self.auto_sent = True
+        """Tell each chunk's SENT once the wire drained (as the NIC would)."""
 
     def do(self, src: int, actions: list[object]) -> None:
         for action in actions:
@@ -63,6 +66,7 @@ class Net:
                     args = (action.recv_id, action.offset, 0, 0)
                     item = ("msg", MsgType.GM_DATA, args, bytes(action.payload))
                 self.wire.append((src, action.dst_node, item))
+                self.chunks.append((src, action.op))  # the NIC's SENT, told by `sent`
             elif isinstance(action, Release):
                 self.released.append((src, action.recv_id))
 
@@ -79,10 +83,19 @@ class Net:
         return op
 
     def pump(self, rng: random.Random | None = None, max_rounds: int = 10_000) -> None:
-        """Deliver everything; with ``rng``, interleave streams randomly (order kept per pair)."""
+        """Deliver everything; with ``rng``, interleave streams randomly (order kept per pair).
+        Then, with ``auto_sent``, report every chunk handed over SENT."""
         self.step(rng, max_rounds)
         if self.wire:
             raise AssertionError("network did not drain")
+        if self.auto_sent:
+            self.sent()
+
+    def sent(self) -> None:
+        """The NICs report every chunk handed over so far SENT."""
+        chunks, self.chunks = self.chunks, []
+        for src, op in chunks:
+            self.cores[src].on_chunk_sent(op)
 
     def step(self, rng: random.Random | None, count: int) -> None:
         """Deliver up to ``count`` items."""
@@ -212,6 +225,44 @@ def test_rendezvous_roundtrip(rm: bool, posted_first: bool) -> None:
     assert rop.count == len(data)
     assert net.released == [(1, rop.recv_id)]
     assert net.cores[0].counters["data_chunks_sent"] == 16
+
+
+@pytest.mark.parametrize("sync", [False, True])
+def test_rendezvous_send_completes_only_when_every_chunk_was_sent(sync: bool) -> None:
+    net = Net(2)
+    net.auto_sent = False
+    rop = net.recv(1, 0, 9)
+    sop = net.send(0, 1, 9, b"q" * 120, sync=sync)  # 3 chunks of 50
+    net.pump()
+    assert rop.done  # the data landed, but the NIC has not reported it delivered
+    assert sop.state is SendState.DATA
+    assert not sop.done
+    assert net.cores[0].outstanding_sends() == 1
+    last = net.chunks.pop()
+    net.sent()
+    assert not sop.done
+    net.chunks.append(last)
+    net.sent()
+    assert sop.state is SendState.DONE
+    assert sop.outcome is Outcome.OK
+    assert net.cores[0].outstanding_sends() == 0
+
+
+def test_a_chunk_the_receiver_aborted_fails_the_send_itself() -> None:
+    net = Net(2)
+    net.auto_sent = False
+    net.recv(1, 0, 9)
+    sop = net.send(0, 1, 9, b"q" * 120)
+    net.pump()
+    sender = net.cores[0]
+    sender.on_chunk_sent(net.chunks[0][1])
+    sender.on_send_failed(1, "aborted")  # the second chunk's ERROR (NACK ABORTED)
+    assert sop.state is SendState.FAILED
+    assert (sop.outcome, sop.reason) == (Outcome.PEER_FAILED, "aborted")
+    assert sender.outstanding_sends() == 0
+    net.sent()  # the third chunk's SENT changes nothing
+    assert sop.state is SendState.FAILED
+    assert sender.counters["failed"] == 1
 
 
 def test_rendezvous_truncates_but_completes_sender() -> None:

@@ -85,8 +85,9 @@ def test_an_abandoned_partial_gives_its_token_back_when_the_next_message_starts(
     assert state is not None
     assert state.receive_tokens == 1
     # A peer that gives up mid-message and starts another: a whole message at the next seq.
-    fresh = data_packet(seq=1, src_node=0, src_port=PORT, dst_node=1, dst_port=PORT,
-                        payload=b"fresh")  # fmt: skip
+    fresh = data_packet(
+        seq=1, src_node=0, src_port=PORT, dst_node=1, dst_port=PORT, payload=b"fresh", token=0
+    )  # fmt: skip  (the stream's epoch)
     got = _deliveries(receiver.on_datagram(encode(fresh), ADDRS[0], now=0.0))
     assert [e.payload for e in got] == [b"fresh"]
     assert receiver.transport.stats()["drops"]["abandoned"] == 1  # type: ignore[index]

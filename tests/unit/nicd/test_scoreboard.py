@@ -57,11 +57,13 @@ def test_a_message_takes_consecutive_seqs_one_per_mtu_at_least_one() -> None:
     assert [b[s].packet.offset for s in (1, 2, 3)] == [0, MTU, 2 * MTU]
 
 
-def test_the_token_is_the_low_16_bits_of_the_seq() -> None:
+def test_every_packet_carries_the_streams_epoch_in_the_token_half_word() -> None:
     b, _ = board()
+    b.epoch = TOKEN_MASK - 1
     b.base = b.next_seq = b.send_next = b.high_sent = TOKEN_MASK + 5
     queue(b, 1, handle=1)
-    assert b[TOKEN_MASK + 5].packet.token == 4
+    queue(b, 3 * MTU, handle=2)
+    assert {p.packet.token for p in b.packets} == {TOKEN_MASK - 1}
     assert b[TOKEN_MASK + 5].packet.seq == TOKEN_MASK + 5
 
 

@@ -69,6 +69,8 @@ EXPECTED: dict[str, DataPacket | ControlPacket] = {
         offset=0,
         payload=b"pingpong",
         ack=0xFFFF_FFFF,
+        ack_epoch=3,
+        established=True,
     ),
     "data_middle": DataPacket(
         msg_type=MsgType.MPI_EAGER,
@@ -134,6 +136,7 @@ EXPECTED: dict[str, DataPacket | ControlPacket] = {
         dst_port=4,
         reason=None,
         route=b"",
+        epoch=7,
     ),
     "sack": ControlPacket(
         msg_type=MsgType.SACK,
@@ -156,6 +159,7 @@ EXPECTED: dict[str, DataPacket | ControlPacket] = {
             dst_port=4,
             reason=reason,
             route=b"",
+            epoch=9 if reason is NackReason.RESET else 0,
         )
         for reason in NackReason
     },
@@ -320,7 +324,7 @@ def resealed(packet: DataPacket | ControlPacket, offset: int, value: int) -> byt
         (1, 0x07, "packet_type"),  # 0x0736
         (3, 0, "msg_type"),
         (3, 63, "msg_type"),
-        (4, 0x10, "flags"),  # a data flag bit that does not exist (0x08 is SKIP)
+        (4, 0x20, "flags"),  # a data flag bit that does not exist (0x10 is ESTABLISHED)
     ],
 )
 def test_bad_header_fields_under_a_valid_crc(offset: int, value: int, reason: str) -> None:
