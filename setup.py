@@ -51,6 +51,7 @@ COMPILED = [
     "nicd/link/wire.py",
     "emucluster/p2p/envelope.py",
     "emucluster/p2p/matching.py",
+    "emucluster/p2p/ops.py",
     "emucluster/p2p/protocol.py",
     "emucluster/port/state.py",
 ]
