@@ -328,6 +328,8 @@ from emucluster.mpi.pt2pt.bsend import (
     BUFFER_AUTOMATIC,
     Attach_buffer,
     Detach_buffer,
+    Flush_buffer,
+    Iflush_buffer,
 )
 from emucluster.mpi.pt2pt.mprobe import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from emucluster.mpi.pt2pt.persistent import Prequest
@@ -411,10 +413,12 @@ __all__ = [
     "WIN_UNIFIED", "WTIME_IS_GLOBAL", "Abort", "Add_error_class", "Add_error_code",
     "Add_error_string", "Aint_add", "Aint_diff", "Alloc_mem", "Attach_buffer", "Cartcomm",
     "Close_port", "Comm", "Compute_dims", "Datatype", "Detach_buffer", "Distgraphcomm",
-    "Errhandler", "Exception", "File", "Finalize", "Free_mem", "Get_abi_fortran_info",
+    "Errhandler", "Exception", "File", "Finalize",
+    "Flush_buffer", "Free_mem", "Get_abi_fortran_info",
     "Get_abi_info", "Get_abi_version", "Get_address", "Get_error_class", "Get_error_string",
     "Get_hw_resource_info", "Get_library_version", "Get_processor_name", "Get_version",
-    "Graphcomm", "Grequest", "Group", "Info", "Init", "Init_thread", "Intercomm", "Intracomm",
+    "Graphcomm", "Grequest", "Group",
+    "Iflush_buffer", "Info", "Init", "Init_thread", "Intercomm", "Intracomm",
     "Is_finalized", "Is_initialized", "Is_thread_main", "Message", "Op", "Open_port", "Pcontrol",
     "Pickle", "Prequest", "Query_thread", "Register_datarep", "Remove_error_class",
     "Remove_error_code", "Remove_error_string", "Request", "Session", "Status", "Topocomm", "Win",
