@@ -49,7 +49,7 @@ def _null_request(same: bool, cls: type[Request]) -> Request:
 class Request:
     """A nonblocking operation (mpi4py's ``MPI.Request``); REQUEST_NULL once completed."""
 
-    __slots__ = ("_engine", "_pending")
+    __slots__ = ("__weakref__", "_engine", "_pending")
 
     _pending: Pending | None
     _engine: Progress | None  # the engine that advances the operation (None: complete)
@@ -210,8 +210,9 @@ class Request:
         self._pending = None
 
     def free(self) -> None:
-        """Forget the request."""
-        self.Free()
+        """Forget the request; nothing for REQUEST_NULL (mpi4py's safe ``free``)."""
+        if self._pending is not None:
+            self.Free()
 
     # -- sets of requests -----------------------------------------------------------------------
 

@@ -53,18 +53,22 @@ from emucluster.mpi.rma.requests import rma_request
 from emucluster.mpi.rma.state import CTRL, MAX_ATTACHED, TABLE, LocalMemory, Target, WinState
 from emucluster.mpi.rma.sync import Synchronization
 from emucluster.mpi.rma.transfer import Transfer
+from emucluster.mpi.statehandle import StateHandle
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from emucluster.mpi.collective.ops import Op
     from emucluster.mpi.request.request import Request
 
 __all__ = ["WIN_NULL", "Win"]
 
 
-class Win:
+class Win(StateHandle):
     """A one-sided window (mpi4py's ``MPI.Win``)."""
 
-    __slots__ = ("_st",)
+    __slots__ = ()
+    _kind = "win"
 
     _st: WinState | None
 
@@ -79,21 +83,12 @@ class Win:
     def __init__(self, win: Win | None = None) -> None:
         """Everything happens in ``__new__`` (subclasses call it, as with mpi4py)."""
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Win):
-            return NotImplemented
-        return self._st is other._st
-
-    def __hash__(self) -> int:
-        return id(self._st)
-
-    def __bool__(self) -> bool:
-        return self._st is not None
-
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """WIN_NULL unpickles to itself, another null handle to a new one of its class; a
+        live window cannot be pickled."""
         if self._st is not None:
             raise ValueError("cannot pickle a window")
-        return Win, ()
+        return (_win_null, ()) if self is WIN_NULL else (type(self), ())
 
     def __repr__(self) -> str:
         return "<emucluster.MPI.Win NULL>" if self._st is None else super().__repr__()
@@ -335,6 +330,11 @@ class Win:
         st.errhandler.release()
         st.errhandler = handler.acquire()
 
+    @classmethod
+    def Create_errhandler(cls, errhandler_fn: Callable[..., Any]) -> Errhandler:
+        """A user error handler: ``errhandler_fn(win, errorcode)``."""
+        return Errhandler._create(errhandler_fn)
+
     def Call_errhandler(self, errorcode: int) -> None:
         """Run the window's error handler for ``errorcode``."""
         errhandler.call(self._state().errhandler, self, errorcode, abort)
@@ -459,6 +459,13 @@ class Win:
 
 
 WIN_NULL = Win()
+
+
+def _win_null() -> Win:
+    """WIN_NULL (what it unpickles to)."""
+    return WIN_NULL
+
+
 WIN_KEYVALS = Keyvals("Win", first=64)
 """The window keyval space (MPI_Win_create_keyval)."""
 
