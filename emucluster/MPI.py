@@ -323,6 +323,9 @@ from emucluster.mpi.errors import (
 from emucluster.mpi.info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info
 from emucluster.mpi.io.file import FILE_NULL, File, Register_datarep
 from emucluster.mpi.lifecycle import set_abort_status as _set_abort_status  # noqa: F401  (mpi4py's private name; mpi4py.run calls it)
+from emucluster.mpi.objmodel import addressof as _addressof  # noqa: F401  (mpi4py's private names; its tests read them)
+from emucluster.mpi.objmodel import handleof as _handleof  # noqa: F401
+from emucluster.mpi.objmodel import sizeof as _sizeof  # noqa: F401
 from emucluster.mpi.pt2pt.bsend import (
     BSEND_OVERHEAD,
     BUFFER_AUTOMATIC,

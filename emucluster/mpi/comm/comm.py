@@ -74,7 +74,7 @@ class Comm:
     persistent requests to `PersistentP2P`, matched probes to `MatchedProbe`, attributes to
     `CommAttributes` (``emucluster.mpi.comm.delegate``)."""
 
-    __slots__ = ("_st",)
+    __slots__ = ("__weakref__", "_st")
 
     _st: CommState | None
 

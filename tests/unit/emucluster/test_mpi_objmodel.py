@@ -1,0 +1,60 @@
+"""mpi4py's object model as its test_objmodel/test_handle check it: weak references to every
+handle, ``_sizeof``/``_addressof``/``_handleof``, safe ``free`` of null requests, and windows
+as handles (``handle``/``fromhandle``, their own error handlers, WIN_NULL pickling to itself)."""
+
+from __future__ import annotations
+
+import ctypes
+import pickle
+import weakref
+
+import pytest
+
+from emucluster import MPI
+from emucluster.mpi.objmodel import addressof, handleof, sizeof
+
+NULLS = [MPI.Status(), MPI.DATATYPE_NULL, MPI.REQUEST_NULL, MPI.INFO_NULL, MPI.ERRHANDLER_NULL,
+         MPI.SESSION_NULL, MPI.GROUP_NULL, MPI.WIN_NULL, MPI.OP_NULL, MPI.FILE_NULL,
+         MPI.MESSAGE_NULL, MPI.COMM_NULL]  # fmt: skip
+
+
+@pytest.mark.parametrize("obj", NULLS, ids=lambda o: type(o).__name__)
+def test_every_object_can_be_weakly_referenced(obj: object) -> None:
+    ref = weakref.ref(obj)
+    assert ref() is obj
+
+
+@pytest.mark.parametrize("obj", [*NULLS, MPI.COMM_WORLD, MPI.INT], ids=lambda o: type(o).__name__)
+def test_the_handle_cell_holds_the_handle(obj: object) -> None:
+    assert sizeof(obj) == sizeof(type(obj)) == 8
+    address = addressof(obj)
+    assert address != 0
+    assert ctypes.c_uint64.from_address(address).value == handleof(obj) >= 0
+
+
+def test_non_mpi_objects_are_refused() -> None:
+    assert getattr(MPI, "_sizeof") is sizeof  # noqa: B009  (a private name of the facade)
+    for query in (sizeof, addressof, handleof):
+        with pytest.raises(TypeError):
+            query(None)
+
+
+def test_free_of_a_null_request_does_nothing() -> None:
+    request = MPI.Request(MPI.REQUEST_NULL)
+    request.free()
+    assert not request
+    with pytest.raises(MPI.Exception):
+        request.Free()
+
+
+def test_win_null_is_a_handle_with_error_handlers_of_its_class() -> None:
+    assert MPI.Win.fromhandle(MPI.WIN_NULL.handle) == MPI.WIN_NULL
+    assert MPI.Win(MPI.WIN_NULL) == MPI.WIN_NULL
+    assert MPI.Win.fromhandle(0) == MPI.WIN_NULL
+    handler = MPI.Win.Create_errhandler(lambda w, code: None)
+    assert isinstance(handler, MPI.Errhandler)
+    handler.Free()
+    assert pickle.loads(pickle.dumps(MPI.WIN_NULL)) is MPI.WIN_NULL
+    copy = pickle.loads(pickle.dumps(MPI.Win(MPI.WIN_NULL)))
+    assert copy == MPI.WIN_NULL
+    assert copy is not MPI.WIN_NULL
