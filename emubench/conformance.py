@@ -52,6 +52,8 @@ class Outcome:
     finished: bool = False
     hung: str | None = None
     bad: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    """Wall time of the run (launch to exit), for the CI budget; set by `run_one`."""
 
     @property
     def total(self) -> int:
@@ -107,6 +109,7 @@ def run_one(test_dir: Path, name: str, nodes: int, limit: float, out_dir: Path,
     else:
         cmd = [sys.executable, "-m", "launcher.cli", "-np", str(nodes), "--mpi4py", "-q",
                "--timeout", f"{max(limit, 1.0):.0f}", "--", sys.executable, *rank_cmd]  # fmt: skip
+    started = time.monotonic()
     with open(log_dir / "output.txt", "wb") as output:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=output,
                                 stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
@@ -116,7 +119,9 @@ def run_one(test_dir: Path, name: str, nodes: int, limit: float, out_dir: Path,
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     rank0 = log_dir / "rank0.log"
-    return count_log(rank0.read_text(encoding="utf-8") if rank0.exists() else "")
+    outcome = count_log(rank0.read_text(encoding="utf-8") if rank0.exists() else "")
+    outcome.seconds = round(time.monotonic() - started, 1)
+    return outcome
 
 
 def run_all(test_dir: Path, files: list[str], nodes: list[int], limit: float, budget: float,
@@ -136,7 +141,8 @@ def run_all(test_dir: Path, files: list[str], nodes: list[int], limit: float, bu
         results[name][str(n)] = outcome
         mark = "" if outcome.finished else f"  (stopped: {outcome.hung})"
         print(f"  {name} n={n}: {outcome.passed} passed, {outcome.failed} failed, "
-              f"{outcome.errors} errors, {outcome.skipped} skipped{mark}", flush=True)  # fmt: skip
+              f"{outcome.errors} errors, {outcome.skipped} skipped, {outcome.seconds:.0f} s{mark}",
+              flush=True)  # fmt: skip
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for future in [pool.submit(task, name, n) for name in files for n in nodes]:

@@ -127,6 +127,16 @@ class Op(Handled):
         self._key = None
         self._name = "MPI_OP_NULL"
 
+    def free(self) -> None:
+        """Free safely (mpi4py): the predefined constants and OP_NULL stay; another handle of
+        a predefined operation becomes null; a user operation is freed."""
+        if self._key is None or any(self is op for op in predefined_ops.values()):
+            return
+        if self._user is None:
+            self._key, self._name = None, "MPI_OP_NULL"
+            return
+        self.Free()
+
     # -- handle semantics ---------------------------------------------------------------------
 
     @classmethod

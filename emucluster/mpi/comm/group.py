@@ -188,6 +188,12 @@ class Group(Handled):
             raise MPIException(ERR_GROUP, "cannot free GROUP_EMPTY")
         self._members = None
 
+    def free(self) -> None:
+        """Free safely (mpi4py): GROUP_EMPTY and GROUP_NULL stay; any other handle (another
+        handle of the empty group too) becomes GROUP_NULL."""
+        if self is not GROUP_EMPTY and self._members is not None:
+            self._members = None
+
     def _valid(self, rank: int) -> int:
         size = len(self._check())
         if not 0 <= rank < size:

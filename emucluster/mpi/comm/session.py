@@ -72,6 +72,11 @@ class Session(StateHandle):
         session._st = _SessionState(hints, errhandler)
         return session
 
+    def free(self) -> None:
+        """Finalize the session if it is live (mpi4py's safe ``free``)."""
+        if self._st is not None:
+            self.Finalize()
+
     def Finalize(self) -> None:
         """End the session; the handle becomes SESSION_NULL."""
         self._state().errhandler.release()

@@ -423,9 +423,14 @@ class Datatype(Handled):
         self._null = True
 
     def free(self) -> None:
-        """Free a derived type; predefined types and DATATYPE_NULL are left alone (mpi4py)."""
-        if not self._null and not self.is_predefined:
-            self.Free()
+        """Free safely (mpi4py): the predefined constants and DATATYPE_NULL stay; another
+        handle of a predefined type becomes null; a derived type is freed."""
+        if self._null or _predefined_key(self) is not None:
+            return
+        if self.is_predefined:
+            self._null = True
+            return
+        self.Free()
 
     # -- attributes (MPI_Type_{create,free}_keyval, MPI_Type_{get,set,delete}_attr) ---------------
 

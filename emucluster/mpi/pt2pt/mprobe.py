@@ -44,6 +44,12 @@ class Message(Handled):
         self._op: RecvOp | str | None = None if message is None else message._op
         self._engine: Progress | None = None if message is None else message._engine
 
+    def free(self) -> None:
+        """Free safely (mpi4py): MESSAGE_NO_PROC and MESSAGE_NULL stay; another handle
+        becomes MESSAGE_NULL (the message is not received)."""
+        if self is not MESSAGE_NO_PROC:
+            self._op = None
+
     def __bool__(self) -> bool:
         return self._op is not None
 

@@ -154,6 +154,11 @@ class Win(StateHandle):
         win._st = st
         return win
 
+    def free(self) -> None:
+        """Free the window if it is live (mpi4py's safe ``free``; collective then)."""
+        if self._st is not None:
+            self.Free()
+
     def Free(self) -> None:
         """Collective: complete everything, free the memory, become WIN_NULL."""
         st = self._state()
