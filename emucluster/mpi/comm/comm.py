@@ -525,6 +525,17 @@ class Comm:
         find the node's shared memory; COMM_NULL otherwise (collective)."""
         return _intracomm(commgroup.split_type(self._state(), split_type, key, info))
 
+    def free(self) -> None:
+        """Free safely (mpi4py): COMM_WORLD, COMM_SELF and COMM_NULL stay; another handle of
+        one of them becomes COMM_NULL; any other communicator is freed."""
+        worlds = [predefined.lookup(name) for name in ("COMM_WORLD", "COMM_SELF")]
+        if self._st is None or any(self is c for c in worlds):
+            return
+        if any(self._st is c._st for c in worlds):
+            self._st = None
+            return
+        self.Free()
+
     def Free(self) -> None:
         """Free the communicator; it becomes COMM_NULL. Operations still pending on it
         complete normally; its context id is given back when the last has (`commfree`)."""

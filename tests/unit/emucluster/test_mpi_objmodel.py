@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import pickle
 import weakref
+from typing import Any
 
 import pytest
 
@@ -58,3 +59,38 @@ def test_win_null_is_a_handle_with_error_handlers_of_its_class() -> None:
     copy = pickle.loads(pickle.dumps(MPI.Win(MPI.WIN_NULL)))
     assert copy == MPI.WIN_NULL
     assert copy is not MPI.WIN_NULL
+
+
+CONSTANTS = [MPI.INT, MPI.INFO_ENV, MPI.SUM, MPI.GROUP_EMPTY, MPI.ERRORS_RETURN,
+             MPI.MESSAGE_NO_PROC, MPI.COMM_SELF, MPI.COMM_WORLD]  # fmt: skip
+
+
+@pytest.mark.parametrize("obj", NULLS[1:], ids=lambda o: type(o).__name__)
+def test_free_of_a_null_handle_does_nothing(obj: Any) -> None:
+    obj.free()
+    obj.free()
+    assert not obj
+
+
+@pytest.mark.parametrize("obj", CONSTANTS, ids=lambda o: type(o).__name__)
+def test_free_leaves_constants_and_nulls_their_other_handles(obj: Any) -> None:
+    obj.free()
+    assert obj
+    if not isinstance(obj, MPI.Errhandler):
+        other = type(obj)(obj)
+        other.free()
+        assert not other
+        other.free()
+    if hasattr(obj, "Dup"):
+        dup = obj.Dup()
+        dup.free()
+        assert not dup
+    assert obj
+
+
+def test_free_frees_created_objects() -> None:
+    created: list[Any] = [MPI.Op.Create(lambda *_: None), MPI.COMM_SELF.Get_group(),
+                          MPI.Info.Create(), MPI.COMM_SELF.Dup()]  # fmt: skip
+    for obj in created:
+        obj.free()
+        assert not obj
