@@ -94,3 +94,9 @@ def test_free_frees_created_objects() -> None:
     for obj in created:
         obj.free()
         assert not obj
+
+
+def test_the_placeholder_buffers_have_the_types_mpi4py_typing_names() -> None:
+    assert isinstance(MPI.BOTTOM, MPI.BottomType)
+    assert isinstance(MPI.IN_PLACE, MPI.InPlaceType)
+    assert repr(MPI.BOTTOM) == "BOTTOM"
