@@ -95,7 +95,7 @@ class Op(Handled):
             self._name, self._objects, self._arrays = op._name, op._objects, op._arrays
             self._commute, self._user, self._key = op._commute, op._user, op._key
             return
-        if op is not None and not isinstance(op, str):
+        if op is not None and (not isinstance(op, str) or (objects is None and user is None)):
             raise TypeError(f"Op() takes an Op, not {type(op).__name__}")
         self._name = op or "MPI_OP_NULL"
         self._objects = objects

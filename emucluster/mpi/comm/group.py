@@ -37,6 +37,8 @@ class Group(Handled):
         return self._members
 
     def __init__(self, group: Group | None = None) -> None:
+        if group is not None and not isinstance(group, Group):
+            raise TypeError(f"Group() takes a Group, not {type(group).__name__}")
         self._members: tuple[int, ...] | None = None if group is None else group._members
 
     @classmethod

@@ -75,7 +75,7 @@ class Datatype(Handled):
         if isinstance(name, Datatype):  # copy constructor: the same type, a new handle
             self._copy_from(name)
             return
-        if not isinstance(name, str):
+        if not isinstance(name, str) or (dtype is None and name != "MPI_DATATYPE_NULL"):
             raise TypeError(f"expecting a Datatype, not {type(name).__name__}")
         self._name = name
         self._null = dtype is None

@@ -41,6 +41,8 @@ class Message(Handled):
         return self._op
 
     def __init__(self, message: Message | None = None) -> None:
+        if message is not None and not isinstance(message, Message):
+            raise TypeError(f"Message() takes a Message, not {type(message).__name__}")
         self._op: RecvOp | str | None = None if message is None else message._op
         self._engine: Progress | None = None if message is None else message._engine
 

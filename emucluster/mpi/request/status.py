@@ -88,7 +88,7 @@ class Status:
         return status
 
     def __reduce__(self) -> tuple[object, tuple[list[int]]]:
-        return (Status.f2py, (self.py2f(),))
+        return (type(self).f2py, (self.py2f(),))
 
     def Get_source(self) -> int:
         """Rank of the sender."""

@@ -4,6 +4,7 @@ as handles (``handle``/``fromhandle``, their own error handlers, WIN_NULL pickli
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import pickle
 import weakref
@@ -100,3 +101,26 @@ def test_the_placeholder_buffers_have_the_types_mpi4py_typing_names() -> None:
     assert isinstance(MPI.BOTTOM, MPI.BottomType)
     assert isinstance(MPI.IN_PLACE, MPI.InPlaceType)
     assert repr(MPI.BOTTOM) == "BOTTOM"
+
+
+@pytest.mark.parametrize("obj", NULLS, ids=lambda o: type(o).__name__)
+def test_a_handle_class_takes_only_its_own_handles(obj: Any) -> None:
+    cls = type(obj)
+    assert cls() == obj
+    for other in [*(o for o in NULLS if type(o) is not cls), 1234, "abc"]:
+        with pytest.raises(TypeError):
+            cls(other)
+
+
+class MyStatus(MPI.Status):
+    """A subclass, importable from this module (pickling names it)."""
+
+
+def test_a_copy_of_a_status_subclass_keeps_its_class() -> None:
+    status = MyStatus()
+    status.Set_source(3)
+    dups: list[Any] = [copy.copy(status), copy.deepcopy(status)]
+    dups.append(pickle.loads(pickle.dumps(status)))
+    for dup in dups:
+        assert type(dup) is MyStatus
+        assert dup.Get_source() == 3
