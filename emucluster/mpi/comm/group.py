@@ -70,9 +70,9 @@ class Group(Handled):
         if self is GROUP_EMPTY:
             return "GROUP_EMPTY"
         if self._members is None:
-            return Group, ()
+            return type(self), ()
         if not self._members:
-            return Group, (GROUP_EMPTY,)
+            return type(self), (GROUP_EMPTY,)
         raise ValueError(f"cannot serialize {self!r}")
 
     def __repr__(self) -> str:

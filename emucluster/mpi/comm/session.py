@@ -55,6 +55,8 @@ class Session(StateHandle):
         return self
 
     def __reduce__(self) -> tuple[Any, ...]:
+        if self is SESSION_NULL:
+            return _session_null, ()
         if self._st is None:
             return type(self), ()
         raise ValueError(f"cannot serialize {self!r}")
@@ -159,3 +161,8 @@ def _members(pset_name: str) -> tuple[int, ...]:
 
 
 SESSION_NULL = Session()
+
+
+def _session_null() -> Session:
+    """SESSION_NULL (what it unpickles to)."""
+    return SESSION_NULL

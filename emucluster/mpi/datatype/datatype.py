@@ -470,7 +470,9 @@ class Datatype(Handled):
         a new handle) and a derived one by how it was made (decode, then the constructor)."""
         key = _pickle_key(self)
         if key is not None:
-            return (_named, (key, self is predefined[key]))
+            if self is predefined[key]:
+                return (_named, (key, True))
+            return (type(self), (predefined[key],))
         old, combiner, kwargs = self.decode()
         return (_rebuild, (old, combiner, kwargs))
 

@@ -59,8 +59,10 @@ class Message(Handled):
         """MESSAGE_NULL / MESSAGE_NO_PROC pickle by name (the same object back; a copy
         handle gives a new handle); a matched message cannot be pickled (ValueError)."""
         for name, predefined in (("NULL", MESSAGE_NULL), ("NO_PROC", MESSAGE_NO_PROC)):
+            if self is predefined:
+                return (_predefined_message, (name, True))
             if self._op is predefined._op:
-                return (_predefined_message, (name, self is predefined))
+                return (type(self), (predefined,))
         raise ValueError("cannot pickle a matched message")
 
     def __eq__(self, other: object) -> bool:

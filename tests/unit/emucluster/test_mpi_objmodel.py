@@ -124,3 +124,17 @@ def test_a_copy_of_a_status_subclass_keeps_its_class() -> None:
     for dup in dups:
         assert type(dup) is MyStatus
         assert dup.Get_source() == 3
+
+
+@pytest.mark.parametrize("obj", NULLS[1:], ids=lambda o: type(o).__name__)
+def test_copies_of_a_constant_are_it_and_of_other_handles_keep_their_class(obj: Any) -> None:
+    subclass = type(f"My{type(obj).__name__}", (type(obj),), {})
+    for copier in (copy.copy, copy.deepcopy):
+        assert copier(obj) is obj
+        other = copier(type(obj)(obj))
+        assert type(other) is type(obj)
+        assert other is not obj
+        assert other == obj
+        mine = copier(subclass(obj))
+        assert type(mine) is subclass
+    assert pickle.loads(pickle.dumps(obj)) is obj
