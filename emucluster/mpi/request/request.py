@@ -132,12 +132,22 @@ class Request:
         return request
 
     def toint(self) -> int:
-        """-1: no integer conversion of requests here."""
-        return -1
+        """The integer handle (`handle`: there are no separate C handles here)."""
+        return self.handle
+
+    @classmethod
+    def fromint(cls, arg: int) -> Request:
+        """The request named by the integer ``arg`` (`fromhandle`)."""
+        return cls.fromhandle(arg)
 
     def py2f(self) -> int:
-        """-1: no Fortran handles here."""
-        return -1
+        """The integer handle (`handle`: there are no separate Fortran handles here)."""
+        return self.handle
+
+    @classmethod
+    def f2py(cls, arg: int) -> Request:
+        """The request named by the integer ``arg`` (`fromhandle`)."""
+        return cls.fromhandle(arg)
 
     # -- one request ----------------------------------------------------------------------------
 

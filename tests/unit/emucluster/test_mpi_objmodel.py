@@ -138,3 +138,13 @@ def test_copies_of_a_constant_are_it_and_of_other_handles_keep_their_class(obj: 
         mine = copier(subclass(obj))
         assert type(mine) is subclass
     assert pickle.loads(pickle.dumps(obj)) is obj
+
+
+def test_a_request_converts_to_and_from_integers() -> None:
+    request = MPI.COMM_SELF.Recv_init(bytearray(0), 0, 0)
+    try:
+        for to, back in ((request.toint, MPI.Request.fromint), (request.py2f, MPI.Request.f2py)):
+            assert back(to()) == request
+        assert MPI.Request.fromint(MPI.REQUEST_NULL.toint()) == MPI.REQUEST_NULL
+    finally:
+        request.Free()
