@@ -77,6 +77,7 @@ class _Rc:
 
 
 rc = _Rc()
+sys.modules[f"{__name__}.rc"] = rc  # type: ignore[assignment]  # ``import mpi4py.rc``, as mpi4py
 
 
 def get_config() -> dict[str, str]:

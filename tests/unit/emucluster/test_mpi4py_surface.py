@@ -247,6 +247,8 @@ def test_shim_rc_refuses_unknown_options_and_profile_finds_libraries() -> None:
         """
         import warnings
         import mpi4py
+        import mpi4py.rc
+        assert mpi4py.rc is __import__("sys").modules["mpi4py.rc"]
         rc = type(mpi4py.rc)(threads=False)
         assert rc.threads is False and mpi4py.rc.threads is True
         for bad in (lambda: mpi4py.rc(ABCXYZ=1), lambda: setattr(mpi4py.rc, "ABCXYZ", 1)):
