@@ -9,6 +9,9 @@ one. Split groups of one call share the pair; they are disjoint, so they cannot 
 Lowercase calls pickle Python objects (protocol 5); uppercase calls send the bytes of buffer
 message specs (see `emucluster.mpi.buffer.spec`); both live in ``emucluster.mpi.pt2pt.calls``.
 Collective calls are ``Intracomm``'s (``emucluster.mpi.comm.intracomm``).
+
+Over 500 lines because it is the handle every communicator call reaches through: identity,
+handles, error handlers, names and attributes, creation and freeing, and the delegate wiring.
 """
 
 from __future__ import annotations
