@@ -12,6 +12,8 @@ from __future__ import annotations
 import pickle as _std
 from typing import TYPE_CHECKING, Any
 
+from emucluster.mpi.buffer.membuf import buffer
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -44,16 +46,17 @@ class Pickle:
             return None
         return self._loads(data)
 
-    def dumps_oob(self, obj: Any) -> tuple[bytes, list[memoryview]]:
-        """Serialise ``obj`` with protocol 5 (at least): (the pickle, its out-of-band buffers,
-        each ``THRESHOLD`` bytes or more; smaller ones stay in band)."""
-        buffers: list[memoryview] = []
+    def dumps_oob(self, obj: Any) -> tuple[bytes, list[buffer]]:
+        """Serialise ``obj`` with protocol 5 (at least): (the pickle, its out-of-band buffers
+        as ``MPI.buffer`` views of the object's memory, each ``THRESHOLD`` bytes or more;
+        smaller ones stay in band)."""
+        buffers: list[buffer] = []
 
         def out_of_band(buf: _std.PickleBuffer) -> bool:
             view = buf.raw()
             if view.nbytes < self.THRESHOLD:
                 return True  # serialised in band
-            buffers.append(view)
+            buffers.append(buffer.frombuffer(view, readonly=view.readonly))
             return False
 
         protocol = max(self.PROTOCOL or 0, 5)
