@@ -17,7 +17,10 @@ from emucluster.mpi.buffer.membuf import buffer
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["PICKLE", "Pickle"]
+__all__ = ["DEFAULT_THRESHOLD", "PICKLE", "Pickle"]
+
+DEFAULT_THRESHOLD = 262144
+"""mpi4py's default out-of-band threshold (256 KiB)."""
 
 
 class Pickle:
@@ -31,7 +34,17 @@ class Pickle:
         if protocol is None and dumps is _std.dumps:
             protocol = _std.HIGHEST_PROTOCOL
         self.PROTOCOL = protocol
-        self.THRESHOLD = 262144
+        self._threshold = DEFAULT_THRESHOLD
+
+    @property
+    def THRESHOLD(self) -> int:
+        """Bytes from which ``dumps_oob`` sends a buffer out of band; setting None restores
+        the default (as mpi4py)."""
+        return self._threshold
+
+    @THRESHOLD.setter
+    def THRESHOLD(self, value: int | None) -> None:
+        self._threshold = DEFAULT_THRESHOLD if value is None else int(value)
 
     def dumps(self, obj: Any) -> bytes:
         """Serialise ``obj``."""

@@ -36,6 +36,8 @@ def test_dumps_oob_with_a_lower_threshold_and_a_custom_protocol() -> None:
     serial.THRESHOLD = 8
     data, buffers = serial.dumps_oob(np.arange(4, dtype=np.int32))
     assert [b.nbytes for b in buffers] == [16]
+    serial.THRESHOLD = None  # the default again, as mpi4py
+    assert serial.THRESHOLD == 262144
     assert serial.loads_oob(data, buffers).tolist() == [0, 1, 2, 3]
 
 
