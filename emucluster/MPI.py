@@ -92,6 +92,8 @@ from emucluster.mpi.constants import (
     UNEQUAL,
     UNIVERSE_SIZE,
     WTIME_IS_GLOBAL,
+    BottomType,
+    InPlaceType,
 )
 from emucluster.mpi.datatype.constructors import (
     ORDER_C,
@@ -330,11 +332,16 @@ from emucluster.mpi.errors import (
 from emucluster.mpi.info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info
 from emucluster.mpi.io.file import FILE_NULL, File, Register_datarep
 from emucluster.mpi.lifecycle import set_abort_status as _set_abort_status  # noqa: F401  (mpi4py's private name; mpi4py.run calls it)
+from emucluster.mpi.objmodel import addressof as _addressof  # noqa: F401  (mpi4py's private names; its tests read them)
+from emucluster.mpi.objmodel import handleof as _handleof  # noqa: F401
+from emucluster.mpi.objmodel import sizeof as _sizeof  # noqa: F401
 from emucluster.mpi.pt2pt.bsend import (
     BSEND_OVERHEAD,
     BUFFER_AUTOMATIC,
     Attach_buffer,
     Detach_buffer,
+    Flush_buffer,
+    Iflush_buffer,
 )
 from emucluster.mpi.pt2pt.mprobe import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from emucluster.mpi.pt2pt.persistent import Prequest
@@ -416,17 +423,19 @@ __all__ = [
     "WIN_CREATE_FLAVOR", "WIN_DISP_UNIT", "WIN_FLAVOR_ALLOCATE", "WIN_FLAVOR_CREATE",
     "WIN_FLAVOR_DYNAMIC", "WIN_FLAVOR_SHARED", "WIN_MODEL", "WIN_NULL", "WIN_SEPARATE", "WIN_SIZE",
     "WIN_UNIFIED", "WTIME_IS_GLOBAL", "Abort", "Add_error_class", "Add_error_code",
-    "Add_error_string", "Aint_add", "Aint_diff", "Alloc_mem", "Attach_buffer", "Cartcomm",
+    "Add_error_string", "Aint_add", "Aint_diff", "Alloc_mem", "Attach_buffer", "BottomType",
+    "Cartcomm",
     "Close_port", "Comm", "Compute_dims", "Datatype", "Detach_buffer", "Distgraphcomm",
-    "Errhandler", "Exception", "File", "Finalize", "Free_mem", "Get_abi_fortran_info",
+    "Errhandler", "Exception", "File", "Finalize",
+    "Flush_buffer", "Free_mem", "Get_abi_fortran_info",
     "Get_abi_info", "Get_abi_version", "Get_address", "Get_error_class", "Get_error_string",
     "Get_hw_resource_info", "Get_library_version", "Get_processor_name", "Get_version",
-    "Graphcomm", "Grequest", "Group", "Info", "Init", "Init_thread", "Intercomm", "Intracomm",
-    "Is_finalized", "Is_initialized", "Is_thread_main", "Lookup_name", "Message", "Op",
-    "Open_port", "Pcontrol", "Pickle", "Prequest", "Publish_name", "Query_thread",
-    "Register_datarep", "Remove_error_class", "Remove_error_code", "Remove_error_string",
-    "Request", "Session", "Status", "Topocomm", "Unpublish_name", "Win", "Wtick", "Wtime",
-    "buffer", "get_vendor", "pickle",
+    "Graphcomm", "Grequest", "Group", "Iflush_buffer", "InPlaceType", "Info", "Init",
+    "Init_thread", "Intercomm", "Intracomm", "Is_finalized", "Is_initialized", "Is_thread_main",
+    "Lookup_name", "Message", "Op", "Open_port", "Pcontrol", "Pickle", "Prequest",
+    "Publish_name", "Query_thread", "Register_datarep", "Remove_error_class",
+    "Remove_error_code", "Remove_error_string", "Request", "Session", "Status", "Topocomm",
+    "Unpublish_name", "Win", "Wtick", "Wtime", "buffer", "get_vendor", "pickle",
 ]  # fmt: skip
 
 COMM_WORLD, COMM_SELF = _world.start()  # initialises MPI, as importing mpi4py.MPI does

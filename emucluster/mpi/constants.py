@@ -44,6 +44,8 @@ __all__ = [
     "UNEQUAL",
     "UNIVERSE_SIZE",
     "WTIME_IS_GLOBAL",
+    "BottomType",
+    "InPlaceType",
     "Sentinel",
 ]
 
@@ -88,8 +90,20 @@ class Sentinel:
         return self._name
 
 
-IN_PLACE = Sentinel("IN_PLACE")
-BOTTOM = Sentinel("BOTTOM")
+class BottomType(Sentinel):
+    """The type of ``BOTTOM`` (mpi4py's ``MPI.BottomType``, which ``mpi4py.typing`` names)."""
+
+    __slots__ = ()
+
+
+class InPlaceType(Sentinel):
+    """The type of ``IN_PLACE`` (mpi4py's ``MPI.InPlaceType``)."""
+
+    __slots__ = ()
+
+
+IN_PLACE = InPlaceType("IN_PLACE")
+BOTTOM = BottomType("BOTTOM")
 
 # MPI-IO access modes, seek origins and the rest (MPICH's values).
 MODE_RDONLY, MODE_RDWR, MODE_WRONLY, MODE_CREATE = 2, 8, 4, 1

@@ -139,6 +139,16 @@ class Errhandler(Handled):
         handler.release()
         self._h = None
 
+    def free(self) -> None:
+        """Free safely (mpi4py): the predefined constants and ERRHANDLER_NULL stay; another
+        handle of a predefined handler becomes null; a user handler is freed."""
+        if self._h is None or any(self is p for p in _PREDEFINED.values()):
+            return
+        if any(self._h is p._h for p in _PREDEFINED.values()):
+            self._h = None
+            return
+        self.Free()
+
 
 def call(handler: Handler, obj: object, errorcode: int, abort: Callable[[int], None]) -> None:
     """``Call_errhandler``: run ``handler`` for ``errorcode`` on ``obj``; the fatal handlers

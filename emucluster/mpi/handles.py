@@ -55,9 +55,10 @@ class Handled:
     """mpi4py's handle conversions for a class of MPI objects: ``handle`` and ``fromhandle``
     name the object in this process, and so do ``toint``/``fromint`` and ``py2f``/``f2py``
     (there are no separate C or Fortran handles here). ``_handle_key`` is what two handles to
-    one object share (the object itself unless a class says otherwise)."""
+    one object share (the object itself unless a class says otherwise). Handles can be
+    weakly referenced, as mpi4py's."""
 
-    __slots__ = ()
+    __slots__ = ("__weakref__",)
 
     def _handle_key(self) -> object:
         return self

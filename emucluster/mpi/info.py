@@ -117,6 +117,16 @@ class Info(Handled):
             raise MPIException(ERR_INFO, "cannot free INFO_ENV")
         self._d = None
 
+    def free(self) -> None:
+        """Free safely (mpi4py): INFO_ENV and INFO_NULL stay; another handle of INFO_ENV
+        becomes null without freeing it; any other info object is freed."""
+        if self is INFO_ENV or self._d is None:
+            return
+        if self._d is INFO_ENV._d:
+            self._d = None
+            return
+        self.Free()
+
     def Dup(self) -> Info:
         """A copy."""
         return type(self)._of(dict(self._dict()))

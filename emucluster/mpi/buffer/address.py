@@ -21,9 +21,10 @@ __all__ = ["Aint_add", "Aint_diff", "Get_address", "absolute_view"]
 
 
 def Get_address(location: object) -> int:
-    """The address of ``location``'s first byte (0 for ``BOTTOM``); the buffer rules of
-    message specs apply (TypeError / BufferError / ValueError for bad buffers)."""
-    if location is BOTTOM:
+    """The address of ``location``'s first byte (0 for ``BOTTOM`` and for None, mpi4py's null
+    buffer); the buffer rules of message specs apply (TypeError / BufferError / ValueError
+    for bad buffers)."""
+    if location is BOTTOM or location is None:
         return 0
 
     view = typed_view(host_buffer(location))

@@ -3,6 +3,10 @@
 A 1-d ``uint8`` numpy array subclass, so it speaks the buffer protocol on Python 3.11 (a
 pure-Python class cannot), viewing the memory of the object it was made from (buffer
 protocol, DLPack or CUDA array interface: host memory here) or of an address, without a copy.
+It behaves as mpi4py's sequence of bytes, not as an array: items are indexed by an integer or a
+slice of step 1 (IndexError for other steps, TypeError for other keys), items cannot be deleted
+(NotImplementedError), a read-only buffer refuses writes with TypeError, and ``release`` leaves
+an empty buffer (address 0, no bytes) although other views keep the memory valid.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from emucluster.mpi.buffer.view import typed_view
 
 __all__ = ["buffer"]
 
+_NO_OBJECT = object()
+"""``buffer()`` without an argument: the null buffer (``buffer(None)`` is a TypeError)."""
+
 
 class buffer(np.ndarray):
     """Raw memory as bytes (mpi4py's ``MPI.buffer``)."""
@@ -24,9 +31,13 @@ class buffer(np.ndarray):
     _owner: object = None
     _device: bool = False  # memory of a (emulated) GPU: no host-side access, as in mpi4py
 
-    def __new__(cls, obj: object = None) -> buffer:
-        if obj is None:
-            return cls.allocate(0)
+    _released: bool = False  # release() was called, or the null buffer: address 0, no bytes
+
+    def __new__(cls, obj: object = _NO_OBJECT) -> buffer:
+        if obj is _NO_OBJECT:
+            new = cls._wrap(memoryview(bytearray(0)), None)
+            new._released = True
+            return new
         return cls.frombuffer(obj)
 
     @classmethod
@@ -42,8 +53,11 @@ class buffer(np.ndarray):
         """``nbytes`` new bytes (zeroed either way here)."""
         if nbytes < 0:
             raise ValueError("expecting non-negative size")
-        data = bytearray(nbytes)
-        return cls._wrap(memoryview(data), data)
+        if nbytes:
+            data = bytearray(nbytes)
+            return cls._wrap(memoryview(data), data)
+        empty = memoryview(bytearray(1))[:0]  # no bytes at a real address, as malloc(0)
+        return cls._wrap(empty, empty)
 
     @classmethod
     def frombuffer(cls, obj: object, readonly: bool = False) -> buffer:
@@ -77,8 +91,16 @@ class buffer(np.ndarray):
 
     @property
     def address(self) -> int:
-        """Address of the first byte."""
-        return int(self.ctypes.data) if self.size else 0
+        """Address of the first byte (0 once released)."""
+        return 0 if self._released else int(self.ctypes.data)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of memory (0 once released)."""
+        return 0 if self._released else int(self.size)
+
+    def __len__(self) -> int:
+        return 0 if self._released else int(self.size)
 
     @property
     def obj(self) -> object:
@@ -87,8 +109,8 @@ class buffer(np.ndarray):
 
     @property
     def readonly(self) -> bool:
-        """Whether writes are refused."""
-        return not self.flags.writeable
+        """Whether writes are refused (False once released)."""
+        return not self._released and not self.flags.writeable
 
     @property
     def format(self) -> str:
@@ -99,13 +121,33 @@ class buffer(np.ndarray):
         if self._device:
             raise BufferError("buffer: device memory is not accessible from the host")
 
-    def __getitem__(self, item: Any) -> Any:
+    def _key(self, item: Any) -> None:
+        """Check an index as mpi4py's buffer does: an integer in range or a slice of step 1
+        (tuples and Ellipsis pass, for numpy's own use of the array)."""
         self._host()
+        if isinstance(item, slice):
+            if item.step not in (None, 1):
+                raise IndexError("buffer: slice step must be 1")
+        elif isinstance(item, int | np.integer) and not isinstance(item, bool):
+            if not -len(self) <= item < len(self):
+                raise IndexError("buffer: index out of range")
+        elif not isinstance(item, tuple) and item is not Ellipsis:
+            raise TypeError(f"buffer: index must be an integer or a slice, not {item!r}")
+
+    def __getitem__(self, item: Any) -> Any:
+        self._key(item)
         return super().__getitem__(item)
 
     def __setitem__(self, item: Any, value: Any) -> None:
-        self._host()
+        self._key(item)
+        if self.readonly:
+            raise TypeError("buffer is read-only")
+        if isinstance(value, bytes | bytearray | memoryview):
+            value = np.frombuffer(value, dtype=np.uint8)
         super().__setitem__(item, value)
+
+    def __delitem__(self, item: Any) -> None:
+        raise NotImplementedError("buffer: items cannot be deleted")
 
     def cast(self, format: str = "B", shape: Any = None) -> memoryview:
         """A memoryview of these bytes as ``format`` items."""
@@ -128,11 +170,13 @@ class buffer(np.ndarray):
 
     def __bool__(self) -> bool:
         """True if it has any bytes (as mpi4py's buffer, which has a length)."""
-        return bool(self.size)
+        return bool(len(self))
 
     def release(self) -> None:
-        """Forget the owner (the memory stays valid while other views hold it)."""
+        """Forget the owner and become empty (the memory stays valid while other views
+        hold it)."""
         self._owner = None
+        self._released = True
 
 
 def _on_device(obj: object) -> bool:

@@ -12,10 +12,15 @@ from __future__ import annotations
 import pickle as _std
 from typing import TYPE_CHECKING, Any
 
+from emucluster.mpi.buffer.membuf import buffer
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["PICKLE", "Pickle"]
+__all__ = ["DEFAULT_THRESHOLD", "PICKLE", "Pickle"]
+
+DEFAULT_THRESHOLD = 262144
+"""mpi4py's default out-of-band threshold (256 KiB)."""
 
 
 class Pickle:
@@ -29,7 +34,17 @@ class Pickle:
         if protocol is None and dumps is _std.dumps:
             protocol = _std.HIGHEST_PROTOCOL
         self.PROTOCOL = protocol
-        self.THRESHOLD = 262144
+        self._threshold = DEFAULT_THRESHOLD
+
+    @property
+    def THRESHOLD(self) -> int:
+        """Bytes from which ``dumps_oob`` sends a buffer out of band; setting None restores
+        the default (as mpi4py)."""
+        return self._threshold
+
+    @THRESHOLD.setter
+    def THRESHOLD(self, value: int | None) -> None:
+        self._threshold = DEFAULT_THRESHOLD if value is None else int(value)
 
     def dumps(self, obj: Any) -> bytes:
         """Serialise ``obj``."""
@@ -44,16 +59,17 @@ class Pickle:
             return None
         return self._loads(data)
 
-    def dumps_oob(self, obj: Any) -> tuple[bytes, list[memoryview]]:
-        """Serialise ``obj`` with protocol 5 (at least): (the pickle, its out-of-band buffers,
-        each ``THRESHOLD`` bytes or more; smaller ones stay in band)."""
-        buffers: list[memoryview] = []
+    def dumps_oob(self, obj: Any) -> tuple[bytes, list[buffer]]:
+        """Serialise ``obj`` with protocol 5 (at least): (the pickle, its out-of-band buffers
+        as ``MPI.buffer`` views of the object's memory, each ``THRESHOLD`` bytes or more;
+        smaller ones stay in band)."""
+        buffers: list[buffer] = []
 
         def out_of_band(buf: _std.PickleBuffer) -> bool:
             view = buf.raw()
             if view.nbytes < self.THRESHOLD:
                 return True  # serialised in band
-            buffers.append(view)
+            buffers.append(buffer.frombuffer(view, readonly=view.readonly))
             return False
 
         protocol = max(self.PROTOCOL or 0, 5)

@@ -211,9 +211,10 @@ def dump_object(obj: object) -> bytes:
 
 
 def object_items(seq: Any, size: int) -> list[Any]:
-    """The ``size`` items of a lowercase collective's sequence argument (ValueError if not)."""
+    """The ``size`` items of a lowercase collective's sequence argument (ValueError if not);
+    None sends None to every rank, as in mpi4py (``comm.scatter(None)`` gives each None)."""
     if seq is None:
-        raise ValueError(f"expecting {size} items, got None")
+        return [None] * size
     items = list(seq)
     if len(items) != size:
         raise ValueError(f"expecting {size} items, got {len(items)}")

@@ -95,7 +95,7 @@ class Op(Handled):
             self._name, self._objects, self._arrays = op._name, op._objects, op._arrays
             self._commute, self._user, self._key = op._commute, op._user, op._key
             return
-        if op is not None and not isinstance(op, str):
+        if op is not None and (not isinstance(op, str) or (objects is None and user is None)):
             raise TypeError(f"Op() takes an Op, not {type(op).__name__}")
         self._name = op or "MPI_OP_NULL"
         self._objects = objects
@@ -126,6 +126,16 @@ class Op(Handled):
         self._user = None
         self._key = None
         self._name = "MPI_OP_NULL"
+
+    def free(self) -> None:
+        """Free safely (mpi4py): the predefined constants and OP_NULL stay; another handle of
+        a predefined operation becomes null; a user operation is freed."""
+        if self._key is None or any(self is op for op in predefined_ops.values()):
+            return
+        if self._user is None:
+            self._key, self._name = None, "MPI_OP_NULL"
+            return
+        self.Free()
 
     # -- handle semantics ---------------------------------------------------------------------
 

@@ -9,6 +9,9 @@ one. Split groups of one call share the pair; they are disjoint, so they cannot 
 Lowercase calls pickle Python objects (protocol 5); uppercase calls send the bytes of buffer
 message specs (see `emucluster.mpi.buffer.spec`); both live in ``emucluster.mpi.pt2pt.calls``.
 Collective calls are ``Intracomm``'s (``emucluster.mpi.comm.intracomm``).
+
+Over 500 lines because it is the handle every communicator call reaches through: identity,
+handles, error handlers, names and attributes, creation and freeing, and the delegate wiring.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ class Comm:
     persistent requests to `PersistentP2P`, matched probes to `MatchedProbe`, attributes to
     `CommAttributes` (``emucluster.mpi.comm.delegate``)."""
 
-    __slots__ = ("_st",)
+    __slots__ = ("__weakref__", "_st")
 
     _st: CommState | None
 
@@ -509,6 +512,17 @@ class Comm:
         """One communicator per node for COMM_TYPE_SHARED and the MPI 4 hardware splits that
         find the node's shared memory; COMM_NULL otherwise (collective)."""
         return _intracomm(commgroup.split_type(self._state(), split_type, key, info))
+
+    def free(self) -> None:
+        """Free safely (mpi4py): COMM_WORLD, COMM_SELF and COMM_NULL stay; another handle of
+        one of them becomes COMM_NULL; any other communicator is freed."""
+        worlds = [predefined.lookup(name) for name in ("COMM_WORLD", "COMM_SELF")]
+        if self._st is None or any(self is c for c in worlds):
+            return
+        if any(self._st is c._st for c in worlds):
+            self._st = None
+            return
+        self.Free()
 
     def Free(self) -> None:
         """Free the communicator; it becomes COMM_NULL. Operations still pending on it

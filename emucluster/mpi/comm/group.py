@@ -37,6 +37,8 @@ class Group(Handled):
         return self._members
 
     def __init__(self, group: Group | None = None) -> None:
+        if group is not None and not isinstance(group, Group):
+            raise TypeError(f"Group() takes a Group, not {type(group).__name__}")
         self._members: tuple[int, ...] | None = None if group is None else group._members
 
     @classmethod
@@ -68,9 +70,9 @@ class Group(Handled):
         if self is GROUP_EMPTY:
             return "GROUP_EMPTY"
         if self._members is None:
-            return Group, ()
+            return type(self), ()
         if not self._members:
-            return Group, (GROUP_EMPTY,)
+            return type(self), (GROUP_EMPTY,)
         raise ValueError(f"cannot serialize {self!r}")
 
     def __repr__(self) -> str:
@@ -187,6 +189,12 @@ class Group(Handled):
         if self is GROUP_EMPTY:
             raise MPIException(ERR_GROUP, "cannot free GROUP_EMPTY")
         self._members = None
+
+    def free(self) -> None:
+        """Free safely (mpi4py): GROUP_EMPTY and GROUP_NULL stay; any other handle (another
+        handle of the empty group too) becomes GROUP_NULL."""
+        if self is not GROUP_EMPTY and self._members is not None:
+            self._members = None
 
     def _valid(self, rank: int) -> int:
         size = len(self._check())

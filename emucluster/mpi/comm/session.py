@@ -57,6 +57,8 @@ class Session(StateHandle):
         return self
 
     def __reduce__(self) -> tuple[Any, ...]:
+        if self is SESSION_NULL:
+            return _session_null, ()
         if self._st is None:
             return type(self), ()
         raise ValueError(f"cannot serialize {self!r}")
@@ -73,6 +75,11 @@ class Session(StateHandle):
         hints = dict(info.items()) if isinstance(info, Info) and info else {}
         session._st = _SessionState(hints, errhandler)
         return session
+
+    def free(self) -> None:
+        """Finalize the session if it is live (mpi4py's safe ``free``)."""
+        if self._st is not None:
+            self.Finalize()
 
     def Finalize(self) -> None:
         """End the session; the handle becomes SESSION_NULL."""
@@ -146,3 +153,8 @@ def _members(pset_name: str) -> tuple[int, ...]:
 
 
 SESSION_NULL = Session()
+
+
+def _session_null() -> Session:
+    """SESSION_NULL (what it unpickles to)."""
+    return SESSION_NULL

@@ -75,7 +75,7 @@ class Datatype(Handled):
         if isinstance(name, Datatype):  # copy constructor: the same type, a new handle
             self._copy_from(name)
             return
-        if not isinstance(name, str):
+        if not isinstance(name, str) or (dtype is None and name != "MPI_DATATYPE_NULL"):
             raise TypeError(f"expecting a Datatype, not {type(name).__name__}")
         self._name = name
         self._null = dtype is None
@@ -423,9 +423,14 @@ class Datatype(Handled):
         self._null = True
 
     def free(self) -> None:
-        """Free a derived type; predefined types and DATATYPE_NULL are left alone (mpi4py)."""
-        if not self._null and not self.is_predefined:
-            self.Free()
+        """Free safely (mpi4py): the predefined constants and DATATYPE_NULL stay; another
+        handle of a predefined type becomes null; a derived type is freed."""
+        if self._null or _predefined_key(self) is not None:
+            return
+        if self.is_predefined:
+            self._null = True
+            return
+        self.Free()
 
     # -- attributes (MPI_Type_{create,free}_keyval, MPI_Type_{get,set,delete}_attr) ---------------
 
@@ -465,7 +470,9 @@ class Datatype(Handled):
         a new handle) and a derived one by how it was made (decode, then the constructor)."""
         key = _pickle_key(self)
         if key is not None:
-            return (_named, (key, self is predefined[key]))
+            if self is predefined[key]:
+                return (_named, (key, True))
+            return (type(self), (predefined[key],))
         old, combiner, kwargs = self.decode()
         return (_rebuild, (old, combiner, kwargs))
 

@@ -5,7 +5,9 @@ consecutive basic elements of one kind (an index into `BASIC_SIZES`, the predefi
 datatypes' item sizes) starting at a byte displacement, in type-map order, with the lower and
 upper bounds that give the extent. A contiguous type of 2^31 bytes is one run, not 2^31
 entries. Constructors compose maps with numpy (one array operation per constructor, no Python
-loop over elements) and merge runs that continue each other; `pack` gathers ``count`` elements
+loop over elements) and merge runs that continue each other; a map of few runs (``_SMALL``) is
+composed with Python lists instead, which is several times cheaper at that size (numpy's cost
+per call dominates) and gives the same runs; `pack` gathers ``count`` elements
 from a buffer into one contiguous bytes object and `unpack` scatters packed bytes back, each
 with one fancy-indexing copy, or a plain slice when the map is contiguous.
 
@@ -15,12 +17,14 @@ other (they would have been merged); ``size`` is the sum of the runs' bytes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    Ints: TypeAlias = np.ndarray | Sequence[int]
 
 __all__ = ["BASIC_SIZES", "TypeMap", "register_basic"]
 
@@ -29,33 +33,55 @@ BASIC_SIZES: list[int] = []
 _I64 = np.int64
 
 
+_SIZES = [np.zeros(0, _I64)]
+"""`BASIC_SIZES` as an array (one element, replaced when a kind is registered)."""
+_SMALL = 256
+"""Maps of at most this many runs are built with Python lists, not numpy: numpy's fixed cost
+per call (~1-3 us) dominates for the few runs most types have (mpi4py's dtlib builds
+thousands of small struct types)."""
+
+
 def register_basic(itemsize: int) -> int:
     """A new basic kind of ``itemsize`` bytes; returns its index."""
     BASIC_SIZES.append(itemsize)
+    _SIZES[0] = np.asarray(BASIC_SIZES, dtype=_I64)
     return len(BASIC_SIZES) - 1
 
 
 def _itemsizes(kinds: np.ndarray) -> np.ndarray:
-    sizes: np.ndarray = np.asarray(BASIC_SIZES, dtype=_I64)[kinds]
+    sizes: np.ndarray = _SIZES[0][kinds]
     return sizes
+
+
+def _ints(values: Ints) -> list[int]:
+    """``values`` as a list of Python ints."""
+    if isinstance(values, np.ndarray):
+        out: list[int] = values.tolist()
+        return out
+    return [int(v) for v in values]
 
 
 class TypeMap:
     """The type map of one element (see the module docstring)."""
 
     __slots__ = (
-        "_contiguous", "_index", "counts", "disps", "elements", "kinds", "lb", "size",
+        "_contiguous", "_index", "_kind", "counts", "disps", "elements", "kinds", "lb", "size",
         "true_lb", "true_ub", "ub",
     )  # fmt: skip
 
-    def __init__(self, disps: np.ndarray, kinds: np.ndarray, lb: int, ub: int,
-                 counts: np.ndarray | None = None) -> None:  # fmt: skip
+    def __init__(self, disps: Ints, kinds: Ints,
+                 lb: int, ub: int, counts: Ints | None = None) -> None:  # fmt: skip
+        self.lb = lb
+        self.ub = ub
+        self._index: np.ndarray | None = None
+        self._contiguous: bool | None = None
+        if len(disps) <= _SMALL:
+            self._init_small(disps, kinds, counts)
+            return
         disps = np.asarray(disps, dtype=_I64)
         kinds = np.asarray(kinds, dtype=np.int32)
         counts = np.ones(len(disps), _I64) if counts is None else np.asarray(counts, _I64)
         self.disps, self.kinds, self.counts = _merge(disps, kinds, counts)
-        self.lb = lb
-        self.ub = ub
         run_bytes = self.run_bytes()
         self.size = int(run_bytes.sum())
         self.elements = int(self.counts.sum())
@@ -64,8 +90,43 @@ class TypeMap:
             self.true_ub = int((self.disps + run_bytes).max())
         else:
             self.true_lb = self.true_ub = 0
-        self._index: np.ndarray | None = None
-        self._contiguous: bool | None = None
+        first = int(self.kinds[0]) if len(self.kinds) else -1
+        self._kind = first if first >= 0 and bool((self.kinds == first).all()) else None
+
+    def _init_small(self, disps: Ints, kinds: Ints,
+                    counts: Ints | None) -> None:  # fmt: skip
+        """`_merge` and the sums with Python lists (the same results as the numpy path)."""
+        d_in, k_in = _ints(disps), _ints(kinds)
+        c_in = [1] * len(d_in) if counts is None else _ints(counts)
+        sizes = BASIC_SIZES
+        d_out: list[int] = []
+        k_out: list[int] = []
+        c_out: list[int] = []
+        end = 0
+        size = elements = 0
+        true_lb = true_ub = 0
+        for d, k, c in zip(d_in, k_in, c_in, strict=True):
+            if c <= 0:
+                continue
+            nbytes = c * sizes[k]
+            if d_out and k == k_out[-1] and d == end:
+                c_out[-1] += c
+            else:
+                d_out.append(d)
+                k_out.append(k)
+                c_out.append(c)
+                if len(d_out) == 1:
+                    true_lb, true_ub = d, d + nbytes
+            end = d + nbytes
+            size += nbytes
+            elements += c
+            true_lb, true_ub = min(true_lb, d), max(true_ub, end)
+        self.disps = np.array(d_out, dtype=_I64)
+        self.kinds = np.array(k_out, dtype=np.int32)
+        self.counts = np.array(c_out, dtype=_I64)
+        self.size, self.elements, self.true_lb, self.true_ub = size, elements, true_lb, true_ub
+        first = k_out[0] if k_out else None
+        self._kind = first if first is not None and k_out.count(first) == len(k_out) else None
 
     @classmethod
     def basic(cls, kind: int) -> TypeMap:
@@ -120,10 +181,7 @@ class TypeMap:
 
     def homogeneous(self) -> int | None:
         """The one basic kind of every element, or None for a mixed (or empty) map."""
-        if not len(self.kinds):
-            return None
-        first = int(self.kinds[0])
-        return first if bool((self.kinds == first).all()) else None
+        return self._kind
 
     def element_sizes(self) -> np.ndarray:
         """Item size of each basic element, in type-map order."""
@@ -141,8 +199,16 @@ class TypeMap:
 
     # -- constructors --------------------------------------------------------------------------
 
-    def replicate(self, offsets: np.ndarray) -> TypeMap:
+    def replicate(self, offsets: Ints) -> TypeMap:
         """Copies of this map at byte ``offsets`` (bounds from the copies' bounds)."""
+        if len(offsets) * len(self.disps) <= _SMALL:
+            offs = _ints(offsets)
+            if not offs:
+                return TypeMap.empty()
+            disps = self.disps.tolist()
+            return TypeMap([o + d for o in offs for d in disps], self.kinds.tolist() * len(offs),
+                           min(offs) + self.lb, max(offs) + self.ub,
+                           self.counts.tolist() * len(offs))  # fmt: skip
         offsets = np.asarray(offsets, dtype=_I64)
         if not len(offsets):
             return TypeMap.empty()
@@ -154,6 +220,10 @@ class TypeMap:
 
     def blocks(self, blocklengths: Sequence[int], displacements: Sequence[int]) -> TypeMap:
         """Blocks of ``blocklengths[i]`` elements at byte ``displacements[i]``."""
+        if len(blocklengths) <= _SMALL:
+            small = self._blocks_small(_ints(blocklengths), _ints(displacements))
+            if small is not None:
+                return small
         lengths = np.asarray(blocklengths, dtype=_I64)
         starts = np.asarray(displacements, dtype=_I64)
         if self.dense and self.extent > 0 and len(lengths):
@@ -173,6 +243,23 @@ class TypeMap:
         within = np.arange(int(lengths.sum()), dtype=_I64) - np.repeat(first, lengths)
         return self.replicate(starts[block_of] + within * self.extent)
 
+    def _blocks_small(self, lengths: list[int], starts: list[int]) -> TypeMap | None:
+        """`blocks` with Python lists; None when the result would be large (numpy then)."""
+        extent = self.extent
+        if self.dense and extent > 0 and lengths:
+            pairs = [(s, n) for s, n in zip(starts, lengths, strict=True) if n > 0]
+            if not pairs:
+                return TypeMap.empty()
+            d0, k0, c0 = int(self.disps[0]), int(self.kinds[0]), int(self.counts[0])
+            lb = min(s for s, _ in pairs) + self.lb
+            ub = max(s + n * extent for s, n in pairs) + self.lb
+            return TypeMap([s + d0 for s, _ in pairs], [k0] * len(pairs), lb, ub,
+                           [n * c0 for _, n in pairs])  # fmt: skip
+        if sum(lengths) * len(self.disps) > _SMALL:
+            return None
+        offsets = [s + j * extent for s, n in zip(starts, lengths, strict=True) for j in range(n)]
+        return self.replicate(offsets)
+
     def resized(self, lb: int, extent: int) -> TypeMap:
         """Same data, bounds ``lb`` and ``lb + extent``."""
         return TypeMap(self.disps, self.kinds, lb, lb + extent, self.counts)
@@ -183,10 +270,15 @@ class TypeMap:
         parts = [p for p in parts if len(p.disps)]
         if not parts:
             return TypeMap.empty()
+        lb, ub = min(p.lb for p in parts), max(p.ub for p in parts)
+        if sum(len(p.disps) for p in parts) <= _SMALL:
+            return TypeMap([d for p in parts for d in p.disps.tolist()],
+                           [k for p in parts for k in p.kinds.tolist()], lb, ub,
+                           [c for p in parts for c in p.counts.tolist()])  # fmt: skip
         disps = np.concatenate([p.disps for p in parts])
         kinds = np.concatenate([p.kinds for p in parts])
         counts = np.concatenate([p.counts for p in parts])
-        return TypeMap(disps, kinds, min(p.lb for p in parts), max(p.ub for p in parts), counts)
+        return TypeMap(disps, kinds, lb, ub, counts)
 
     # -- moving data ----------------------------------------------------------------------------
 

@@ -122,8 +122,10 @@ class File(StateHandle):
         return self._st
 
     def __reduce__(self) -> tuple[Any, ...]:
-        if self._st is None:
+        if self is FILE_NULL:
             return predefined.lookup, ("FILE_NULL",)
+        if self._st is None:
+            return type(self), ()
         raise ValueError(f"cannot serialize {self!r}")
 
     def __repr__(self) -> str:

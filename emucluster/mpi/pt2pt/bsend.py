@@ -19,7 +19,10 @@ from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.request.pending import SendPending
 from emucluster.mpi.request.request import Request, completed
 
-__all__ = ["BSEND_OVERHEAD", "BUFFER_AUTOMATIC", "Attach_buffer", "Detach_buffer", "start"]
+__all__ = [
+    "BSEND_OVERHEAD", "BUFFER_AUTOMATIC", "Attach_buffer", "Detach_buffer", "Flush_buffer",
+    "Iflush_buffer", "start",
+]  # fmt: skip
 
 BSEND_OVERHEAD = 96
 """Bytes of bookkeeping each buffered message takes from the attached buffer (MPICH's)."""
@@ -32,21 +35,37 @@ _in_flight: list[tuple[Request, int]] = []  # (send, bytes it holds), bounded by
 
 
 def Attach_buffer(buf: Any) -> None:
-    """Attach ``buf`` for buffered sends (ERR_BUFFER if one is attached already)."""
+    """Attach ``buf`` for buffered sends (ERR_BUFFER if one is attached already, BufferError
+    for read-only memory: the library writes the messages into it)."""
     global _attached, _capacity
     if _attached is not None:
         raise MPIException(ERR_BUFFER, "Attach_buffer: a buffer is attached already")
-    _capacity = len(byte_view(buf, writable=False)) if buf is not None else 0
+    view = byte_view(buf, writable=False) if buf is not None else None
+    if view is not None and view.readonly:
+        raise BufferError("Attach_buffer: the buffer is read-only")
+    _capacity = len(view) if view is not None else 0
     _attached = buf
 
 
 def Detach_buffer() -> Any:
     """Wait for the buffered messages to leave; detach and return the buffer."""
     global _attached, _capacity
-    Request.Waitall([request for request, _ in _in_flight])
-    _in_flight.clear()
+    Flush_buffer()
     buf, _attached, _capacity = _attached, None, 0
     return buf
+
+
+def Flush_buffer() -> None:
+    """Wait until every buffered message has left (MPI 4.1); the buffer stays attached."""
+    Request.Waitall([request for request, _ in _in_flight])
+    _in_flight.clear()
+
+
+def Iflush_buffer() -> Request:
+    """`Flush_buffer` as a request; the flush completes before it returns (allowed: a
+    nonblocking call may complete at once), so the request is complete."""
+    Flush_buffer()
+    return completed()
 
 
 def _reclaim() -> int:

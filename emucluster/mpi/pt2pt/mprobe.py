@@ -41,8 +41,16 @@ class Message(Handled):
         return self._op
 
     def __init__(self, message: Message | None = None) -> None:
+        if message is not None and not isinstance(message, Message):
+            raise TypeError(f"Message() takes a Message, not {type(message).__name__}")
         self._op: RecvOp | str | None = None if message is None else message._op
         self._engine: Progress | None = None if message is None else message._engine
+
+    def free(self) -> None:
+        """Free safely (mpi4py): MESSAGE_NO_PROC and MESSAGE_NULL stay; another handle
+        becomes MESSAGE_NULL (the message is not received)."""
+        if self is not MESSAGE_NO_PROC:
+            self._op = None
 
     def __bool__(self) -> bool:
         return self._op is not None
@@ -51,8 +59,10 @@ class Message(Handled):
         """MESSAGE_NULL / MESSAGE_NO_PROC pickle by name (the same object back; a copy
         handle gives a new handle); a matched message cannot be pickled (ValueError)."""
         for name, predefined in (("NULL", MESSAGE_NULL), ("NO_PROC", MESSAGE_NO_PROC)):
+            if self is predefined:
+                return (_predefined_message, (name, True))
             if self._op is predefined._op:
-                return (_predefined_message, (name, self is predefined))
+                return (type(self), (predefined,))
         raise ValueError("cannot pickle a matched message")
 
     def __eq__(self, other: object) -> bool:

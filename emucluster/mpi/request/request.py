@@ -49,7 +49,7 @@ def _null_request(same: bool, cls: type[Request]) -> Request:
 class Request:
     """A nonblocking operation (mpi4py's ``MPI.Request``); REQUEST_NULL once completed."""
 
-    __slots__ = ("_engine", "_pending")
+    __slots__ = ("__weakref__", "_engine", "_pending")
 
     _pending: Pending | None
     _engine: Progress | None  # the engine that advances the operation (None: complete)
@@ -132,12 +132,22 @@ class Request:
         return request
 
     def toint(self) -> int:
-        """-1: no integer conversion of requests here."""
-        return -1
+        """The integer handle (`handle`: there are no separate C handles here)."""
+        return self.handle
+
+    @classmethod
+    def fromint(cls, arg: int) -> Request:
+        """The request named by the integer ``arg`` (`fromhandle`)."""
+        return cls.fromhandle(arg)
 
     def py2f(self) -> int:
-        """-1: no Fortran handles here."""
-        return -1
+        """The integer handle (`handle`: there are no separate Fortran handles here)."""
+        return self.handle
+
+    @classmethod
+    def f2py(cls, arg: int) -> Request:
+        """The request named by the integer ``arg`` (`fromhandle`)."""
+        return cls.fromhandle(arg)
 
     # -- one request ----------------------------------------------------------------------------
 
@@ -210,8 +220,9 @@ class Request:
         self._pending = None
 
     def free(self) -> None:
-        """Forget the request."""
-        self.Free()
+        """Forget the request; nothing for REQUEST_NULL (mpi4py's safe ``free``)."""
+        if self._pending is not None:
+            self.Free()
 
     # -- sets of requests -----------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ class Status:
     for lowercase receives it is the size of the pickled message.
     """
 
-    __slots__ = ("_bytes", "_cancelled", "_mem")
+    __slots__ = ("__weakref__", "_bytes", "_cancelled", "_mem")
 
     def __init__(self, status: Status | None = None) -> None:
         if status is not None and not isinstance(status, Status):
@@ -88,7 +88,7 @@ class Status:
         return status
 
     def __reduce__(self) -> tuple[object, tuple[list[int]]]:
-        return (Status.f2py, (self.py2f(),))
+        return (type(self).f2py, (self.py2f(),))
 
     def Get_source(self) -> int:
         """Rank of the sender."""

@@ -25,7 +25,7 @@ from emucluster.mpi.comm.delegate import delegate
 from emucluster.mpi.comm.group import Group
 from emucluster.mpi.comm.roles import ErrorHandling, Hints, hints_of
 from emucluster.mpi.constants import BOTTOM, KEYVAL_INVALID, PROC_NULL
-from emucluster.mpi.errhandler import ERRORS_RETURN
+from emucluster.mpi.errhandler import ERRORS_RETURN, Errhandler
 from emucluster.mpi.errors import (
     ERR_ARG,
     ERR_RMA_ATTACH,
@@ -54,18 +54,22 @@ from emucluster.mpi.rma.requests import rma_request
 from emucluster.mpi.rma.state import CTRL, MAX_ATTACHED, TABLE, LocalMemory, Target, WinState
 from emucluster.mpi.rma.sync import Synchronization
 from emucluster.mpi.rma.transfer import Transfer
+from emucluster.mpi.statehandle import StateHandle
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from emucluster.mpi.collective.ops import Op
     from emucluster.mpi.request.request import Request
 
 __all__ = ["WIN_NULL", "Win"]
 
 
-class Win:
+class Win(StateHandle):
     """A one-sided window (mpi4py's ``MPI.Win``)."""
 
-    __slots__ = ("_st",)
+    __slots__ = ()
+    _kind = "win"
 
     _st: WinState | None
 
@@ -80,21 +84,12 @@ class Win:
     def __init__(self, win: Win | None = None) -> None:
         """Everything happens in ``__new__`` (subclasses call it, as with mpi4py)."""
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Win):
-            return NotImplemented
-        return self._st is other._st
-
-    def __hash__(self) -> int:
-        return id(self._st)
-
-    def __bool__(self) -> bool:
-        return self._st is not None
-
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """WIN_NULL unpickles to itself, another null handle to a new one of its class; a
+        live window cannot be pickled."""
         if self._st is not None:
             raise ValueError("cannot pickle a window")
-        return Win, ()
+        return (_win_null, ()) if self is WIN_NULL else (type(self), ())
 
     def __repr__(self) -> str:
         return "<emucluster.MPI.Win NULL>" if self._st is None else super().__repr__()
@@ -159,6 +154,11 @@ class Win:
         win = cls()
         win._st = st
         return win
+
+    def free(self) -> None:
+        """Free the window if it is live (mpi4py's safe ``free``; collective then)."""
+        if self._st is not None:
+            self.Free()
 
     def Free(self) -> None:
         """Collective: complete everything, free the memory, become WIN_NULL."""
@@ -324,6 +324,11 @@ class Win:
     Set_errhandler = delegate(ErrorHandling, ErrorHandling.Set_errhandler)
     Call_errhandler = delegate(ErrorHandling, ErrorHandling.Call_errhandler)
 
+    @classmethod
+    def Create_errhandler(cls, errhandler_fn: Callable[..., Any]) -> Errhandler:
+        """A user error handler: ``errhandler_fn(win, errorcode)``."""
+        return Errhandler._create(errhandler_fn)
+
     # -- data movement -----------------------------------------------------------------------
 
     def Put(self, origin: Any, target_rank: int, target: Any = None) -> None:
@@ -444,6 +449,13 @@ class Win:
 
 
 WIN_NULL = Win()
+
+
+def _win_null() -> Win:
+    """WIN_NULL (what it unpickles to)."""
+    return WIN_NULL
+
+
 WIN_KEYVALS = Keyvals("Win", first=64)
 """The window keyval space (MPI_Win_create_keyval)."""
 

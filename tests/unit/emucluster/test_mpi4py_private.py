@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from emucluster.mpi.buffer.membuf import buffer
 from emucluster.mpi.buffer.serial import Pickle
 from emucluster.mpi.comm.commctx import comm_lock, commctx_intra
 from emucluster.mpi.datatype.datatype import predefined
@@ -22,6 +23,8 @@ def test_dumps_oob_sends_large_buffers_out_of_band_and_loads_them_back() -> None
     big, small = np.arange(100_000, dtype=np.float64), np.arange(10, dtype=np.int8)
     data, buffers = serial.dumps_oob({"big": big, "small": small})
     assert [b.nbytes for b in buffers] == [big.nbytes]  # the small array stays in band
+    assert all(type(b) is buffer for b in buffers)  # MPI.buffer views, as mpi4py gives
+    assert buffers[0].address == big.ctypes.data  # of the object's memory, not a copy
     assert len(data) < 1000
     back = serial.loads_oob(data, [bytearray(b) for b in buffers])
     assert np.array_equal(back["big"], big)
@@ -33,6 +36,8 @@ def test_dumps_oob_with_a_lower_threshold_and_a_custom_protocol() -> None:
     serial.THRESHOLD = 8
     data, buffers = serial.dumps_oob(np.arange(4, dtype=np.int32))
     assert [b.nbytes for b in buffers] == [16]
+    serial.THRESHOLD = None  # the default again, as mpi4py
+    assert serial.THRESHOLD == 262144
     assert serial.loads_oob(data, buffers).tolist() == [0, 1, 2, 3]
 
 

@@ -244,3 +244,34 @@ def test_misuse_of_null_handles_raises_the_right_class(call: str, error_class: s
         else:
             raise SystemExit("no MPI.Exception")
         """)
+
+
+def test_shim_rc_refuses_unknown_options_and_profile_finds_libraries() -> None:
+    check(
+        """
+        import warnings
+        import mpi4py
+        import mpi4py.rc
+        assert mpi4py.rc is __import__("sys").modules["mpi4py.rc"]
+        rc = type(mpi4py.rc)(threads=False)
+        assert rc.threads is False and mpi4py.rc.threads is True
+        for bad in (lambda: mpi4py.rc(ABCXYZ=1), lambda: setattr(mpi4py.rc, "ABCXYZ", 1)):
+            try:
+                bad()
+            except TypeError:
+                pass
+            else:
+                raise AssertionError("an unknown option was accepted")
+        try:
+            mpi4py.profile("@no-such-profiler", path=["/usr/lib"])
+        except ValueError:
+            pass
+        else:
+            raise AssertionError("a missing profiler was accepted")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            mpi4py.profile("hosts", path=["/etc"])  # a file, but no library: a warning
+        assert any(issubclass(w.category, UserWarning) for w in caught)
+        """,
+        shim=True,
+    )

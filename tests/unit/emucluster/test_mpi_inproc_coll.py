@@ -81,6 +81,14 @@ def test_gather_and_scatter_objects(n: int, root: int) -> None:
     assert run(n, body) == [(gathered if r == root else None, ("s", r, "x" * r)) for r in range(n)]
 
 
+@pytest.mark.parametrize(("n", "root"), ROOTED)
+def test_scatter_and_alltoall_of_none_give_none_to_every_rank(n: int, root: int) -> None:
+    def body(comm: Any) -> Any:
+        return comm.scatter(None, root=root), comm.alltoall(None)
+
+    assert run(n, body) == [(None, [None] * n)] * n
+
+
 @pytest.mark.parametrize("n", SIZES)
 def test_allgather_and_alltoall_objects(n: int) -> None:
     def body(comm: Any) -> Any:
