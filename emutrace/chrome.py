@@ -63,6 +63,9 @@ _CONTROL = frozenset({_ACK, _NACK, _MCAST_ACK, _SACK})
 _PROBES = frozenset({20, 21})  # wire.MsgType PING, PONG: liveness probes, never data resent
 _ACKED = 0x04  # wire.ACKED: a data packet's flag for the piggy-backed ACK word it carries
 _SKIP = 0x08  # wire.SKIP: the same fragment, its message aborted by the receiver
+_ESTABLISHED = 0x10  # wire.ESTABLISHED: set once the stream's epoch was acknowledged
+_NOT_IDENTITY = _ACKED | _SKIP | _ESTABLISHED
+"""Flag bits a resend may have and its first copy not (or the reverse)."""
 _MCAST_ACK_KINDS = {0: "ACK", 1: "GAP", 2: "BUSY"}  # wire.McastAckKind
 
 Event = dict[str, Any]
@@ -110,9 +113,10 @@ class _Resends:
         """A data packet went out (or a fault took it): the retransmit event, if it is one."""
         if fields[0] in _CONTROL or fields[0] in _PROBES or fields[0] == _MCAST_DATA:
             return None
-        # A resend may carry a piggy-backed ACK its first copy did not, or the reverse, or go
-        # as a SKIP of an aborted message: those flags bits are no part of its identity.
-        key = (fields[0], fields[1] & ~(_ACKED | _SKIP), *fields[2:7])
+        # A resend may carry a piggy-backed ACK its first copy did not, or the reverse, go as a
+        # SKIP of an aborted message, or be marked ESTABLISHED because an ACK of its epoch came
+        # in between: those flags bits are no part of its identity.
+        key = (fields[0], fields[1] & ~_NOT_IDENTITY, *fields[2:7])
         if fault == F_DUP:
             self.copies[key] += 1  # the plan's second copy follows: no resend
             return None

@@ -13,7 +13,8 @@ from emutrace.kinds import K_MPI_ENTER, K_MPI_EXIT, K_PKT_RECV, K_PKT_SEND, K_WA
 from nicd.link import wire
 
 
-def _data(seq: int, src: int = 0, dst: int = 1, route: bytes = b"") -> bytes:
+def _data(seq: int, src: int = 0, dst: int = 1, route: bytes = b"", *,
+          established: bool = False) -> bytes:  # fmt: skip
     return wire.encode_data(
         wire.DataPacket(
             wire.MsgType.MPI_EAGER,
@@ -28,7 +29,8 @@ def _data(seq: int, src: int = 0, dst: int = 1, route: bytes = b"") -> bytes:
             0,
             b"hello",
             route=route,
-        )
+        ),
+        established=established,
     )
 
 
@@ -99,6 +101,19 @@ def test_flows_pair_each_receipt_with_its_latest_send() -> None:
     calls = [e for e in ev if e["ph"] == "X" and e["tid"] == chrome.HOST_TID]
     assert [c["name"] for c in calls] == ["Send"]
     assert calls[0]["args"]["nbytes"] == 5
+
+
+def test_a_resend_marked_established_is_still_a_retransmission() -> None:
+    """An ACK of the stream's epoch between the first copy and the resend sets ESTABLISHED on
+    the resend: the same packet, counted once as a retransmission (as the transport counts)."""
+    sender, receiver = recorder.Recorder("nic", 0), recorder.Recorder("nic", 1)
+    sender.emit_packet(K_PKT_SEND, _data(0))
+    sender.emit_packet(K_PKT_SEND, _data(1))  # lost
+    receiver.emit_packet(K_PKT_RECV, _data(0))
+    sender.emit_packet(K_PKT_SEND, _data(1, established=True))  # the resend, after the ACK
+    trace = chrome.to_chrome([r.snapshot() for r in (sender, receiver)])
+    resends = [e for e in trace["traceEvents"] if e["name"] == "retransmit"]
+    assert [(e["pid"], e["args"]["seq"]) for e in resends] == [(0, 1)]
 
 
 def test_check_trace_names_each_missing_field() -> None:
