@@ -19,10 +19,9 @@ import psutil  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
 from launcher.errors import EXIT_INTERNAL
-from tests.integration.test_emurun import Job
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from tests.integration.test_emurun import Job
 
 CHAOS_HOST = str(Path(__file__).parent / "hosts" / "chaos_host.py")
 NODES = 8
@@ -35,13 +34,6 @@ FAULTS = ("--loss", "0.2", "--dup", "0.05", "--reorder", "0.05", "--fault-seed",
 GENTLE = ("--bind-to", "none", "--nic-priority", "none", "-x", "EMU_WAIT=block")
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def job() -> Iterator[Job]:
-    j = Job()
-    yield j
-    j.teardown()
 
 
 def finish(job: Job) -> tuple[int, str, str]:

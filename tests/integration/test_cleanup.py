@@ -29,17 +29,10 @@ from launcher.cleanup import ENV_JOB_OWNER, OWNER_FILE, job_processes, job_segme
 from tests.integration.test_emurun import EMURUN, HOST, WAIT_S, Job
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
 ORPHAN_HOST = str(Path(__file__).parent / "hosts" / "orphan_host.py")
 NODES = 3
-
-
-@pytest.fixture
-def job() -> Iterator[Job]:
-    j = Job()
-    yield j
-    j.teardown()
 
 
 def running(pid: int) -> bool:

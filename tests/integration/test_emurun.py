@@ -27,7 +27,7 @@ import pytest
 from launcher.cleanup import job_processes, job_segments, sweep
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = str(Path(__file__).parent / "hosts" / "emurun_host.py")
@@ -152,13 +152,6 @@ class Job:
             self.proc.communicate()
         sweep(self.id, None)
         shutil.rmtree(self.tmpdir, ignore_errors=True)
-
-
-@pytest.fixture
-def job() -> Iterator[Job]:
-    j = Job()
-    yield j
-    j.teardown()
 
 
 # -- launching ----------------------------------------------------------------------------

@@ -18,7 +18,6 @@ import sys
 import tempfile
 import time
 import uuid
-from typing import TYPE_CHECKING
 
 import psutil  # type: ignore[import-untyped,unused-ignore]
 import pytest
@@ -26,9 +25,6 @@ import pytest
 from launcher.cleanup import job_processes, job_segments, sweep
 from tests.integration.mpirun import LOCAL_EXEC, Background, agents_of
 from tests.integration.test_emurun import EMURUN, Job
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
 
 pytestmark = pytest.mark.slow
 
@@ -45,13 +41,6 @@ PROGRAMS = {
 }
 """Programs that never import emucluster (so never open their NIC nor watch the lifeline)."""
 NP = 2
-
-
-@pytest.fixture
-def job() -> Iterator[Job]:
-    j = Job()
-    yield j
-    j.teardown()
 
 
 def wait_gone(job_id: str, what: str) -> None:

@@ -14,12 +14,12 @@ import psutil  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
 from launcher.cleanup import job_processes
-from tests.integration.test_emurun import Job
 from tests.integration.test_orphans import GONE_S, wait_gone
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
+
+    from tests.integration.test_emurun import Job
 
 pytestmark = pytest.mark.slow
 
@@ -146,13 +146,6 @@ SLEEPING = textwrap.dedent("""
         print("ready", 1 + MPI.COMM_WORLD.Get_rank(), os.getpid(), flush=True)
     time.sleep(3600)
 """)
-
-
-@pytest.fixture
-def job() -> Iterator[Job]:
-    j = Job()
-    yield j
-    j.teardown()
 
 
 def _program(tmp_path: Path, text: str) -> str:
