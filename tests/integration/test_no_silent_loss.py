@@ -21,7 +21,7 @@ import psutil  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
 from emucluster.mpi.errors import ERR_PROC_FAILED
-from tests.integration.test_chaos import GENTLE, job  # noqa: F401  (the fixture)
+from tests.integration.test_chaos import GENTLE
 
 if TYPE_CHECKING:
     from tests.integration.test_emurun import Job
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_nicd_frozen_mid_message_past_the_reassembly_timeout_makes_the_send_fail(
-    job: Job,  # noqa: F811  (the fixture imported above)
+    job: Job,
     tmp_path: Path,
 ) -> None:
     stats = tmp_path / "stats"
@@ -59,7 +59,7 @@ def test_a_nicd_frozen_mid_message_past_the_reassembly_timeout_makes_the_send_fa
 
 
 def test_an_mpi_send_whose_message_was_aborted_raises_naming_the_peer(
-    job: Job,  # noqa: F811  (the fixture imported above)
+    job: Job,
     tmp_path: Path,
 ) -> None:
     """The same freeze under MPI: rank 0's rendezvous ``Send`` completes only once its chunks
