@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-__all__ = ["FILES", "MPI4PY_VERSION", "Outcome", "count_log", "main"]
+__all__ = ["FILES", "MPI4PY_VERSION", "Outcome", "count_log", "job_env", "main"]
 
 MPI4PY_VERSION = "4.1.2"
 FILES = (
@@ -104,6 +104,19 @@ def fetch_sdist(dest: Path) -> Path:
     return dest / f"mpi4py-{MPI4PY_VERSION}" / "test"
 
 
+def job_env(test_dir: Path) -> dict[str, str]:
+    """The job's environment: the test directory first on ``PYTHONPATH``, so every process,
+    spawned ones too, imports the test modules. mpi4py's CI runs ``test/main.py``, whose
+    directory is ``sys.path[0]`` and which ``mpi4py.futures`` workers import as the main
+    script; here the main module is `emubench.conformance_rank`, so test_util_pool's process
+    pools (world size 1 only) unpickle their functions only with the directory on the path."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(test_dir), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    return env
+
+
 def run_one(test_dir: Path, name: str, nodes: int, limit: float, out_dir: Path,
             launcher: str) -> Outcome:  # fmt: skip
     """Run one file at ``nodes``; stop it after ``limit`` seconds; count rank 0's log."""
@@ -120,7 +133,8 @@ def run_one(test_dir: Path, name: str, nodes: int, limit: float, out_dir: Path,
     started = time.monotonic()
     with open(log_dir / "output.txt", "wb") as output:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=output,
-                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+                                stderr=subprocess.STDOUT, env=job_env(test_dir),
+                                start_new_session=True)  # fmt: skip
         try:
             proc.wait(timeout=limit + 20)
         except subprocess.TimeoutExpired:  # emurun's own --timeout did not end it: stop it

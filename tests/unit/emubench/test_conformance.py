@@ -1,12 +1,19 @@
-"""The conformance job's counting: outcomes from rank logs, subtests, hung tests."""
+"""The conformance job's counting (outcomes from rank logs, subtests, hung tests) and the
+environment of its runs."""
 
 from __future__ import annotations
 
 import io
+import os
 import unittest
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from emubench.conformance import count_log, table
+from emubench.conformance import count_log, job_env, table
 from emubench.conformance_rank import StreamingResult
+
+if TYPE_CHECKING:
+    import pytest
 
 
 def test_count_log_counts_outcomes_and_the_hung_test() -> None:
@@ -57,3 +64,13 @@ def test_table_has_a_row_per_file_and_a_total() -> None:
     assert "test_x" in text
     assert "total" in text
     assert "1/0/0/0" in text
+
+
+def test_job_env_puts_the_test_directory_first_on_pythonpath(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", "/opt/a")
+    env = job_env(Path("/srv/mpi4py/test"))
+    assert env["PYTHONPATH"].split(os.pathsep) == ["/srv/mpi4py/test", "/opt/a"]
+    monkeypatch.delenv("PYTHONPATH")
+    assert job_env(Path("/srv/mpi4py/test"))["PYTHONPATH"] == "/srv/mpi4py/test"
