@@ -46,8 +46,10 @@ __all__ = [
     "get_vendor",
 ]
 
-VERSION = 3
-SUBVERSION = 1
+VERSION = 4
+SUBVERSION = 0
+"""The MPI standard version implemented (``MPI.VERSION``/``SUBVERSION``, `Get_version`): 4.0.
+4.1 waits for per-communicator and per-session buffers (`unsupported.not_41`)."""
 
 
 def Init() -> None:
@@ -87,7 +89,7 @@ def Is_thread_main() -> bool:
 
 
 def Get_version() -> tuple[int, int]:
-    """The MPI standard version implemented: (3, 1)."""
+    """The MPI standard version implemented: (4, 0)."""
     return VERSION, SUBVERSION
 
 
@@ -110,8 +112,10 @@ def Get_abi_fortran_info() -> Info:
 
 
 def Get_library_version() -> str:
-    """The library's name and version."""
-    return "emucluster MPI (mpi4py-compatible surface over emulated Myrinet GM ports)"
+    """The library's name and version, and the MPI standard version it implements."""
+    name, (x, y, z) = lifecycle.VENDOR
+    return (f"{name} {x}.{y}.{z}: MPI {VERSION}.{SUBVERSION} "
+            "(mpi4py-compatible surface over emulated Myrinet GM ports)")  # fmt: skip
 
 
 def Get_processor_name() -> str:

@@ -21,8 +21,8 @@ __all__ = [
 
 
 def not_41(what: str) -> NoReturn:
-    """Raise the NotImplementedError of an MPI 4.1 call (emucluster implements MPI 3.1)."""
-    raise NotImplementedError(f"{what} (MPI 4.1) is not offered by emucluster, which is MPI 3.1")
+    """Raise the NotImplementedError of an MPI 4.1 call (emucluster implements MPI 4.0)."""
+    raise NotImplementedError(f"{what} (MPI 4.1) is not offered by emucluster, which is MPI 4.0")
 
 
 def not_offered(what: str) -> NoReturn:

@@ -26,12 +26,12 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = [
-    "COMBINERS", "INT_MAX", "NULL_TYPE", "ORDER_C", "ORDER_F", "ORDER_FORTRAN", "TYPECLASSES",
+    "COMBINERS", "NULL_TYPE", "ORDER_C", "ORDER_F", "ORDER_FORTRAN", "TYPECLASSES",
     "TYPECLASS_COMPLEX", "TYPECLASS_INTEGER", "TYPECLASS_REAL",
     "ArgumentError", "Contents", "Derived",
     "contiguous", "darray", "decode_kwargs", "envelope", "f90_type", "hindexed",
     "hindexed_block", "hvector", "indexed", "indexed_block", "is_predefined_combiner",
-    "large_count_parts", "live", "match_size", "resized", "struct", "subarray", "value_index",
+    "live", "match_size", "resized", "struct", "subarray", "value_index",
     "vector",
 ]  # fmt: skip
 
@@ -48,8 +48,6 @@ COMBINERS = {
 TYPECLASSES = {1: "REAL", 2: "INTEGER", 3: "COMPLEX"}
 """MPI_TYPECLASS_* values (MPICH's) -> the Fortran type family Match_size returns."""
 TYPECLASS_REAL, TYPECLASS_INTEGER, TYPECLASS_COMPLEX = 1, 2, 3
-INT_MAX = 2**31 - 1
-"""The largest count of the MPI 3.1 interface (C int)."""
 ORDER_C = 56
 ORDER_FORTRAN = ORDER_F = 57
 NULL_TYPE = "the datatype is DATATYPE_NULL or freed"
@@ -92,23 +90,11 @@ def live(old: TypeMap | None) -> TypeMap:
 
 
 def contiguous(old: TypeMap | None, count: int) -> Derived:
-    """``count`` consecutive elements. Beyond INT_MAX (MPI 3.1 has no large counts) the type
-    is described as MPICH 3 does: a STRUCT of two parts (`large_count_parts`)."""
+    """``count`` consecutive elements (any count: MPI 4.0's large counts decode as
+    ``CONTIGUOUS`` with the whole count, as MPICH 4 and later do)."""
     _counts(count)
     m = live(old)
-    made = m.blocks([count], [0])
-    if count > INT_MAX:
-        q = count // INT_MAX
-        return Derived(
-            f"contiguous({count})", made, "STRUCT", [2, 1, 1], [0, q * INT_MAX * m.extent]
-        )
-    return Derived(f"contiguous({count})", made, "CONTIGUOUS", [count], [])
-
-
-def large_count_parts(count: int) -> tuple[int, int] | None:
-    """(vector count q, contiguous count r) of a contiguous type beyond INT_MAX: its parts are
-    a vector of q blocks of INT_MAX elements and r contiguous ones; None within INT_MAX."""
-    return divmod(count, INT_MAX) if count > INT_MAX else None
+    return Derived(f"contiguous({count})", m.blocks([count], [0]), "CONTIGUOUS", [count], [])
 
 
 def vector(old: TypeMap | None, count: int, blocklength: int, stride: int) -> Derived:

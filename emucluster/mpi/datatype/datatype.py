@@ -22,7 +22,6 @@ from emucluster.mpi.buffer.view import byte_view
 from emucluster.mpi.constants import KEYVAL_INVALID
 from emucluster.mpi.datatype.constructors import (
     COMBINERS,
-    INT_MAX,
     NULL_TYPE,
     ORDER_C,
     Contents,
@@ -38,7 +37,6 @@ from emucluster.mpi.datatype.constructors import (
     indexed,
     indexed_block,
     is_predefined_combiner,
-    large_count_parts,
     match_size,
     resized,
     struct,
@@ -222,13 +220,7 @@ class Datatype(Handled):
 
     def Create_contiguous(self, count: int) -> Datatype:
         """``count`` consecutive elements."""
-        derived = contiguous(self._old(), count)
-        parts = large_count_parts(count)
-        if parts is None:
-            return _made(derived, [self])
-        q, r = parts  # MPI 3.1 has no large counts: described as MPICH 3 does
-        types = [self.Create_vector(q, INT_MAX, INT_MAX), self.Create_contiguous(r)]
-        return _made(derived, types)
+        return _made(contiguous(self._old(), count), [self])
 
     def Create_vector(self, count: int, blocklength: int, stride: int) -> Datatype:
         """``count`` blocks of ``blocklength`` elements, ``stride`` elements apart."""

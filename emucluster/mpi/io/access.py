@@ -70,6 +70,7 @@ class FileAccess:
         data = message(buf, writable=False).view
         extents = st.view.extents(stream_etype * st.view.esize, len(data))
         span = st.lock(extents, exclusive=True)
+        st.dirty = st.dirty or bool(extents)
         try:
             done = 0
             for at, length in extents:

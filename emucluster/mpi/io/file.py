@@ -223,7 +223,9 @@ class File(StateHandle):
         st.barrier()
         if st.rank == 0:
             try:
-                os.ftruncate(st.fd, size)
+                if os.fstat(st.fd).st_size != size:  # ftruncate costs 6-8 ms on a busy disk
+                    os.ftruncate(st.fd, size)
+                    st.dirty = True
             except OSError as exc:
                 raise error_of(exc, "Set_size") from None
         st.barrier()
@@ -239,6 +241,7 @@ class File(StateHandle):
                 os.posix_fallocate(st.fd, 0, size)
             except OSError:
                 os.ftruncate(st.fd, size)  # a file system without fallocate
+            st.dirty = True
         st.barrier()
 
     def Get_group(self) -> Group:
@@ -301,12 +304,17 @@ class File(StateHandle):
         self.Set_atomicity(flag)
 
     def Sync(self) -> None:
-        """Flush the file to its storage (collective)."""
+        """Flush this process's writes to storage (collective; MPI 4.0 sec. 14.6.1): an
+        ``fsync`` when it wrote or resized the file since its last Sync, none when it did
+        not (nothing of its own to flush: the ``Sync``-``Barrier``-``Sync`` of the
+        consistency rules costs one ``fsync``, not two)."""
         st = self._state()
-        try:
-            os.fsync(st.fd)
-        except OSError as exc:
-            raise error_of(exc, "Sync") from None
+        if st.dirty:
+            try:
+                os.fsync(st.fd)
+            except OSError as exc:
+                raise error_of(exc, "Sync") from None
+            st.dirty = False
         st.barrier()
 
     # -- the view and the file pointers ----------------------------------------------------

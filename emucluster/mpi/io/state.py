@@ -46,8 +46,8 @@ def error_of(exc: OSError, what: str) -> MPIException:
 class FileState:
     """One process's state of one open file."""
 
-    __slots__ = ("amode", "atomic", "comm", "errhandler", "fd", "info", "path", "position",
-                 "shared", "split", "view")  # fmt: skip
+    __slots__ = ("amode", "atomic", "comm", "dirty", "errhandler", "fd", "info", "path",
+                 "position", "shared", "split", "view")  # fmt: skip
 
     def __init__(self, comm: Any, fd: int, path: str, amode: int, view: FileView,
                  shared: SharedPointer, errhandler: Handler) -> None:  # fmt: skip
@@ -68,6 +68,9 @@ class FileState:
         """A counted reference (released at Close)."""
         self.split: tuple[str, int] | None = None
         """The split collective begun and not ended: (its name, bytes accessed)."""
+        self.dirty = False
+        """Whether this process wrote or resized the file since its last Sync: a Sync with
+        nothing of its own to flush skips ``fsync`` (6-8 ms each on a loaded disk)."""
 
     @property
     def comm_state(self) -> CommState:

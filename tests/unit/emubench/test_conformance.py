@@ -1,12 +1,19 @@
-"""The conformance job's counting: outcomes from rank logs, subtests, hung tests."""
+"""The conformance job's counting (outcomes from rank logs, subtests, hung tests) and the
+environment of its runs."""
 
 from __future__ import annotations
 
 import io
+import os
 import unittest
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from emubench.conformance import count_log, table
+from emubench.conformance import FILES, Outcome, count_log, job_env, merged, table
 from emubench.conformance_rank import StreamingResult
+
+if TYPE_CHECKING:
+    import pytest
 
 
 def test_count_log_counts_outcomes_and_the_hung_test() -> None:
@@ -57,3 +64,27 @@ def test_table_has_a_row_per_file_and_a_total() -> None:
     assert "test_x" in text
     assert "total" in text
     assert "1/0/0/0" in text
+
+
+def test_job_env_puts_the_test_directory_first_on_pythonpath(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", "/opt/a")
+    env = job_env(Path("/srv/mpi4py/test"))
+    assert env["PYTHONPATH"].split(os.pathsep) == ["/srv/mpi4py/test", "/opt/a"]
+    monkeypatch.delenv("PYTHONPATH")
+    assert job_env(Path("/srv/mpi4py/test"))["PYTHONPATH"] == "/srv/mpi4py/test"
+
+
+def test_update_merges_rows_and_the_floor_counts_only_the_ci_files() -> None:
+    old: dict[str, Any] = {"total_passed": 5, "nodes": [2, 3], "files": {
+        FILES[0]: {"2": {"passed": 3}, "3": {"passed": 2}},
+        FILES[1]: {"2": {"passed": 7}, "3": {"passed": 7}},
+    }}  # fmt: skip
+    run = {FILES[1]: {"2": Outcome(passed=9), "3": Outcome(passed=8)},
+           "test_outside": {"2": Outcome(passed=100)}}  # fmt: skip
+    new = merged(old, run, [2, 3])
+    assert new["files"][FILES[0]] == old["files"][FILES[0]]
+    assert new["files"][FILES[1]]["3"]["passed"] == 8
+    assert new["files"]["test_outside"]["2"]["passed"] == 100
+    assert new["total_passed"] == 3 + 2 + 9 + 8

@@ -206,6 +206,32 @@ def test_a_singleton_writes_and_reads_a_file_and_its_handles_behave() -> None:
         """)
 
 
+def test_file_sync_flushes_what_this_process_changed_and_only_then() -> None:
+    check("""
+        import os, tempfile
+        from emucluster import MPI
+        calls = []
+        real_fsync, real_ftruncate = os.fsync, os.ftruncate
+        os.fsync = lambda fd: (calls.append("fsync"), real_fsync(fd))[1]
+        os.ftruncate = lambda fd, n: (calls.append(f"ftruncate {n}"), real_ftruncate(fd, n))[1]
+        path = os.path.join(tempfile.mkdtemp(), "s.bin")
+        amode = MPI.MODE_CREATE | MPI.MODE_RDWR | MPI.MODE_DELETE_ON_CLOSE
+        fh = MPI.File.Open(MPI.COMM_SELF, path, amode)
+        fh.Sync()  # nothing written yet
+        fh.Set_size(0)  # the size it has: nothing to do
+        assert calls == [], calls
+        fh.Write_at(0, b"data")
+        fh.Sync()
+        fh.Sync()  # the Sync-Barrier-Sync of the consistency rules: one flush
+        assert calls == ["fsync"], calls
+        fh.Set_size(2)
+        fh.Sync()
+        assert calls == ["fsync", "ftruncate 2", "fsync"], calls
+        assert fh.Get_size() == 2
+        fh.Close()
+        """)
+
+
 @pytest.mark.parametrize("call", ["MPI.Win.Allocate(8)"])
 def test_unsupported_features_raise_not_implemented(call: str) -> None:
     check(f"""

@@ -268,6 +268,13 @@ def test_abi_queries_report_no_standard_abi_and_the_integer_sizes() -> None:
     assert environment.Get_abi_fortran_info() == INFO_NULL
 
 
+def test_version_is_mpi_4_0_everywhere_it_is_reported() -> None:
+    from emucluster.mpi import environment
+
+    assert environment.Get_version() == (environment.VERSION, environment.SUBVERSION) == (4, 0)
+    assert "MPI 4.0" in environment.Get_library_version()
+
+
 def test_status_fortran_form_is_mpich_layout() -> None:
     from emucluster.mpi.request.status import F_ERROR, F_SOURCE, F_STATUS_SIZE, F_TAG, Status
 
