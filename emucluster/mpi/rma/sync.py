@@ -24,6 +24,7 @@ from emucluster.mpi.errors import ERR_GROUP, ERR_LOCKTYPE, ERR_RANK, ERR_RMA_SYN
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.rma.constants import LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK, MODE_NOSUCCEED
 from emucluster.mpi.rma.engine import RmaOp
+from emucluster.mpi.rma.hostdriven import FLUSH, LOCK, UNLOCK
 from nicd.contract import AtomicOp
 
 if TYPE_CHECKING:
@@ -127,11 +128,18 @@ class Synchronization:
         if rank == PROC_NULL:
             return
         st = self._target(rank)
-        st.engine.complete(st.take_pending(rank), "Win.Flush")
+        ops = st.take_pending(rank)
+        if st.host is not None:  # the target's host answers once it applied the rest
+            ops.append(st.host.request(rank, FLUSH))
+        st.engine.complete(ops, "Win.Flush")
 
     def flush_all(self) -> None:
         """Complete every operation in flight."""
-        self.st.engine.complete(self.st.all_pending(), "Win.Flush_all")
+        st = self.st
+        ops = st.all_pending()
+        if st.host is not None:
+            ops += [st.host.request(rank, FLUSH) for rank in range(st.size)]
+        st.engine.complete(ops, "Win.Flush_all")
 
     def sync(self) -> None:
         """Make this rank's private and public window copies agree."""
@@ -216,8 +224,12 @@ class Synchronization:
             raise MPIException(ERR_GROUP, "the group has processes outside the window") from None
 
     def _request(self, rank: int, op: AtomicOp) -> RmaOp:
-        """Start a lock operation on ``rank``'s lock word at its NIC."""
+        """Start a lock operation on ``rank``'s lock word at its NIC (at its host in the
+        host-driven mode)."""
         st = self.st
+        if st.host is not None:
+            kind = UNLOCK if op is AtomicOp.UNLOCK else LOCK
+            return st.host.request(rank, kind, exclusive=op is AtomicOp.LOCK_EXCLUSIVE)
         tgt = st.targets[rank]
         return RmaOp([st.engine.endpoint.iatomic(tgt.node, tgt.handle, 0, op, "q", _WORD)])
 
