@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 __all__ = ["MODE_ENV", "HostDriven", "host_driven"]
 
 MODE_ENV = "EMU_RMA_PROGRESS"
-"""``host``: passive target driven by the target's host (this module); else the NIC."""
+"""``host`` on every rank: Put, Get, locks and Flush of passive target are applied by the
+target's host when it enters MPI (the baseline of ``emubench rma``); else by the NIC."""
 REQ, REP = 3, 4  # tags on the window's private communicator (PSCW uses 1 and 2)
 _HDR = struct.Struct("<BBqq")  # kind, exclusive, offset in the target's block, length
 PUT, GET, LOCK, UNLOCK, FLUSH = range(1, 6)
