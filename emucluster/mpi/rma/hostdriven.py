@@ -18,11 +18,11 @@ UNLOCK and FLUSH with one byte once every earlier request from that origin was a
 
 from __future__ import annotations
 
-import os
 import struct
 import time
 from typing import TYPE_CHECKING
 
+from emucluster.config import ENV_RMA_PROGRESS
 from emucluster.mpi.constants import ANY_SOURCE
 from emucluster.mpi.datatype.handles import BYTE
 from emucluster.mpi.errors import ERR_OTHER, ERR_RMA_SYNC
@@ -34,24 +34,24 @@ from nicd.contract import LockGranted, LockOutcome, LockTable, LockWaiter
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from emucluster.config import HostConfig
     from emucluster.grim.port import RMError
     from emucluster.mpi.request.request import Request
     from emucluster.mpi.rma.state import WinState
 
 __all__ = ["MODE_ENV", "HostDriven", "host_driven"]
 
-MODE_ENV = "EMU_RMA_PROGRESS"
-"""``host`` on every rank: Put, Get, locks and Flush of passive target are applied by the
-target's host when it enters MPI (the baseline of ``emubench rma``); else by the NIC."""
+MODE_ENV = ENV_RMA_PROGRESS
+"""The variable that selects this mode (``host``), read into `HostConfig.rma_progress`."""
 REQ, REP = 3, 4  # tags on the window's private communicator (PSCW uses 1 and 2)
 _HDR = struct.Struct("<BBqq")  # kind, exclusive, offset in the target's block, length
 PUT, GET, LOCK, UNLOCK, FLUSH = range(1, 6)
 _KEY = (0, 0)  # one lock per window
 
 
-def host_driven() -> bool:
-    """Whether windows created now use host-driven passive target."""
-    return os.environ.get(MODE_ENV, "nic") == "host"
+def host_driven(config: HostConfig) -> bool:
+    """Whether windows created with ``config`` use host-driven passive target."""
+    return config.rma_progress == "host"
 
 
 class _Done:

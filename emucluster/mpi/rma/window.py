@@ -152,9 +152,10 @@ class Win(StateHandle):
         st.info = hints_of(info)
         shared = wcomm.allgather((block.handle, size, disp_unit))
         st.targets = [Target(st.nodes[i], h, CTRL, s, d) for i, (h, s, d) in enumerate(shared)]
-        if host_driven() and flavor != WIN_FLAVOR_DYNAMIC:
+        runtime = c._state().runtime
+        if host_driven(runtime.config) and flavor != WIN_FLAVOR_DYNAMIC:
             st.host = HostDriven(st)
-            c._state().runtime.engine.add(st.host)
+            runtime.engine.add(st.host)
         win = cls()
         win._st = st
         return win
