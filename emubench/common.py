@@ -354,16 +354,18 @@ def compare_run(
     timeout: float,
     emurun_args: Sequence[str] = (),
     python: str = sys.executable,
+    env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One side of a comparison with MPICH: ``python rank_args`` on ``nodes`` ranks under
-    emurun (``impl`` "emucluster") or under ``mpiexec -n nodes`` with ``--impl mpi4py``
-    (mpi4py on MPICH; ``python``'s venv provides them, this package is put on its path).
-    Returns rank 0's JSON with the wall time (`job_result`; SystemExit if the job failed)."""
+    emurun (``impl`` "emucluster", with ``env`` added to the environment) or under ``mpiexec
+    -n nodes`` with ``--impl mpi4py`` (mpi4py on MPICH; ``python``'s venv provides them, this
+    package is put on its path). Returns rank 0's JSON with the wall time (`job_result`;
+    SystemExit if the job failed)."""
     print(f"{impl} on {nodes} nodes ...", file=sys.stderr, flush=True)
     started = time.monotonic()
     if impl == "emucluster":
         proc = run_emurun(
-            nodes, [python, *rank_args], capture=True, check=False,
+            nodes, [python, *rank_args], env=env, capture=True, check=False,
             emurun_args=emurun_args, timeout_s=None, wall_timeout=timeout,
         )  # fmt: skip
     else:

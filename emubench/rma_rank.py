@@ -4,8 +4,10 @@
   over batches of one operation's time.
 * passive target while the target computes: the target runs a fixed pure-Python loop twice,
   alone and while the origin runs Lock/Put/Unlock epochs at it; it reports the loop's wall and
-  CPU seconds both times, the origin the epochs' median time while the target computed and
-  while it waited inside MPI (a Barrier).
+  CPU seconds both times (its host's CPU during the epochs), the origin the epochs' median and
+  longest time while the target computed and while it waited inside MPI (a Barrier), and how
+  many of its epochs ended before the target's loop did (the ranks share the machine's
+  monotonic clock: an implementation whose target must enter the library ends none).
 
 Rank 0 writes the JSON record to ``--out``. ``--impl mpi4py`` imports the real mpi4py (for
 MPICH under ``mpiexec``), the default emucluster's ``MPI``.
@@ -51,24 +53,27 @@ def _latency(MPI: Any, win: Any, comm: Any, sizes: list[int], iters: int) -> dic
     return out
 
 
-def _compute(work: int) -> tuple[float, float]:
+def _compute(work: int) -> tuple[float, float, float]:
+    """(wall s, CPU s, monotonic time at the end) of the target's loop."""
     wall, cpu = time.perf_counter(), time.process_time()
     total = 0
     for i in range(work):  # pure Python: this host does not enter the MPI library
         total += i & 7
-    return time.perf_counter() - wall, time.process_time() - cpu
+    return time.perf_counter() - wall, time.process_time() - cpu, time.monotonic()
 
 
-def _epochs(MPI: Any, win: Any, count: int) -> list[float]:
+def _epochs(MPI: Any, win: Any, count: int) -> tuple[list[float], list[float]]:
+    """Each epoch's time (us) and the monotonic time it ended."""
     buf = np.zeros(8, np.uint8)
-    times = []
+    times, ends = [], []
     for _ in range(count):
         started = time.perf_counter()
         win.Lock(1, MPI.LOCK_EXCLUSIVE)
         win.Put(buf, 1)
         win.Unlock(1)
         times.append((time.perf_counter() - started) * 1e6)
-    return times
+        ends.append(time.monotonic())
+    return times, ends
 
 
 def _overlap(MPI: Any, win: Any, comm: Any, work: int, epochs: int) -> dict[str, Any]:
@@ -81,10 +86,10 @@ def _overlap(MPI: Any, win: Any, comm: Any, work: int, epochs: int) -> dict[str,
     if rank == 1:
         out["with_epochs_s"] = _compute(work)
     else:
-        out["epochs_while_computing_us"] = statistics.median(_epochs(MPI, win, epochs))
+        out["computing"] = _epochs(MPI, win, epochs)
     comm.Barrier()
     if rank == 0:
-        out["epochs_while_in_mpi_us"] = statistics.median(_epochs(MPI, win, epochs))
+        out["in_mpi"] = _epochs(MPI, win, epochs)[0]
     comm.Barrier()
     return out
 
@@ -107,13 +112,19 @@ def main(argv: list[str] | None = None) -> int:
     win.Free()
     if comm.Get_rank() == 0:
         target = parts[1]
+        times, ends = parts[0]["computing"]
+        loop_end = target["with_epochs_s"][2]
         record["overlap"] = {
             "target_alone_wall_s": target["alone_s"][0],
             "target_alone_cpu_s": target["alone_s"][1],
             "target_with_epochs_wall_s": target["with_epochs_s"][0],
             "target_with_epochs_cpu_s": target["with_epochs_s"][1],
-            "epoch_us_target_computing": parts[0]["epochs_while_computing_us"],
-            "epoch_us_target_in_mpi": parts[0]["epochs_while_in_mpi_us"],
+            "epoch_us_target_computing": statistics.median(times),
+            "epoch_max_us_target_computing": max(times),
+            "epoch_us_target_in_mpi": statistics.median(parts[0]["in_mpi"]),
+            "epoch_max_us_target_in_mpi": max(parts[0]["in_mpi"]),
+            "epochs": len(times),
+            "epochs_done_while_target_computed": sum(end < loop_end for end in ends),
         }
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump(record, f, indent=1)

@@ -70,6 +70,7 @@ ENV_RNDV_RM = "EMU_RNDV_RM"
 ENV_AB_DELAY_US = "EMU_AB_DELAY_US"
 ENV_MCAST_TREE = "EMU_MCAST_TREE"
 ENV_MCAST_COSTS = "EMU_MCAST_COSTS"
+ENV_RMA_PROGRESS = "EMU_RMA_PROGRESS"
 
 N = TypeVar("N", int, float)
 
@@ -114,6 +115,10 @@ class HostConfig:
     mcast_costs: str = ""
     """``EMU_MCAST_COSTS``: ``L0,L_per_byte,g0,g_per_byte`` in microseconds fixes the postal
     costs instead of measuring them (empty: measure); parsed by the multicast shell."""
+    rma_progress: str = "nic"
+    """``EMU_RMA_PROGRESS``: ``host`` (on every rank) makes passive-target Put, Get, locks and
+    Flush messages the target's host applies when it enters MPI (the baseline of ``emubench
+    rma``, in ``emucluster/mpi/rma/hostdriven.py``); anything else: the target's NIC."""
     run_dir: str | None = None
     """``EMU_RUN_DIR``: the job's run directory, where emurun's launcher socket is (processes
     started at run time, ``emucluster.mpi.dynamic.client``); None outside emurun."""
@@ -146,6 +151,7 @@ class HostConfig:
             ab_delay_us=_number(float, environ, ENV_AB_DELAY_US, "0", empty="0"),
             mcast_tree=environ.get(ENV_MCAST_TREE, "postal").strip().lower() or "postal",
             mcast_costs=environ.get(ENV_MCAST_COSTS, "").strip(),
+            rma_progress=environ.get(ENV_RMA_PROGRESS, "nic").strip().lower() or "nic",
             run_dir=environ.get(ENV_RUN_DIR) or None,
             world=_pair(environ, ENV_WORLD),
             universe_size=_number(int, environ, ENV_UNIVERSE_SIZE, "0", empty="0") or None,

@@ -34,6 +34,10 @@ from nicd.grim.amregistry import encode_request as encode_am_request
 from nicd.grim.atomics import ELEMENT_CODES as ATOMIC_ELEMENT_CODES
 from nicd.grim.atomics import AtomicOp, apply_atomic
 from nicd.grim.atomics import pack_meta as pack_atomic_meta
+from nicd.grim.locks import Granted as LockGranted
+from nicd.grim.locks import LockTable
+from nicd.grim.locks import Outcome as LockOutcome
+from nicd.grim.locks import Waiter as LockWaiter
 from nicd.grim.xlate import AddressMap, Translation
 from nicd.hostlink import (
     ANY_PORT,
@@ -122,6 +126,10 @@ __all__ = [
     "FaultConfig",
     "HostRecord",
     "Lifeline",
+    "LockGranted",
+    "LockOutcome",
+    "LockTable",
+    "LockWaiter",
     "McastErrorEvent",
     "McastFreeReq",
     "McastGroupOk",

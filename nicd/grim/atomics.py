@@ -21,6 +21,7 @@ import numpy as np
 
 __all__ = [
     "ELEMENT_CODES",
+    "LOCK_OPS",
     "AtomicError",
     "AtomicOp",
     "apply_atomic",
@@ -47,6 +48,14 @@ class AtomicOp(IntEnum):
     NO_OP = 12
     CAS = 13
     """Compare-and-swap: the payload is the compare value then the new value."""
+    LOCK_SHARED = 14
+    """Passive-target lock (:mod:`nicd.grim.locks`): the status answers at the grant."""
+    LOCK_EXCLUSIVE = 15
+    UNLOCK = 16
+
+
+LOCK_OPS = frozenset({AtomicOp.LOCK_SHARED, AtomicOp.LOCK_EXCLUSIVE, AtomicOp.UNLOCK})
+"""Operations on a NIC-kept lock queue, not on memory (:func:`apply_atomic` refuses them)."""
 
 
 ELEMENT_CODES = frozenset("bBhHiIlLqQfdg?FDG")
@@ -96,6 +105,8 @@ def apply_atomic(op_code: int, code: str, target: memoryview, payload: bytes) ->
         op = AtomicOp(op_code)
     except ValueError:
         raise AtomicError(f"unknown atomic op {op_code}") from None
+    if op in LOCK_OPS:
+        raise AtomicError(f"{op.name} is a lock queue operation, not one on memory")
     if code not in ELEMENT_CODES:
         raise AtomicError(f"unknown element type {code!r}")
     dtype = np.dtype(code)

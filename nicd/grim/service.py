@@ -1,8 +1,9 @@
 """The NIC side of GRIM's programming interfaces (seed 002 §4.4-4.5): remote-memory writes
 (RM-V, RM-P), reads (RM-RV) and atomics (RM_ATOMIC, :mod:`nicd.grim.atomics`, for MPI
-one-sided communication) executed by the NIC, address translation through the
-translation cache with host upcalls on misses, notification words, and the active-message
-handler registry (served by node ``REGISTRY_NODE``'s NIC).
+one-sided communication) executed by the NIC, window lock queues (RM_ATOMIC's lock ops,
+:mod:`nicd.grim.locks`: a lock request's status is sent at its grant), address translation
+through the translation cache with host upcalls on misses, notification words, and the
+active-message handler registry (served by node ``REGISTRY_NODE``'s NIC).
 
 A :class:`~nicd.core.service.NicService`. Inputs: the transport's admission question for a
 message's first packet (:meth:`admit`), a whole message delivered to a local endpoint
@@ -33,7 +34,15 @@ from nicd.core.actions import NicSend, ResumePort, ToPort
 from nicd.core.service import NicService
 from nicd.errors import BadPacket
 from nicd.grim.amregistry import Registry
-from nicd.grim.atomics import AtomicError, apply_atomic, target_length, unpack_meta
+from nicd.grim.atomics import (
+    LOCK_OPS,
+    AtomicError,
+    AtomicOp,
+    apply_atomic,
+    target_length,
+    unpack_meta,
+)
+from nicd.grim.locks import Granted, LockTable, Outcome, Waiter
 from nicd.grim.xlate import Translation, TranslationCache
 from nicd.hostlink.grim import (
     NIC_PORT,
@@ -124,6 +133,8 @@ class GrimNic(NicService):
         self._negative: dict[tuple[int, int], None] = {}
         self._watched: set[int] = set()  # ports whose host waits on its memory (RmWatch)
         self.registry = Registry(max_message) if node_id == REGISTRY_NODE else None
+        self.locks = LockTable()
+        """Window lock queues (MPI passive target), granted here without the host."""
         self.counts: Counter[str] = Counter()
         self.trace: Facts | None = None
         """Set while tracing: every RM operation executed here is noted (bytes asked for,
@@ -210,7 +221,7 @@ class GrimNic(NicService):
         if t is MsgType.RM_READ:
             return self._read(d)
         if t is MsgType.RM_ATOMIC:
-            return self._atomic(d)
+            return self._atomic(d, now)
         if t is MsgType.RM_READ_REPLY:
             return self._read_reply(d)
         return None
@@ -290,10 +301,10 @@ class GrimNic(NicService):
         args = (reply_vaddr, notify_vaddr, req, value)
         return [NicSend(d.src_node, d.src_port, MsgType.RM_READ_REPLY, bytes(where), 0, args)]
 
-    def _atomic(self, d: Deliver) -> list[CoreAction]:
+    def _atomic(self, d: Deliver, now: float) -> list[CoreAction]:
         """Apply a remote atomic whole (the NIC runs one message at a time, so it is atomic
         with respect to every other remote operation); a fetch sends the old contents back
-        as a read's reply."""
+        as a read's reply. A lock operation goes to the lock queues instead."""
         vaddr, reply_vaddr, req, meta = d.args
         op, code, fetch = unpack_meta(meta)
         kind = ReplyKind.READ if fetch else ReplyKind.WRITE
@@ -302,6 +313,8 @@ class GrimNic(NicService):
         status, where = self._locate(d.port, pin[0] if pin else None, vaddr, n)
         if status is not RmStatus.OK or where is None:
             return [self._status(d, req, status, kind)]
+        if op in LOCK_OPS and not fetch:
+            return self._lock(d, AtomicOp(op), vaddr, req, now)
         try:
             old = apply_atomic(op, code, where, d.payload)
         except AtomicError:
@@ -312,6 +325,30 @@ class GrimNic(NicService):
             args = (reply_vaddr, 0, req, 0)
             return [NicSend(d.src_node, d.src_port, MsgType.RM_READ_REPLY, old, 0, args), *landed]
         return [self._status(d, req, RmStatus.OK, kind), *landed]
+
+    def _lock(self, d: Deliver, op: AtomicOp, vaddr: int, req: int, now: float) -> list[CoreAction]:
+        """A lock request (answered at its grant) or a release (answered now, then the
+        grants it unblocks)."""
+        key = (d.port, vaddr)
+        if op is AtomicOp.UNLOCK:
+            held, outcomes = self.locks.release(key, d.src_node, d.src_port)
+            status = RmStatus.OK if held else RmStatus.NOT_LOCKED
+            return [self._status(d, req, status, ReplyKind.WRITE), *self._answers(outcomes)]
+        who = Waiter(d.src_node, d.src_port, req)
+        exclusive = op is AtomicOp.LOCK_EXCLUSIVE
+        return self._answers(self.locks.acquire(key, who, exclusive=exclusive, now=now))
+
+    def _answers(self, outcomes: list[Outcome]) -> list[CoreAction]:
+        """The status replies that complete granted or refused lock requests."""
+        out: list[CoreAction] = []
+        for o in outcomes:
+            status = RmStatus.OK if isinstance(o, Granted) else RmStatus.LOCK_FAILED
+            if status is not RmStatus.OK:
+                self.counts["refused_lock_failed"] += 1
+            handler = int(ReplyKind.WRITE) << 8 | int(status)
+            args = (0, 0, o.who.req, 0)
+            out.append(NicSend(o.who.node, o.who.port, MsgType.RM_READ_REPLY, b"", handler, args))
+        return out
 
     def _read_reply(self, d: Deliver) -> list[CoreAction]:
         reply_vaddr, notify_vaddr, req, value = d.args
@@ -404,8 +441,21 @@ class GrimNic(NicService):
         self.counts["host_misuse"] += 1
         return []
 
+    def on_timer(self, *, now: float) -> list[CoreAction]:
+        """Refuse the lock requests that waited too long."""
+        return self._answers(self.locks.on_timer(now=now))
+
+    def next_deadline(self) -> float | None:
+        """When the oldest lock request must be refused."""
+        return self.locks.next_deadline()
+
+    def on_peer_dead(self, node: int, *, now: float) -> list[CoreAction]:
+        """A dead node's locks are released and its waiting requests dropped."""
+        return self._answers(self.locks.peer_dead(node))
+
     def on_port_closed(self, port: int) -> None:
         """Forget everything about ``port``."""
+        self.locks.port_closed(port)
         self._caches.pop(port, None)
         self._watched.discard(port)
         self._asking = {k for k in self._asking if k[0] != port}
@@ -421,6 +471,7 @@ class GrimNic(NicService):
             "counts": dict(self.counts),
             "xlate": {str(p): c.stats() for p, c in self._caches.items()},
             "registry": None if self.registry is None else self.registry.stats(),
+            "locks": self.locks.stats(),
         }
 
     def _cache(self, port: int) -> TranslationCache:

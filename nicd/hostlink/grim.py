@@ -128,6 +128,10 @@ class RmStatus(IntEnum):
     """The target NIC has too many replies of its own in flight; try again later."""
     BAD_OP = 7
     """RM_ATOMIC: an operation or element type the NIC cannot apply."""
+    LOCK_FAILED = 8
+    """A window lock was not granted (waited too long, queue full, window closed)."""
+    NOT_LOCKED = 9
+    """An unlock from an origin that does not hold the lock."""
 
 
 class ReplyKind(IntEnum):

@@ -16,19 +16,19 @@ from __future__ import annotations
 import atexit
 import contextlib
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from emucluster.grim.endpoint import Endpoint
 from emucluster.mpi.errors import ERR_OTHER, ERR_RMA_RANGE
 from emucluster.mpi.errors import Exception as MPIException
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
-    from emucluster.grim.port import Block, RMError, RmRequest
+    from emucluster.grim.port import Block, RMError
     from emucluster.mpi.runtime import Runtime
 
-__all__ = ["RMA_CHANNEL", "WAIT_S", "RmaEngine", "RmaOp", "engine_of"]
+__all__ = ["RMA_CHANNEL", "WAIT_S", "Completion", "RmaEngine", "RmaOp", "engine_of"]
 
 RMA_CHANNEL = 4
 """The GM port / GRIM logical channel of one-sided communication (MPI's is 2, GRIM's 3)."""
@@ -38,12 +38,25 @@ _SLEEP_S = 0.05  # a sleep on both sockets is cut this short, then both are poll
 _MIN_SCRATCH = 256
 
 
+class Completion(Protocol):
+    """What an `RmaOp` waits for: a NIC request (`RmRequest`), or an MPI request in the
+    host-driven mode (`emucluster.mpi.rma.hostdriven`)."""
+
+    error: RMError | None
+
+    def test(self) -> bool:
+        """Whether it finished (making progress once)."""
+        ...
+
+
 class RmaOp:
-    """One origin-side operation: the NIC requests it waits for and what runs at the end."""
+    """One origin-side operation: the requests it waits for and what runs at the end."""
 
     __slots__ = ("after", "requests")
 
-    def __init__(self, requests: list[RmRequest], after: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, requests: Sequence[Completion], after: Callable[[], None] | None = None
+    ) -> None:
         self.requests = requests
         self.after = after
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from emucluster.mpi.comm.intracomm import Intracomm
     from emucluster.mpi.errhandler import Handler
     from emucluster.mpi.rma.engine import RmaEngine, RmaOp
+    from emucluster.mpi.rma.hostdriven import HostDriven
 
 __all__ = ["CTRL", "MAX_ATTACHED", "TABLE", "LocalMemory", "Target", "WinState"]
 
@@ -131,6 +132,8 @@ class WinState:
         the separate model as for Create)."""
         self.tables: dict[int, list[tuple[int, int, int]]] = {}
         """Dynamic windows: the attach tables read from targets in this epoch."""
+        self.host: HostDriven | None = None
+        """Host-driven passive target (`emucluster.mpi.rma.hostdriven`), else None."""
 
     @property
     def model(self) -> int:

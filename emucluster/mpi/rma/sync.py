@@ -1,14 +1,17 @@
 """One-sided synchronization: Fence, passive target (Lock/Unlock, Lock_all/Unlock_all,
 Flush*, Sync) and generalized active target (Post/Start/Complete/Wait/Test).
 
-Passive-target locks live in the target's registered memory: a 64-bit lock word before the
-window's bytes, which origins change with NIC atomics (exclusive: compare-and-swap 0 ->
-``EXCLUSIVE``; shared: fetch-and-add 1, backing off and undoing it while an exclusive holder
-is there). So a lock, the operations in its epoch and the unlock all complete with the
-target's host computing elsewhere: its NIC does everything. A Fence completes this rank's
-operations and meets the others in a barrier; PSCW sends its post and completion notices as
-zero-byte messages on the window's private communicator. Every call that ends an epoch waits
-for its operations' completions from the target NICs, so at its return they are done there.
+Passive-target locks are queues the target's NIC keeps (:mod:`nicd.grim.locks`), named by
+the lock word before the window's bytes: a lock is an ``RM_ATOMIC`` ``LOCK_SHARED`` or
+``LOCK_EXCLUSIVE`` whose completion the NIC sends when it grants the lock (first come first
+served, shared holders together, so neither kind starves), an unlock an ``UNLOCK`` on the
+same ordered stream as the epoch's operations. So a lock, the operations in its epoch and the
+unlock all complete with the target's host computing elsewhere: its NIC does everything. A
+request the NIC cannot grant (it waited too long: a holder died) fails with an error. A Fence
+completes this rank's operations and meets the others in a barrier; PSCW sends its post and
+completion notices as zero-byte messages on the window's private communicator. Every call that
+ends an epoch waits for its operations' completions from the target NICs, so at its return
+they are done there.
 """
 
 from __future__ import annotations
@@ -21,19 +24,18 @@ from emucluster.mpi.errors import ERR_GROUP, ERR_LOCKTYPE, ERR_RANK, ERR_RMA_SYN
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.rma.constants import LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK, MODE_NOSUCCEED
 from emucluster.mpi.rma.engine import RmaOp
+from emucluster.mpi.rma.hostdriven import FLUSH, LOCK, UNLOCK
 from nicd.contract import AtomicOp
 
 if TYPE_CHECKING:
     from emucluster.mpi.comm.group import Group
     from emucluster.mpi.rma.state import WinState
 
-__all__ = ["EXCLUSIVE", "Synchronization"]
+__all__ = ["Synchronization"]
 
-EXCLUSIVE = 1 << 40
-"""The lock word's value while an exclusive lock is held (shared holders count below it)."""
 _Q = struct.Struct("<q")
+_WORD = _Q.pack(0)  # a lock op's operand: the NIC names the lock by the word's address
 _POST, _DONE = 1, 2  # tags of PSCW notices on the window's private communicator
-_BACKOFF_S = (2e-5, 0.002)  # first and longest pause between lock attempts
 _NOT_HELD = 0  # a lock taken with MODE_NOCHECK: nothing to release
 
 
@@ -86,7 +88,7 @@ class Synchronization:
         held = st.locks.pop(rank)
         ops = st.take_pending(rank)
         if held:  # after the epoch's operations on the same ordered stream: one round trip
-            ops.append(self._release(rank, exclusive=held == LOCK_EXCLUSIVE))
+            ops.append(self._release(rank))
         st.engine.complete(ops, "Win.Unlock")
         if rank == st.rank:
             st.sync_memory()
@@ -97,8 +99,13 @@ class Synchronization:
         if st.lock_all or st.locks:
             raise MPIException(ERR_RMA_SYNC, "Lock_all inside a passive-target epoch")
         if not assertion & MODE_NOCHECK and st.size > 1:
-            for rank in range(st.size):
-                self._acquire(rank, exclusive=False)
+            asked = [self._request(rank, AtomicOp.LOCK_SHARED) for rank in range(st.size)]
+            try:
+                st.engine.complete(asked, "Win.Lock_all")
+            except MPIException:  # give back the locks that were granted
+                granted = [r for r, op in enumerate(asked) if op.requests[0].error is None]
+                st.engine.complete([self._release(r) for r in granted], "Win.Lock_all")
+                raise
             st.locks = dict.fromkeys(range(st.size), LOCK_SHARED)
         else:
             st.locks = dict.fromkeys(range(st.size), _NOT_HELD)
@@ -112,7 +119,7 @@ class Synchronization:
             raise MPIException(ERR_RMA_SYNC, "Unlock_all without Lock_all")
         held, st.locks, st.lock_all = st.locks, {}, False
         ops = st.all_pending()
-        ops += [self._release(rank, exclusive=False) for rank, kind in held.items() if kind]
+        ops += [self._release(rank) for rank, kind in held.items() if kind]
         st.engine.complete(ops, "Win.Unlock_all")
         st.sync_memory()
 
@@ -121,11 +128,18 @@ class Synchronization:
         if rank == PROC_NULL:
             return
         st = self._target(rank)
-        st.engine.complete(st.take_pending(rank), "Win.Flush")
+        ops = st.take_pending(rank)
+        if st.host is not None:  # the target's host answers once it applied the rest
+            ops.append(st.host.request(rank, FLUSH))
+        st.engine.complete(ops, "Win.Flush")
 
     def flush_all(self) -> None:
         """Complete every operation in flight."""
-        self.st.engine.complete(self.st.all_pending(), "Win.Flush_all")
+        st = self.st
+        ops = st.all_pending()
+        if st.host is not None:
+            ops += [st.host.request(rank, FLUSH) for rank in range(st.size)]
+        st.engine.complete(ops, "Win.Flush_all")
 
     def sync(self) -> None:
         """Make this rank's private and public window copies agree."""
@@ -209,37 +223,21 @@ class Synchronization:
         except KeyError:
             raise MPIException(ERR_GROUP, "the group has processes outside the window") from None
 
-    def _word(self, rank: int, op: AtomicOp, operand: bytes) -> int:
-        """Apply ``op`` to ``rank``'s lock word at its NIC; the old value."""
+    def _request(self, rank: int, op: AtomicOp) -> RmaOp:
+        """Start a lock operation on ``rank``'s lock word at its NIC (at its host in the
+        host-driven mode)."""
         st = self.st
-        eng, tgt = st.engine, st.targets[rank]
-        scratch = eng.scratch(_Q.size)
-        req = eng.endpoint.iatomic(tgt.node, tgt.handle, 0, op, "q", operand, scratch, 0)
-        eng.complete([RmaOp([req])], "Win.Lock")
-        old: int = _Q.unpack_from(scratch.buf, 0)[0]
-        eng.give_back(scratch)
-        return old
+        if st.host is not None:
+            kind = UNLOCK if op is AtomicOp.UNLOCK else LOCK
+            return st.host.request(rank, kind, exclusive=op is AtomicOp.LOCK_EXCLUSIVE)
+        tgt = st.targets[rank]
+        return RmaOp([st.engine.endpoint.iatomic(tgt.node, tgt.handle, 0, op, "q", _WORD)])
 
     def _acquire(self, rank: int, *, exclusive: bool) -> None:
-        pause = _BACKOFF_S[0]
-        while True:
-            if exclusive:
-                operand = _Q.pack(0) + _Q.pack(EXCLUSIVE)
-                if self._word(rank, AtomicOp.CAS, operand) == 0:
-                    return
-            else:
-                if self._word(rank, AtomicOp.SUM, _Q.pack(1)) < EXCLUSIVE:
-                    return
-                self.st.engine.complete([self._release(rank, exclusive=False)], "Win.Lock")
-            self.st.engine.pause(pause)
-            pause = min(pause * 2, _BACKOFF_S[1])
+        """Wait for ``rank``'s NIC to grant the lock (MPIException if it refuses)."""
+        op = AtomicOp.LOCK_EXCLUSIVE if exclusive else AtomicOp.LOCK_SHARED
+        self.st.engine.complete([self._request(rank, op)], "Win.Lock")
 
-    def _release(self, rank: int, *, exclusive: bool) -> RmaOp:
+    def _release(self, rank: int) -> RmaOp:
         """Start releasing ``rank``'s lock (an op to complete with the epoch's)."""
-        st = self.st
-        tgt = st.targets[rank]
-        amount = -EXCLUSIVE if exclusive else -1
-        req = st.engine.endpoint.iatomic(
-            tgt.node, tgt.handle, 0, AtomicOp.SUM, "q", _Q.pack(amount)
-        )
-        return RmaOp([req])
+        return self._request(rank, AtomicOp.UNLOCK)

@@ -57,6 +57,8 @@ class Transfer:
         handle, runs = self._runs(target_rank, target, msg)
         ep, tgt, data = self.st.engine.endpoint, self.st.targets[target_rank], msg.view
         mem = self._here(target_rank, atomic=False)
+        if mem is None and self.st.host is not None:
+            return self._add(target_rank, self.st.host.put(target_rank, runs, data))
         reqs: list[RmRequest] = []
         pos = 0
         for offset, n in runs:
@@ -80,6 +82,9 @@ class Transfer:
         if mem is not None:
             _deliver(msg, b"".join(mem[offset : offset + n] for offset, n in runs))
             return self._add(target_rank, RmaOp([]))
+        if self.st.host is not None:
+            got = self.st.host.get(target_rank, runs, lambda data: _deliver(msg, data))
+            return self._add(target_rank, got)
         scratch = eng.scratch(total)
         reqs: list[RmRequest] = []
         pos = 0

@@ -50,6 +50,7 @@ from emucluster.mpi.rma.constants import (
     WIN_SIZE,
 )
 from emucluster.mpi.rma.engine import engine_of
+from emucluster.mpi.rma.hostdriven import HostDriven, host_driven
 from emucluster.mpi.rma.requests import rma_request
 from emucluster.mpi.rma.state import CTRL, MAX_ATTACHED, TABLE, LocalMemory, Target, WinState
 from emucluster.mpi.rma.sync import Synchronization
@@ -151,6 +152,10 @@ class Win(StateHandle):
         st.info = hints_of(info)
         shared = wcomm.allgather((block.handle, size, disp_unit))
         st.targets = [Target(st.nodes[i], h, CTRL, s, d) for i, (h, s, d) in enumerate(shared)]
+        runtime = c._state().runtime
+        if host_driven(runtime.config) and flavor != WIN_FLAVOR_DYNAMIC:
+            st.host = HostDriven(st)
+            runtime.engine.add(st.host)
         win = cls()
         win._st = st
         return win
@@ -166,6 +171,8 @@ class Win(StateHandle):
         st.engine.complete(st.all_pending(), "Win.Free")
         WIN_KEYVALS.delete_all(self, st.attrs)
         st.comm.Barrier()
+        if st.host is not None:
+            st.host.closed = True
         st.sync_memory()
         for memory in st.attached.values():
             st.engine.free(memory.block)
