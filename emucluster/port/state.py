@@ -143,6 +143,10 @@ class PortState:
         """Whether events are queued (read by a drain, not yet taken)."""
         return bool(self._recvq or self._rmq or self._doneq)
 
+    def has_messages(self) -> bool:
+        """Whether RECV or RM-write events are queued (what a wait for data waits for)."""
+        return bool(self._recvq or self._rmq)
+
     def take_events(self) -> list[Event]:
         """Every queued event, in `next_event` order."""
         events: list[Event] = [*self._recvq, *self._rmq, *self._doneq]

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EMPTY", "MessageSpecError", "Msg", "NotABuffer", "NotContiguous", "ReadOnlyBuffer",
     "UnknownTypeCode",
-    "as_datatype", "byte_view", "inferred_datatype", "message", "typed_view",
+    "as_datatype", "byte_view", "inferred_datatype", "message", "plain_view", "typed_view",
 ]  # fmt: skip
 
 
@@ -110,19 +110,63 @@ def message(spec: object, *, writable: bool, staged: bool = False) -> Msg:
 
 
 _PLAIN_TYPES = frozenset({bytes, bytearray, memoryview, np.ndarray})
+_NATIVE_FORMATS = frozenset({
+    "B", "b", "c", "?", "h", "H", "i", "I", "l", "L", "q", "Q", "n", "N", "f", "d", "g",
+    "Zf", "Zd", "Zg",
+})  # fmt: skip
+"""Native-order element formats of the predefined datatypes (what `inferred_datatype` accepts
+without looking further; a test checks the two agree)."""
+_PREDEFINED_SIZES: dict[int, int] = {
+    id(datatype): datatype.contiguous_size
+    for datatype in predefined.values()
+    if datatype.contiguous_size
+}
+"""``id`` of each contiguous predefined datatype -> its size (they live as long as the
+process, so their ids are never reused)."""
+
+
+def plain_view(spec: object, writable: bool) -> memoryview | None:
+    """The bytes of the commonest specs, without the general parse: a plain buffer (bytes,
+    bytearray, memoryview, numpy array: C-contiguous, not empty, a native format of a
+    predefined type) or ``[plain buffer, datatype]`` whose length is a whole number of
+    elements of a contiguous datatype. None for anything else: `message` then parses it (or
+    raises its error). What the point-to-point calls send from or receive into; a receive
+    through it needs no staging (the data lands in the buffer itself)."""
+    kind = type(spec)
+    if kind is list or kind is tuple:
+        return _pair_view(spec, writable)  # type: ignore[arg-type]
+    if kind not in _PLAIN_TYPES:
+        return None
+    view = memoryview(spec)  # type: ignore[arg-type]
+    if (writable and view.readonly) or not view.c_contiguous:
+        return None
+    if view.ndim == 1 and view.format == "B":
+        return view
+    if not view.nbytes or view.format not in _NATIVE_FORMATS:
+        return None
+    return view.cast("B")
 
 
 def _plain_pair(spec: list[object] | tuple[object, ...], writable: bool) -> Msg | None:
-    """The common spec ``[buf, datatype]`` of a plain buffer (bytes, bytearray, memoryview,
-    numpy array: C-contiguous, one-character format) whose length is a whole number of
-    elements of a contiguous datatype, parsed without the general checks; None for anything
-    else (the general path then parses it, or raises its error)."""
+    """The common spec ``[buf, datatype]`` of a plain buffer, parsed without the general
+    checks (`plain_view`); None for anything else (the general path then parses it, or raises
+    its error)."""
+    view = _pair_view(spec, writable)
+    if view is None:
+        return None
+    buf, datatype = spec
+    assert type(datatype) is Datatype  # checked by _pair_view
+    return Msg(view, datatype, len(view) // datatype.contiguous_size, buf)
+
+
+def _pair_view(spec: list[object] | tuple[object, ...], writable: bool) -> memoryview | None:
+    """`plain_view` of ``[buf, datatype]``."""
     if len(spec) != 2:
         return None
     buf, datatype = spec
     if type(buf) not in _PLAIN_TYPES or type(datatype) is not Datatype:
         return None
-    size = datatype.contiguous_size
+    size = _PREDEFINED_SIZES.get(id(datatype)) or datatype.contiguous_size
     if not size:
         return None
     view = memoryview(buf)  # type: ignore[arg-type]
@@ -131,13 +175,15 @@ def _plain_pair(spec: list[object] | tuple[object, ...], writable: bool) -> Msg 
     if not view.c_contiguous:
         return None
     if view.ndim != 1 or view.format != "B":
-        if len(view.format) != 1:
+        fmt = view.format
+        if len(fmt) != 1 and fmt not in _NATIVE_FORMATS:
+            return None
+        if not view.nbytes:  # cast() refuses zeros in the shape: the general path
             return None
         view = view.cast("B")
-    length = len(view)
-    if length % size:
+    if len(view) % size:
         return None
-    return Msg(view, datatype, length // size, buf)
+    return view
 
 
 def _staged(msg: Msg) -> Msg:

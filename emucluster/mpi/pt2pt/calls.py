@@ -13,7 +13,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from emucluster.mpi.buffer.serial import PICKLE
-from emucluster.mpi.buffer.spec import message
+from emucluster.mpi.buffer.spec import message, plain_view
 from emucluster.mpi.constants import (
     ANY_SOURCE,
     ANY_TAG,
@@ -82,8 +82,7 @@ class PointToPoint:
 
     def isend(self, obj: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking send of a Python object."""
-        op = self._post_send(PICKLE.dumps(obj), dest, tag, False)
-        return completed() if op is None else Request._of(SendPending(op), self._engine())
+        return self._send_request(self._post_send(PICKLE.dumps(obj), dest, tag, False))
 
     def ibsend(self, obj: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking buffered send."""
@@ -91,17 +90,23 @@ class PointToPoint:
 
     def issend(self, obj: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking synchronous send."""
-        op = self._post_send(PICKLE.dumps(obj), dest, tag, True)
-        return completed() if op is None else Request._of(SendPending(op), self._engine())
+        return self._send_request(self._post_send(PICKLE.dumps(obj), dest, tag, True))
 
     def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG,
              status: Status | None = None) -> Any:  # fmt: skip
         """Receive a Python object (a ``buf`` is ignored, with a warning)."""
-        _warn_buf(buf)
+        if buf is not None:
+            _warn_buf(buf)
         op = self._post_recv(source, tag, None)
         if op is None:
             return completed(None).wait(status)
-        _wait_op(self._st, op)
+        if not op.done:
+            _wait_op(self._st, op)
+        if op.outcome is Outcome.OK:  # RecvPending.finish's common case, without the object
+            if status is not None:
+                status.set(op.msg_source, op.msg_tag, op.count)
+            data = op.data
+            return None if data is None else PICKLE.loads(data)
         return RecvPending(op, self._engine(), unpickle=True).finish(status)
 
     def irecv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
@@ -135,7 +140,12 @@ class PointToPoint:
 
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
         """Send a buffer (blocking)."""
-        _wait_send(self._st, self._post_send(message(buf, writable=False).view, dest, tag, False))
+        view = plain_view(buf, False)
+        if view is None:
+            view = message(buf, writable=False).view
+        op = self._post_send(view, dest, tag, False)
+        if op is not None and not (op.done and op.outcome is Outcome.OK):
+            _wait_send(self._st, op)
 
     def Bsend(self, buf: Any, dest: int, tag: int = 0) -> None:
         """Buffered send: returns at once; the copy leaves from the attached buffer."""
@@ -149,8 +159,10 @@ class PointToPoint:
 
     def Isend(self, buf: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking buffer send (do not modify the buffer until it completes)."""
-        op = self._post_send(message(buf, writable=False).view, dest, tag, False)
-        return completed() if op is None else Request._of(SendPending(op), self._engine())
+        view = plain_view(buf, False)
+        if view is None:
+            view = message(buf, writable=False).view
+        return self._send_request(self._post_send(view, dest, tag, False))
 
     def Ibsend(self, buf: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking buffered send."""
@@ -160,29 +172,42 @@ class PointToPoint:
 
     def Issend(self, buf: Any, dest: int, tag: int = 0) -> Request:
         """Nonblocking synchronous buffer send."""
-        op = self._post_send(message(buf, writable=False).view, dest, tag, True)
-        return completed() if op is None else Request._of(SendPending(op), self._engine())
+        return self._send_request(
+            self._post_send(message(buf, writable=False).view, dest, tag, True)
+        )
 
     def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG,
              status: Status | None = None) -> None:  # fmt: skip
         """Receive into a buffer; ERR_TRUNCATE if the message is longer."""
-        msg = message(buf, writable=True, staged=True)
-        op = self._post_recv(source, tag, msg.view)
+        view = plain_view(buf, True)  # the common buffers: no staging, nothing to deliver
+        deliver = None
+        if view is None:
+            msg = message(buf, writable=True, staged=True)
+            view, deliver = msg.view, msg.deliver
+        op = self._post_recv(source, tag, view)
         if op is None:
             completed(None).wait(status)
             return
-        _wait_op(self._st, op)
-        RecvPending(op, self._engine(), unpickle=False, deliver=msg.deliver).finish(status)
+        if not op.done:
+            _wait_op(self._st, op)
+        if deliver is None and op.outcome is Outcome.OK:  # RecvPending.finish's common case
+            if status is not None:
+                status.set(op.msg_source, op.msg_tag, op.count)
+            return
+        RecvPending(op, self._engine(), unpickle=False, deliver=deliver).finish(status)
 
     def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         """Nonblocking receive into a buffer."""
-        msg = message(buf, writable=True, staged=True)
-        op = self._post_recv(source, tag, msg.view)
+        view = plain_view(buf, True)
+        deliver = None
+        if view is None:
+            msg = message(buf, writable=True, staged=True)
+            view, deliver = msg.view, msg.deliver
+        op = self._post_recv(source, tag, view)
         if op is None:
             return completed(None)
-        return Request._of(
-            RecvPending(op, self._engine(), unpickle=False, deliver=msg.deliver), self._engine()
-        )
+        engine = self._engine()
+        return Request._of(RecvPending(op, engine, unpickle=False, deliver=deliver), engine)
 
     def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,
                  source: int = ANY_SOURCE, recvtag: int = ANY_TAG,
@@ -273,6 +298,14 @@ class PointToPoint:
             raise MPIException(ERR_RANK, f"invalid rank {dest} (communicator of {st.size})")
         return st.runtime.engine.send(st.context, st.rank, tag, st.nodes[dest], payload,
                                       sync=sync)  # fmt: skip
+
+    def _send_request(self, op: SendOp | None) -> Request:
+        """The request of a send just posted (None: to PROC_NULL, complete)."""
+        if op is None:
+            return completed()
+        st = self._st
+        assert st is not None  # the send was posted on it
+        return Request._of(SendPending(op), st.runtime.engine)
 
     def _post_recv(self, source: int, tag: int, buf: memoryview | None) -> RecvOp | None:
         st = self._st

@@ -19,9 +19,11 @@ from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.request.pending import (
     Completed,
     Pending,
+    SendPending,
     peek_status,
 )
 from emucluster.mpi.request.status import Status
+from emucluster.p2p.protocol import Outcome
 
 Some = tuple[list[int] | None, list[Any] | None]
 
@@ -154,6 +156,12 @@ class Request:
     def Wait(self, status: Status | None = None) -> bool:
         """Wait for completion (buffer API); returns True. Calls ``Request.wait`` itself, not a
         subclass's override (mpi4py subclasses define ``wait`` in terms of ``Wait``)."""
+        pending = self._pending
+        if type(pending) is SendPending and pending.op.done and pending.op.outcome is Outcome.OK:
+            self._pending = None  # the commonest case (an eager send is done at once), inlined
+            if status is not None:
+                status.set(ANY_SOURCE, ANY_TAG, 0)
+            return True
         Request.wait(self, status)
         return True
 
@@ -165,7 +173,8 @@ class Request:
             return None
         if not pending.done():
             _engine_of((self,)).wait_for(pending.done)
-        self._release()
+        if not getattr(pending, "persistent", False):  # `_release`, inlined
+            self._pending = None
         return pending.finish(status)
 
     def Test(self, status: Status | None = None) -> bool:
