@@ -13,6 +13,10 @@ ACKs), the single timer is re-armed only when the core's deadline moved, and aft
 records the shell holds off when the core says the host is streaming (:mod:`nicd.core.doorbell`).
 A host connection's own state and socket calls are in :mod:`nicd.shell.hostconn`, routing
 tables from a file or a record are resolved by :mod:`nicd.shell.routes`.
+
+Why over 500 lines: it is one event loop's callbacks (link, timer, host connections, the
+actions they yield), which share the frames held for the turn and the armed timer; what
+stands alone (a connection's state, routes, the memfd mapping) is already in its own module.
 """
 
 from __future__ import annotations
