@@ -24,6 +24,7 @@ from setuptools import setup
 COMPILED = [
     "nicd/config.py",
     "nicd/core/actions.py",
+    "nicd/core/doorbell.py",
     "nicd/core/nic.py",
     "nicd/core/stats.py",
     "nicd/gm/ports.py",

@@ -154,8 +154,9 @@ class NicCore:
         )
         """Every timer's query but the transport's (asked first), built once; a service
         without timers (its ``next_deadline`` the base class's) is not asked."""
-        self._done_hooks = tuple(s.on_done for s in services if _overrides(s, "on_done"))
-        """The services that may own a send's completion (the others return None)."""
+        self._done_hooks = tuple(s for s in services if _overrides(s, "on_done"))
+        """The services that may own a send's completion (asked only for their
+        ``owned_sends``)."""
         self._steps: dict[type, Callable[[Any, float], Sequence[CoreAction]]] = {
             SendPacket: self._step_packet,
             Deliver: self._step_deliver,
@@ -439,10 +440,13 @@ class NicCore:
     def _step_done(self, done: SendComplete | SendFailed, now: float) -> Sequence[CoreAction]:
         if done.port == NIC_PORT and self.nic_sends.release(done.handle):
             return []
-        for on_done in self._done_hooks:
-            taken = on_done(done, now=now)
-            if taken is not None:
-                return taken
+        if self._done_hooks:
+            key = (done.port, done.handle)
+            for service in self._done_hooks:
+                if key in service.owned_sends:
+                    taken = service.on_done(done, now=now)
+                    if taken is not None:
+                        return taken
         return self.gm.on_done(done, now=now) or []
 
     def _step_peer_dead(self, action: PeerDead, now: float) -> list[CoreAction]:

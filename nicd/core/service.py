@@ -11,6 +11,7 @@ or ``ToPort`` instead). A service subclasses this Protocol to inherit its do-not
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:
@@ -33,6 +34,11 @@ class NicService(Protocol):
     """Host record types this service answers (only on an open port)."""
     family: ClassVar[str] = ""
     """How a refusal before OPEN names these records ("": by the record's type)."""
+    owned_sends: Container[tuple[int, int]] = frozenset()
+    """The (port, handle) of the sends in flight whose completion is this service's: NicCore
+    calls :meth:`on_done` only for those (a service that overrides ``on_done`` keeps this
+    up to date, e.g. as the dict it tracks them in), so a plain send's completion makes no
+    call into a service at all."""
 
     def on_packet(self, packet: DataPacket | ControlPacket, *, now: float) -> list[CoreAction]:
         """A link packet of one of ``packet_types``, decoded and checked for misrouting."""
@@ -53,7 +59,7 @@ class NicService(Protocol):
         return []
 
     def on_done(self, done: SendComplete | SendFailed, *, now: float) -> list[CoreAction] | None:
-        """A send ended; None when it is not this service's (the host's send path takes it)."""
+        """A send of ``owned_sends`` ended; None leaves it to the host's send path."""
         return None
 
     def on_peer_dead(self, node: int, *, now: float) -> list[CoreAction]:

@@ -125,7 +125,7 @@ class Assembler:
         return self._start(out) if isinstance(out, Chunked) else out
 
     def _start(self, chunk: Chunked[ChunkHead]) -> HostRecord | None:
-        head, total, first = chunk
+        head, total, first = chunk.head, chunk.total, chunk.first
         if total > self._max_message:
             raise ProtocolViolation(f"message of {total} bytes exceeds {self._max_message}")
         if len(first) > total:

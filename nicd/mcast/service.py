@@ -77,6 +77,7 @@ class McastNic(NicService):
         self.ports = ports
         self.engine = McastEngine(node_id=node_id, config=config, admit=self._admit)
         self._multi: dict[tuple[int, int], _Multi] = {}
+        self.owned_sends = self._multi  # NicCore asks on_done only for these
         self.counters: Counter[str] = Counter()
         """Host requests by kind, multisend copies, errors reported to hosts."""
 

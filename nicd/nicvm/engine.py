@@ -140,6 +140,7 @@ class NicvmEngine(NicService):
         self.modules: dict[str, Loaded] = {}
         self._comms: dict[tuple[int, int], tuple[int, ...]] = {}
         self._contexts: dict[tuple[int, int], _SendContext] = {}  # (port, handle) -> context
+        self.owned_sends = self._contexts  # NicCore asks on_done only for these
         self._next_handle = HANDLE_BASE
         self.counters: Counter[str] = Counter()
         self.trace: Facts | None = None

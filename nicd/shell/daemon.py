@@ -13,6 +13,10 @@ ACKs), the single timer is re-armed only when the core's deadline moved, and aft
 records the shell holds off when the core says the host is streaming (:mod:`nicd.core.doorbell`).
 A host connection's own state and socket calls are in :mod:`nicd.shell.hostconn`, routing
 tables from a file or a record are resolved by :mod:`nicd.shell.routes`.
+
+Why over 500 lines: it is one event loop's callbacks (link, timer, host connections, the
+actions they yield), which share the frames held for the turn and the armed timer; what
+stands alone (a connection's state, routes, the memfd mapping) is already in its own module.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ log = logging.getLogger("nicd")
 UDP_BUFFER_BYTES = 4 * 1024 * 1024  # kernel socket buffers asked for on the link
 HOST_BUFFER_BYTES = 1024 * 1024  # ... and on each PCI connection
 LINK_RETRY_S = 0.0005  # when the link said EAGAIN, try the control queue again after this
+_SHELL_RECORDS = frozenset({hl.SetRoutesReq, hl.AddRoutesReq, hl.RegisterReq, hl.DeregisterReq})
+"""Host records the shell takes part in before (or instead of) the core (``_shell_record``)."""
 
 
 class _Shell(asyncio.DatagramProtocol):
@@ -190,52 +196,65 @@ class _Shell(asyncio.DatagramProtocol):
     def _read_records(self, conn: HostConn) -> None:
         # A budget of records per wake-up: the reader stays registered (level-triggered), so
         # the rest waits for the next turn of the loop and the link is served in between.
-        budget = self.core.config.host_records_per_wake
-        while conn.conn_id in self.conns:
+        # Per record: one receive, one feed, one core call; the records the shell itself
+        # takes part in (routes, regions) are told apart by one set lookup.
+        core, conns, conn_id = self.core, self.conns, conn.conn_id
+        receive, feed, on_host = conn.receive, conn.assembler.feed, core.on_host
+        budget = core.config.host_records_per_wake
+        while conn_id in conns:
             if budget <= 0:
-                self.core.on_host_read_yield()
+                core.on_host_read_yield()
                 break
             budget -= 1
-            record = conn.receive()
+            record = receive()
             if record is None:
                 break
             if not record:
                 self._disconnect(conn)
                 break
             try:
-                whole = conn.assembler.feed(record)
+                whole = feed(record)
             except ProtocolViolation as exc:
-                log.warning("host connection %d: %s; closing it", conn.conn_id, exc)
-                self.core.on_link_error("host_record")
+                log.warning("host connection %d: %s; closing it", conn_id, exc)
+                core.on_link_error("host_record")
                 self._disconnect(conn)
                 break
             if whole is None:
                 continue
             if self.tracer is not None:
-                self.tracer.emit(K_HOST_IN, conn.conn_id, len(record))
+                self.tracer.emit(K_HOST_IN, conn_id, len(record))
             now = time.monotonic()
-            if isinstance(whole, hl.SetRoutesReq | hl.AddRoutesReq):
-                try:  # numeric only: no DNS lookup may block the event loop
-                    whole = type(whole)(resolve_routes(whole.routes, numeric_only=True))
-                except UsageError as exc:
-                    log.warning("host connection %d: routes refused: %s", conn.conn_id, exc)
-                    self.core.on_link_error("host_routes")
-                    self._execute([ToHost(conn.conn_id, hl.Refused(str(exc)))])
+            if type(whole) in _SHELL_RECORDS:
+                whole = self._shell_record(conn, whole, now)
+                if whole is None:
                     continue
-            elif isinstance(whole, hl.RegisterReq):
-                memory, why = map_sealed_memfd(conn.pop_fd(), whole.size)
-                if memory is None:
-                    log.warning(
-                        "host connection %d: region %d refused: %s", conn.conn_id, whole.region, why
-                    )
-                self._execute(self.core.on_register(conn.conn_id, whole, memory, now=now))
-                continue
-            elif isinstance(whole, hl.DeregisterReq):
-                self.core.on_deregister(conn.conn_id, whole.region)
-                continue
             if conn.fds:
                 conn.close_fds()  # a descriptor that came with any other record is not wanted
-            self._execute(self.core.on_host(conn.conn_id, whole, now=now))
+            self._execute(on_host(conn_id, whole, now=now))
+
+    def _shell_record(
+        self, conn: HostConn, whole: hl.HostRecord, now: float
+    ) -> hl.HostRecord | None:
+        """A record the shell takes part in: routes to resolve (returned resolved, for the
+        core's ``on_host``), a region to map or to forget (handled here: None)."""
+        if isinstance(whole, hl.SetRoutesReq | hl.AddRoutesReq):
+            try:  # numeric only: no DNS lookup may block the event loop
+                return type(whole)(resolve_routes(whole.routes, numeric_only=True))
+            except UsageError as exc:
+                log.warning("host connection %d: routes refused: %s", conn.conn_id, exc)
+                self.core.on_link_error("host_routes")
+                self._execute([ToHost(conn.conn_id, hl.Refused(str(exc)))])
+                return None
+        if isinstance(whole, hl.RegisterReq):
+            memory, why = map_sealed_memfd(conn.pop_fd(), whole.size)
+            if memory is None:
+                log.warning(
+                    "host connection %d: region %d refused: %s", conn.conn_id, whole.region, why
+                )
+            self._execute(self.core.on_register(conn.conn_id, whole, memory, now=now))
+        elif isinstance(whole, hl.DeregisterReq):
+            self.core.on_deregister(conn.conn_id, whole.region)
+        return None
 
     def _disconnect(self, conn: HostConn) -> None:
         if self.conns.pop(conn.conn_id, None) is None:
@@ -302,8 +321,9 @@ class _Shell(asyncio.DatagramProtocol):
         core = self.core
         batch = self._batch
         for action in actions:
-            if isinstance(action, Transmit):
-                if core.queue_behind(action):  # keeps the control queue in order
+            # by exact type (the NicAction classes are compiled: none has a subclass)
+            if type(action) is Transmit:
+                if core.control_queue and core.queue_behind(action):  # keeps it in order
                     continue
                 if batch is None:
                     self._send(action.datagram, (action,))
@@ -315,13 +335,13 @@ class _Shell(asyncio.DatagramProtocol):
                     batch[action.addr] = [action]
                 else:
                     frames.append(action)
-            elif isinstance(action, ToHost):
+            elif type(action) is ToHost:
                 conn = self.conns.get(action.conn)
                 if conn is not None:
                     if self.tracer is not None:
                         self.tracer.emit(K_HOST_OUT, action.conn)
                     self._write_host(conn, hl.encode_record(action.record))
-            elif isinstance(action, RaiseSignal):
+            elif type(action) is RaiseSignal:
                 self._raise_signal(action)
 
     def _send(

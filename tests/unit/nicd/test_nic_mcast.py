@@ -270,6 +270,24 @@ def test_multisend_to_a_list_folds_into_one_completion() -> None:
     assert c.events(0, hl.ErrorEvent) == [hl.ErrorEvent(22, 1, "no_route")]
 
 
+def test_only_a_multisend_s_completions_go_to_the_multicast_service() -> None:
+    # NicCore asks a service's on_done only for the sends in its owned_sends: the multisend
+    # is there while its copies are in flight, a plain send never is, and both end once
+    c = Cluster(3)
+    owned = c.cores[0].mcast.owned_sends
+    c.request(0, hl.MultiSendReq(31, (1, 2), PORT, b"both"))
+    c.request(0, hl.SendReq(32, 1, PORT, b"one"))
+    assert (PORT, 31) in owned
+    assert (PORT, 32) not in owned
+    c.run(lambda: {31, 32} <= set(c.sent(0)))
+    assert sorted(c.sent(0)) == [31, 32]
+    assert (PORT, 31) not in owned
+    assert c.events(1, hl.RecvEvent) == [
+        hl.RecvEvent(0, PORT, b"both"),
+        hl.RecvEvent(0, PORT, b"one"),
+    ]
+
+
 def test_host_misuse_is_refused_and_gives_its_token_back() -> None:
     c = Cluster(2)
     c.request(0, hl.McastSendReq(1, GROUP, b"x", 0, (0, 0, 0, 0)))
