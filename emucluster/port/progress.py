@@ -34,6 +34,7 @@ from nicd.contract import MsgType
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from emucluster.p2p.control import ControlLedger
     from emucluster.p2p.protocol import Action, ProbeInfo, RecvOp, SendOp
     from emucluster.port.client import Region
 
@@ -184,6 +185,31 @@ class Progress:
     def cancel(self, op: RecvOp) -> bool:
         """Cancel a posted receive; False if it already matched (`P2P.cancel`)."""
         return self._core.cancel(op)
+
+    # -- fault tolerance (ULFM, ``emucluster.mpi.ft``) -----------------------------------------
+
+    @property
+    def revoked(self) -> set[int]:
+        """Contexts of revoked communicators (`P2P.revoke`)."""
+        return self._core.revoked
+
+    @property
+    def ledger(self) -> ControlLedger:
+        """The control messages' ledger: agreements decided and votes received."""
+        return self._core.control
+
+    def revoke(self, context: int) -> None:
+        """Revoke the communicator on ``context`` here (`P2P.revoke`)."""
+        self._core.revoke(context)
+
+    def forget(self, context: int) -> None:
+        """The communicator on ``context`` was freed (`P2P.forget`)."""
+        self._core.forget(context)
+
+    def control(self, dst_node: int, args: tuple[int, int, int, int], payload: bytes) -> None:
+        """Send an ``MPI_CTRL`` message (``emucluster.p2p.control``) to ``dst_node``; a node
+        the NIC cannot reach becomes dead (``dead``) as for any send."""
+        self.port.send(dst_node, MPI_PORT, payload, msg_type=MsgType.MPI_CTRL, args=args)
 
     def inject(self, src_node: int, msg_type: int, args: tuple[int, int, int, int],
                payload: bytes) -> None:  # fmt: skip
