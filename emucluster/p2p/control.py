@@ -15,6 +15,8 @@ agreement ANDs a flag, or a mask of free context ids for ``Shrink``).
 * ``ASK``: "have you decided (context, seq)?": answered with ``DECIDE`` if so, else nothing.
   Sent while waiting on a member, it also keeps a message outstanding at the NIC, so a member
   that died is reported by the transport (``peer_dead``/``no_port``) instead of waited for.
+* ``PING``: nothing to answer; sent by a fault-tolerant rank's wait to the nodes it waits on
+  (``Progress.probe_awaited``) for the same reason.
 
 Bad input (an unknown kind, a payload that does not parse) is counted in ``dropped`` and
 dropped. Both tables are bounded (`MAX_AGREEMENTS`): the oldest entries go first, counted.
@@ -30,6 +32,7 @@ __all__ = [
     "ASK",
     "DECIDE",
     "MAX_AGREEMENTS",
+    "PING",
     "REVOKE",
     "VOTE",
     "ControlLedger",
@@ -44,6 +47,7 @@ REVOKE = 1
 VOTE = 2
 DECIDE = 3
 ASK = 4
+PING = 5
 MAX_AGREEMENTS = 1024
 """Agreements whose votes (and, separately, decisions) a rank keeps at once."""
 
@@ -113,6 +117,8 @@ class ControlLedger:
             return []
         if kind == ASK:
             return self._answer(src_node, key)
+        if kind == PING:
+            return []
         if kind not in (VOTE, DECIDE):
             self._drop("unknown_kind")
             return []

@@ -348,6 +348,16 @@ class P2P:
         """Receives posted on one of ``contexts`` that no message has matched yet."""
         return [op for op in self._posted.values() if op.context in contexts]
 
+    def awaited_nodes(self) -> set[int]:
+        """Nodes a posted operation waits on: the sources of posted and half-received
+        receives, the destinations of rendezvous sends not yet granted or finished."""
+        nodes = {op.src_node for op in self._posted.values() if op.src_node is not None}
+        nodes.update(op.src_node for op in self._awaiting_data.values() if op.src_node is not None)
+        nodes.update(op.dst_node for op in self._awaiting_cts.values())
+        nodes.update(op.dst_node for op in self._sending.values())
+        nodes.discard(self.node)
+        return nodes - self.dead.keys()
+
     def outstanding_sends(self) -> int:
         """Rendezvous sends still waiting for their CTS or their chunks' SENT."""
         return len(self._awaiting_cts) + len(self._sending)
