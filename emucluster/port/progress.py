@@ -216,6 +216,12 @@ class Progress:
         the NIC cannot reach becomes dead (``dead``) as for any send."""
         self.port.send(dst_node, MPI_PORT, payload, msg_type=MsgType.MPI_CTRL, args=args)
 
+    def peer_failed(self, node: int, reason: str) -> None:
+        """``node`` is known to have failed (a ULFM agreement said so): fail what involves it,
+        as if the NIC had reported it (`P2P.on_send_failed`)."""
+        if node not in self._core.dead:
+            self.run(self._core.on_send_failed(node, reason))
+
     def probe_awaited(self) -> None:
         """Send a PING control message to every node a posted operation waits on: the NIC
         reports a node that died (or whose MPI port is gone) as for any send, and the core

@@ -196,7 +196,12 @@ def _agreement(st: CommState, value: int) -> Agreement:
 def _step(engine: Progress, agreement: Agreement) -> bool:
     for send in agreement.step(time.monotonic(), engine.dead):
         engine.control(send.dst_node, send.args, send.payload)
-    return agreement.decision is not None
+    decision = agreement.decision
+    if decision is None:
+        return False
+    for node in decision.failed:  # known here from now on (Get_failed, Ack_failed)
+        engine.peer_failed(node, "failed (reported by a fault-tolerant agreement)")
+    return True
 
 
 def _run(st: CommState, agreement: Agreement) -> Decision:
