@@ -117,6 +117,9 @@ class Progress:
         self.hooks: dict[int, Callable[[RecvEvent], None]] = {}
         """Message type -> handler that takes such messages instead of the p2p core (the
         application-bypass packets, Fig 3.4 of the thesis)."""
+        self.revoked: set[int] = core.revoked
+        """Contexts of revoked communicators (`P2P.revoke`; the core's own set, which it
+        only ever updates in place): every communicating call looks here first."""
         self.watch_s: float | None = None
         """Fault-tolerant runs (``emurun --with-ft ulfm``): a wait that got no event for this
         many seconds probes the nodes it awaits (`probe_awaited`), so a peer that died is
@@ -192,11 +195,6 @@ class Progress:
         return self._core.cancel(op)
 
     # -- fault tolerance (ULFM, ``emucluster.mpi.ft``) -----------------------------------------
-
-    @property
-    def revoked(self) -> set[int]:
-        """Contexts of revoked communicators (`P2P.revoke`)."""
-        return self._core.revoked
 
     @property
     def ledger(self) -> ControlLedger:
