@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_SPIN_US",
     "ENV_AB_DELAY_US",
     "ENV_EAGER_LIMIT",
+    "ENV_FT",
     "ENV_JOB_ID",
     "ENV_MATCH_STORE",
     "ENV_MCAST_COSTS",
@@ -61,6 +62,7 @@ ENV_WORLD = "EMU_WORLD"  # FIRST:COUNT, the nodes of COMM_WORLD (unset: 0 to the
 ENV_UNIVERSE_SIZE = "EMU_UNIVERSE_SIZE"  # the job's slots (MPI.UNIVERSE_SIZE)
 ENV_PARENT = "EMU_PARENT"  # SPAWN:ROOT, set in processes started by MPI.Comm.Spawn
 ENV_STATS_DIR = "EMU_STATS_DIR"  # emurun --stats DIR: rank<N>.json written there at Finalize
+ENV_FT = "EMU_FT"  # emurun --with-ft ulfm: "ulfm" (a failed rank does not stop the job)
 # -- tunables ---------------------------------------------------------------------------------
 ENV_WAIT = "EMU_WAIT"
 ENV_SPIN_US = "EMU_SPIN_US"
@@ -131,6 +133,10 @@ class HostConfig:
     parent: tuple[int, int] | None = None
     """``EMU_PARENT``: (spawn id, the spawning root's node) in a process started by
     ``MPI.Comm.Spawn``; None otherwise."""
+    fault_tolerant: bool = False
+    """``EMU_FT=ulfm`` (``emurun --with-ft ulfm``): a blocked wait probes the nodes it awaits
+    every half second (``emucluster.mpi.runtime.FT_WATCH_S``), so a peer that died becomes
+    ERR_PROC_FAILED instead of a hang."""
     algorithms: Mapping[str, str] = field(default_factory=dict)
     """``EMU_<OP>`` variables that are set, by name (``{"EMU_BCAST": "nic-mcast"}``): each
     operation's default collective algorithm; pass as ``environ`` to ``emucluster.coll.get``."""
@@ -156,6 +162,7 @@ class HostConfig:
             world=_pair(environ, ENV_WORLD),
             universe_size=_number(int, environ, ENV_UNIVERSE_SIZE, "0", empty="0") or None,
             parent=_pair(environ, ENV_PARENT),
+            fault_tolerant=environ.get(ENV_FT, "").strip().lower() == "ulfm",
             algorithms={name: value for name, value in environ.items() if name in names},
         )
 

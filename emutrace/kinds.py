@@ -130,6 +130,7 @@ MSG_TYPES: dict[int, str] = {
     21: "PONG",
     22: "SACK",
     23: "RM_ATOMIC",
+    40: "MPI_CTRL",
 }
 """nicd.link.wire.MsgType values -> names (copied: emutrace imports nothing of ours; a unit
 test keeps the copy equal)."""

@@ -121,6 +121,12 @@ def build_parser() -> _Parser:
     )
     p.option("-m", dest="module", metavar="MODULE", help="run a Python module (like python -m)")
     p.option("--timeout", type=float, metavar="S", help="stop the job after S seconds (exit 124)")
+    p.option(
+        "--with-ft",
+        choices=("ulfm",),
+        help="ulfm: a rank that dies does not stop the others (they see ERR_PROC_FAILED and may "
+        "recover with Revoke/Shrink/Agree); the exit status still names the first failure",
+    )
     p.option("--tag-output", action="store_true", help="prefix each output line with [rank]")
     p.option(
         "-x",
@@ -435,6 +441,7 @@ def plan_from_argv(argv: Sequence[str], env: Mapping[str, str]) -> LaunchPlan:
         job_id=validate_job_id(args.job_id) if args.job_id else secrets.token_hex(4),
         python=python,
         timeout=args.timeout,
+        fault_tolerant=args.with_ft == "ulfm",
         tag_output=args.tag_output,
         env=host_extras,
         faults=faults,

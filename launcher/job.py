@@ -12,7 +12,8 @@ starts agents (or waits for them) and speaks to them over TCP. A gate sees the j
 
 Phases: hosts join -> Launch -> one Ready per node -> Routes to every host -> RoutesOk from
 all -> Start(priority) -> Output/Exit until every rank exited or the first failure -> Stop ->
-Swept, Bye. The exit table: the first failing rank's code (128+N when killed by signal N),
+Swept, Bye (with ``--with-ft ulfm`` a failure is recorded and the others go on until every
+rank exited). The exit table: the first failing rank's code (128+N when killed by signal N),
 124 on --timeout, 125 when the emulated cluster fails (a nicd death is blamed before the rank
 it takes down), 128+N after a signal, 123 when a remote host is lost (naming it).
 
@@ -119,6 +120,13 @@ class Job:
         verb = "stopping the job" if not self._hosts_done.is_set() else "job stopped"
         self.say(f"{message}; {verb}", always=True)
         self.run_scope.cancel()
+
+    def record(self, code: int, message: str) -> None:
+        """``--with-ft ulfm``: record a failure as the job's outcome (the first one stands) and
+        say it, but let the other ranks go on."""
+        if self.outcome is None:
+            self.outcome = Outcome(code, message)
+        self.say(f"{message}; the job goes on (--with-ft ulfm)", always=True)
 
     def say(self, text: str, *, always: bool = False) -> None:
         """One ``emurun: ...`` line on stderr (failures even with --quiet)."""
@@ -337,7 +345,7 @@ class Job:
         if m.role == "nicd":
             if not m.stopping:
                 self._nicd_died.set()
-                self.fail(EXIT_INTERNAL, text)
+                (self.record if self.plan.fault_tolerant else self.fail)(EXIT_INTERNAL, text)
             return
         self._exited.add(m.node)
         if m.returncode != 0 and not m.stopping:
@@ -348,7 +356,7 @@ class Job:
     async def _blame(self, code: int, text: str) -> None:
         with trio.move_on_after(ROOT_CAUSE_WAIT_S):
             await self._nicd_died.wait()
-        self.fail(code, text)
+        (self.record if self.plan.fault_tolerant else self.fail)(code, text)
         self._blaming -= 1
         self._check_done()
 

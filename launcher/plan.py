@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from emucluster.config import (  # the variables a host learns its place from
+    ENV_FT,
     ENV_JOB_ID,
     ENV_NIC_SOCKET,
     ENV_RANK,
@@ -83,6 +84,9 @@ class LaunchPlan:
     """Interpreter for nicd (``python -m nicd``), Python scripts and ``-m`` modules."""
     timeout: float | None = None
     """Seconds the whole job may take; then it is stopped with EXIT_TIMEOUT."""
+    fault_tolerant: bool = False
+    """``--with-ft ulfm``: a failing rank (or nicd) is recorded, not a reason to stop the
+    others; emurun still exits with the first failure's status once every rank has ended."""
     tag_output: bool = False
     """Prefix every forwarded output line with ``[rank]``."""
     env: Mapping[str, str] = field(default_factory=dict)
@@ -274,6 +278,8 @@ def host_env(
     env[ENV_JOB_ID] = plan.job_id
     if ENV_UNIVERSE_SIZE not in plan.env:
         env[ENV_UNIVERSE_SIZE] = str(plan.universe_size or plan.np)
+    if plan.fault_tolerant:
+        env[ENV_FT] = "ulfm"  # its waits probe the peers they await (emucluster.config)
     if plan.stats_dir is not None:
         env[ENV_STATS_DIR] = plan.stats_dir  # the MPI library writes rank<N>.json there
     return env

@@ -24,8 +24,10 @@ __all__ = [
     "ERR_OTHER",
     "ERR_PENDING",
     "ERR_PROC_FAILED",
+    "ERR_PROC_FAILED_PENDING",
     "ERR_RANK",
     "ERR_REQUEST",
+    "ERR_REVOKED",
     "ERR_ROOT",
     "ERR_TAG",
     "ERR_TOPOLOGY",
@@ -59,6 +61,8 @@ ERR_IN_STATUS = 17
 ERR_PENDING = 18
 ERR_REQUEST = 19
 ERR_PROC_FAILED = 101  # ULFM's process-failure class (MPICH: MPIX_ERR_PROC_FAILED)
+ERR_PROC_FAILED_PENDING = 102  # ULFM: a wildcard receive pending past a failure (MPICH's value)
+ERR_REVOKED = 103  # ULFM: the communicator was revoked (MPICH: MPIX_ERR_REVOKED)
 # the classes of MPI 2..4 objects emucluster does not offer (files, windows, sessions, ports),
 # with MPICH's values, so programs that name them import and compare as they expect
 ERR_ACCESS = 20
@@ -126,6 +130,8 @@ _STRINGS = {
     ERR_IN_STATUS: "MPI_ERR_IN_STATUS: error code in status",
     ERR_PENDING: "MPI_ERR_PENDING: pending request",
     ERR_PROC_FAILED: "MPIX_ERR_PROC_FAILED: process failure",
+    ERR_PROC_FAILED_PENDING: "MPIX_ERR_PROC_FAILED_PENDING: operation pending past a failure",
+    ERR_REVOKED: "MPIX_ERR_REVOKED: communicator revoked",
     ERR_LASTCODE: "MPI_ERR_LASTCODE: last error code",
 }
 _OTHER_CLASSES = {

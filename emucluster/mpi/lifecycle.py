@@ -41,10 +41,12 @@ from emucluster.mpi.runtime import Runtime, open_runtime
 from emucluster.offload import shells
 from emucluster.offload.app_bypass import shell as appbypass
 from emucluster.pmi import bootstrap
-from emucluster.port.client import PortError
+from emucluster.port.client import PortError, SendFailedError
 
 if TYPE_CHECKING:
     from types import TracebackType
+
+    from emucluster.port.progress import Progress
 
 __all__ = [
     "FINALIZE_TIMEOUT_S",
@@ -132,7 +134,7 @@ def finalize() -> None:
     try:
         appbypass.shutdown(FINALIZE_TIMEOUT_S)  # outstanding reductions complete first
         shells.shutdown_nicvm(FINALIZE_TIMEOUT_S)  # and NICVM broadcasts this root delegated
-        progress.finish(FINALIZE_TIMEOUT_S)
+        _finish(progress, tolerant=runtime.config.fault_tolerant)
     except (PortError, TimeoutError) as exc:
         raise MPIException(ERR_OTHER, f"Finalize: {exc}") from exc
     finally:
@@ -143,6 +145,19 @@ def finalize() -> None:
         _state = "finalized"
         progress.close()
         _detach()
+
+
+def _finish(progress: Progress, *, tolerant: bool) -> None:
+    """Let every send complete; ``tolerant`` (``emurun --with-ft ulfm``): a send that failed
+    because its peer died is no reason to fail Finalize (the program saw ERR_PROC_FAILED)."""
+    deadline = time.monotonic() + FINALIZE_TIMEOUT_S
+    while True:
+        try:
+            progress.finish(max(0.0, deadline - time.monotonic()))
+            return
+        except SendFailedError:
+            if not tolerant:
+                raise
 
 
 def _detach() -> None:

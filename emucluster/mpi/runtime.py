@@ -31,9 +31,11 @@ if TYPE_CHECKING:
     from emucluster.config import HostConfig
     from emucluster.mpi.comm.state import CommState
 
-__all__ = ["MAX_CONTEXT_PAIRS", "Runtime", "open_runtime"]
+__all__ = ["FT_WATCH_S", "MAX_CONTEXT_PAIRS", "Runtime", "open_runtime"]
 
 MAX_CONTEXT_PAIRS = 4096  # communicators alive at once in one rank (context id pairs)
+FT_WATCH_S = 0.5
+"""``emurun --with-ft ulfm``: a wait with no event for this long probes the nodes it awaits."""
 _LASTING_PAIRS = 0b11  # pairs 0 (WORLD) and 1 (SELF): never freed
 
 
@@ -129,6 +131,8 @@ def open_runtime(config: HostConfig) -> Runtime:
     else:
         core = P2P(0, 1, eager_limit=eager, store=store)
     engine = Progress(port, core, use_rm=config.rndv_rm)
+    if config.fault_tolerant:
+        engine.watch_s = FT_WATCH_S
     if port is not None:
         appbypass.install(engine, config)
     return Runtime(engine, config)

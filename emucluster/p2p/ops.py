@@ -114,6 +114,7 @@ class Outcome(IntEnum):
     TRUNCATED = 1  # the message was longer than the receive buffer
     PEER_FAILED = 2  # the NIC declared the peer dead or could not deliver (``reason``)
     CANCELLED = 3
+    REVOKED = 4  # the communicator was revoked (``MPI.Comm.Revoke``, here or at a member)
 
 
 # -- actions ------------------------------------------------------------------------------------

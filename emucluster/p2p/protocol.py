@@ -41,6 +41,7 @@ import struct
 from builtins import memoryview  # mypyc: a field annotated memoryview needs the name at run time
 from typing import TYPE_CHECKING
 
+from emucluster.p2p.control import ControlLedger
 from emucluster.p2p.envelope import MAX_RANK, MAX_TAG, Envelope, arrival_fields_ok
 from emucluster.p2p.errors import ProtocolError
 from emucluster.p2p.matching import Matcher
@@ -140,6 +141,8 @@ class P2P:
         self._awaiting_data: dict[int, RecvOp] = {}
         self._posted: dict[int, RecvOp] = {}  # id(op) -> op, for failing them
         self.dead: dict[int, str] = {}  # node -> reason
+        self.revoked: set[int] = set()  # contexts of revoked communicators (ULFM)
+        self.control = ControlLedger()  # MPI_CTRL messages: revocations, agreements
         self.counters: dict[str, int] = dict.fromkeys(
             ("eager_sent", "rts_sent", "cts_sent", "data_chunks_sent", "local_sent",
              "bytes_sent", "bytes_received", "out_of_order", "truncated", "failed"), 0
@@ -150,6 +153,7 @@ class P2P:
             MsgType.MPI_RTS: self._on_rts,
             MsgType.MPI_CTS: self._on_cts,
             MsgType.GM_DATA: self._on_plain_data,
+            MsgType.MPI_CTRL: self._on_control,
         }
 
     # -- local requests ---------------------------------------------------------------------
@@ -193,6 +197,10 @@ class P2P:
         """Post a receive for (context, source or ANY_SOURCE, tag or ANY_TAG); ``src_node`` is
         the node of ``source`` (None for ANY_SOURCE); ``buf`` a writable byte view or None."""
         op = RecvOp(src_node, buf, context)
+        if self.revoked and context in self.revoked:
+            self._move_recv(op, Event.PEER_FAILED)
+            op.outcome, op.reason = Outcome.REVOKED, "the communicator was revoked"
+            return op, []
         if src_node is not None and src_node in self.dead:
             self._move_recv(op, Event.PEER_FAILED)
             op.outcome, op.reason = Outcome.PEER_FAILED, self.dead[src_node]
@@ -300,6 +308,31 @@ class P2P:
                 self._fail_recv(rop, f"node {dst_node}: {reason}")
         return actions
 
+    def revoke(self, context: int) -> None:
+        """The communicator on p2p ``context`` is revoked: every receive posted on it or its
+        collective context (``context + 1``) and not matched yet fails REVOKED, and so does
+        every later one (`forget` when the context is given back)."""
+        contexts = (context, context + 1)
+        self.revoked.update(contexts)
+        for key, rop in list(self._posted.items()):
+            if rop.context in contexts:
+                del self._posted[key]
+                self.matcher.cancel_receive(rop)
+                self._move_recv(rop, Event.PEER_FAILED)
+                rop.outcome, rop.reason = Outcome.REVOKED, "the communicator was revoked"
+
+    def forget(self, context: int) -> None:
+        """The communicator on ``context`` was freed: its revocation and agreements go."""
+        self.revoked.difference_update((context, context + 1))
+        self.control.forget(context)
+
+    def _on_control(self, src_node: int, args: Args, payload: bytes) -> list[Action]:
+        answers = self.control.on_message(src_node, args, payload)
+        revoked = self.control.revoked
+        while revoked:
+            self.revoke(revoked.pop())
+        return [Transmit(a.dst_node, MsgType.MPI_CTRL, a.args, a.payload) for a in answers]
+
     def on_chunk_sent(self, op: SendOp) -> None:
         """The NIC reported a chunk of ``op`` SENT; the last one completes it (not a failed op)."""
         if op.state is not SendState.DATA:
@@ -314,6 +347,16 @@ class P2P:
     def posted_receives(self, contexts: tuple[int, ...]) -> list[RecvOp]:
         """Receives posted on one of ``contexts`` that no message has matched yet."""
         return [op for op in self._posted.values() if op.context in contexts]
+
+    def awaited_nodes(self) -> set[int]:
+        """Nodes a posted operation waits on: the sources of posted and half-received
+        receives, the destinations of rendezvous sends not yet granted or finished."""
+        nodes = {op.src_node for op in self._posted.values() if op.src_node is not None}
+        nodes.update(op.src_node for op in self._awaiting_data.values() if op.src_node is not None)
+        nodes.update(op.dst_node for op in self._awaiting_cts.values())
+        nodes.update(op.dst_node for op in self._sending.values())
+        nodes.discard(self.node)
+        return nodes - self.dead.keys()
 
     def outstanding_sends(self) -> int:
         """Rendezvous sends still waiting for their CTS or their chunks' SENT."""

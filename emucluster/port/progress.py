@@ -20,6 +20,7 @@ import time
 from typing import TYPE_CHECKING, Protocol
 
 from emucluster.errors import EmuclusterError
+from emucluster.p2p.control import PING
 from emucluster.p2p.protocol import P2P, Grant, Release, SendData, Transmit, cts_args
 from emucluster.port.client import (
     ErrorEvent,
@@ -34,6 +35,7 @@ from nicd.contract import MsgType
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from emucluster.p2p.control import ControlLedger
     from emucluster.p2p.protocol import Action, ProbeInfo, RecvOp, SendOp
     from emucluster.port.client import Region
 
@@ -115,6 +117,13 @@ class Progress:
         self.hooks: dict[int, Callable[[RecvEvent], None]] = {}
         """Message type -> handler that takes such messages instead of the p2p core (the
         application-bypass packets, Fig 3.4 of the thesis)."""
+        self.revoked: set[int] = core.revoked
+        """Contexts of revoked communicators (`P2P.revoke`; the core's own set, which it
+        only ever updates in place): every communicating call looks here first."""
+        self.watch_s: float | None = None
+        """Fault-tolerant runs (``emurun --with-ft ulfm``): a wait that got no event for this
+        many seconds probes the nodes it awaits (`probe_awaited`), so a peer that died is
+        reported by the NIC instead of waited for; None: never."""
         self.events = 0
         self._busy = False
         self._chunks: dict[int, SendOp] = {}
@@ -185,6 +194,39 @@ class Progress:
         """Cancel a posted receive; False if it already matched (`P2P.cancel`)."""
         return self._core.cancel(op)
 
+    # -- fault tolerance (ULFM, ``emucluster.mpi.ft``) -----------------------------------------
+
+    @property
+    def ledger(self) -> ControlLedger:
+        """The control messages' ledger: agreements decided and votes received."""
+        return self._core.control
+
+    def revoke(self, context: int) -> None:
+        """Revoke the communicator on ``context`` here (`P2P.revoke`)."""
+        self._core.revoke(context)
+
+    def forget(self, context: int) -> None:
+        """The communicator on ``context`` was freed (`P2P.forget`)."""
+        self._core.forget(context)
+
+    def control(self, dst_node: int, args: tuple[int, int, int, int], payload: bytes) -> None:
+        """Send an ``MPI_CTRL`` message (``emucluster.p2p.control``) to ``dst_node``; a node
+        the NIC cannot reach becomes dead (``dead``) as for any send."""
+        self.port.send(dst_node, MPI_PORT, payload, msg_type=MsgType.MPI_CTRL, args=args)
+
+    def peer_failed(self, node: int, reason: str) -> None:
+        """``node`` is known to have failed (a ULFM agreement said so): fail what involves it,
+        as if the NIC had reported it (`P2P.on_send_failed`)."""
+        if node not in self._core.dead:
+            self.run(self._core.on_send_failed(node, reason))
+
+    def probe_awaited(self) -> None:
+        """Send a PING control message to every node a posted operation waits on: the NIC
+        reports a node that died (or whose MPI port is gone) as for any send, and the core
+        fails what waits on it."""
+        for node in self._core.awaited_nodes():
+            self.control(node, (PING, 0, 0, 0), b"")
+
     def inject(self, src_node: int, msg_type: int, args: tuple[int, int, int, int],
                payload: bytes) -> None:  # fmt: skip
         """Feed a message that arrived by another path (an offload's hook) to matching."""
@@ -245,16 +287,20 @@ class Progress:
             # `Port.wait_until`'s loop, without its two extra reads of a socket just found
             # empty: right after the poll above, and again after the pump that woke it.
             port, state = self.port, self.port.state
+            watch_s = self.watch_s
             while True:
                 # read what is there, else wait by the policy; but never sleep on the socket
                 # while a wait nested in a step (`_advance`: e.g. nic-mcast posting its groups
                 # waits for the NIC's reply) has read events into the port's queue
-                pumped = True if state.has_events() else port.pump(deadline)
+                wake = deadline if watch_s is None else _watch_deadline(deadline, watch_s)
+                pumped = True if state.has_events() else port.pump(wake)
                 self._take(state.take_events())  # pump read it all: nothing left to read
                 if self.advancing:
                     self._advance()
                 if ready():
                     return True
+                if not pumped and watch_s is not None:
+                    self.probe_awaited()
                 if not pumped and deadline is not None and time.monotonic() >= deadline:
                     return False
         finally:
@@ -340,6 +386,11 @@ class Progress:
         args = (action.recv_id, action.offset, 0, 0)
         return self.port.send(action.dst_node, MPI_PORT, action.payload,
                               msg_type=MsgType.GM_DATA, args=args)  # fmt: skip
+
+
+def _watch_deadline(deadline: float | None, watch_s: float) -> float:
+    wake = time.monotonic() + watch_s
+    return wake if deadline is None else min(deadline, wake)
 
 
 class _NoPort:

@@ -152,6 +152,8 @@ class MsgType(IntEnum):
     """Selective ACK: cumulative ACK plus a bitmap of the packets held out of order."""
     RM_ATOMIC = 23
     """A remote atomic (accumulate, fetch-and-op, compare-and-swap) the target NIC applies."""
+    MPI_CTRL = 40  # away from the next free number, which another change may take
+    """An MPI library's control message (ULFM revoke and agreement), for its MPI port."""
 
     def is_control(self) -> bool:
         """True for the short-form control messages."""

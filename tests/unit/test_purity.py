@@ -51,6 +51,7 @@ CORE_MODULES = (
     "nicd/config.py",  # not cores but declarations every core imports, at the top of nicd
     "nicd/errors.py",
     "emucluster/mpi/topo/topology.py",
+    "emucluster/mpi/ft/agreement.py",
     "emucluster/port/state.py",
     "emucluster/grim/amcore.py",
     "emucluster/grim/rmalloc.py",

@@ -46,6 +46,7 @@ from emucluster.mpi.errors import (
     ERR_OTHER,
 )
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.ft.ulfm import FaultTolerance, guard
 from emucluster.mpi.info import INFO_NULL, Info
 from emucluster.mpi.pt2pt.calls import PointToPoint
 from emucluster.mpi.pt2pt.mprobe import MatchedProbe
@@ -350,6 +351,17 @@ class Comm:
     )
     Reduce_scatter_init = delegate(PersistentCollectives, PersistentCollectives.Reduce_scatter_init)
 
+    # -- fault tolerance (ULFM, ``emucluster.mpi.ft``) -------------------------------------------
+
+    Revoke = delegate(FaultTolerance, FaultTolerance.Revoke)
+    Is_revoked = delegate(FaultTolerance, FaultTolerance.Is_revoked)
+    Get_failed = delegate(FaultTolerance, FaultTolerance.Get_failed)
+    Ack_failed = delegate(FaultTolerance, FaultTolerance.Ack_failed)
+    Agree = delegate(FaultTolerance, FaultTolerance.Agree)
+    Iagree = delegate(FaultTolerance, FaultTolerance.Iagree)
+    Shrink = delegate(FaultTolerance, FaultTolerance.Shrink)
+    Ishrink = delegate(FaultTolerance, FaultTolerance.Ishrink)
+
     # -- info hints ---------------------------------------------------------------------------
 
     Get_info = delegate(Hints, Hints.Get_info)
@@ -548,6 +560,7 @@ class Comm:
         CommAttributes(self).delete_all()
         st.errhandler.release()
         rt = st.runtime
+        rt.engine.forget(st.context)  # its revocation and agreements (the id will be reused)
         release = commfree.release_when_idle(rt.engine, st.context, rt.release_context)
         self._st = None
         return release
@@ -559,7 +572,7 @@ def _intracomm(st: CommState | None) -> Intracomm:
     return found
 
 
-kinds.register(kinds.NO_COMM, Comm)
+kinds.register(kinds.NO_COMM, guard(Comm))
 
 COMM_NULL = Comm()
 """The null communicator (``MPI.COMM_NULL``)."""

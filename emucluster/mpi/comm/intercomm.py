@@ -38,6 +38,7 @@ from emucluster.mpi.comm.state import CommState
 from emucluster.mpi.constants import CONGRUENT, IDENT, SIMILAR, UNDEFINED, UNEQUAL
 from emucluster.mpi.errors import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_RANK
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.ft.ulfm import guard
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -341,4 +342,4 @@ class Intercomm(Comm):
         return release
 
 
-kinds.register(kinds.INTER, Intercomm)
+kinds.register(kinds.INTER, guard(Intercomm))

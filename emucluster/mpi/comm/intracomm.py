@@ -19,6 +19,7 @@ from emucluster.mpi.comm.comm import Comm
 from emucluster.mpi.comm.delegate import delegate
 from emucluster.mpi.comm.intercomm import Intercomm, create_intercomm
 from emucluster.mpi.comm.state import CommState
+from emucluster.mpi.ft.ulfm import guard
 from emucluster.mpi.info import INFO_NULL, Info
 from emucluster.mpi.topo import create as topo_create
 
@@ -142,7 +143,7 @@ class Intracomm(Comm):
         return comm
 
 
-kinds.register(kinds.NO_TOPOLOGY, Intracomm)
+kinds.register(kinds.NO_TOPOLOGY, guard(Intracomm))
 
 
 def make_world(rt: Runtime) -> tuple[Intracomm, Intracomm]:

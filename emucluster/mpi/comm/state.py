@@ -21,8 +21,8 @@ class CommState:
     """One communicator's state, shared by every Comm handle that refers to it."""
 
     __slots__ = (
-        "attrs", "coll_seq", "context", "errhandler", "info", "local", "locks", "name", "nodes",
-        "rank", "runtime", "size", "topo",
+        "acked", "agreements", "attrs", "coll_seq", "context", "errhandler", "info", "local",
+        "locks", "name", "nodes", "rank", "runtime", "size", "topo",
     )  # fmt: skip
 
     def __init__(self, runtime: Runtime, context: int, nodes: tuple[int, ...], rank: int,
@@ -53,6 +53,10 @@ class CommState:
         library's own agreements run over it); None for an intracommunicator."""
         self.info: dict[str, str] = {}
         """Hints set by Set_info / Dup_with_info (kept, never acted on)."""
+        self.agreements = 0
+        """ULFM agreements (Agree, Shrink) started on this communicator (`emucluster.mpi.ft`)."""
+        self.acked = 0
+        """Failures acknowledged by ``Ack_failed``: the first ``acked`` of ``Get_failed``."""
         self.locks: dict[str, threading.Lock] = {}
         """One lock per lowercase collective, taken for the call, so threads of one process
         never interleave two of the same kind on this communicator (mpi4py's lock table)."""

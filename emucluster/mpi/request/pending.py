@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from emucluster.mpi.buffer.serial import PICKLE
 from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG
-from emucluster.mpi.errors import ERR_PROC_FAILED, ERR_TRUNCATE
+from emucluster.mpi.errors import ERR_PROC_FAILED, ERR_REVOKED, ERR_TRUNCATE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.p2p.protocol import Outcome, RecvOp, SendOp
 
@@ -34,6 +34,10 @@ __all__ = [
     "check_failed",
     "peek_status",
 ]
+
+
+_CODES = {Outcome.TRUNCATED: ERR_TRUNCATE, Outcome.REVOKED: ERR_REVOKED}
+"""The error class of a failed collective's p2p outcome (any other: ERR_PROC_FAILED)."""
 
 
 class Pending(Protocol):
@@ -97,10 +101,11 @@ class RecvPending:
             if status is not None:
                 status.set(ANY_SOURCE, ANY_TAG, 0, cancelled=True)
             return None
-        if outcome is Outcome.PEER_FAILED:
+        if outcome is Outcome.PEER_FAILED or outcome is Outcome.REVOKED:
+            code = ERR_PROC_FAILED if outcome is Outcome.PEER_FAILED else ERR_REVOKED
             if status is not None:
-                status.set(op.msg_source, op.msg_tag, 0, ERR_PROC_FAILED)
-            raise MPIException(ERR_PROC_FAILED, op.reason)
+                status.set(op.msg_source, op.msg_tag, 0, code)
+            raise MPIException(code, op.reason)
         if outcome is Outcome.TRUNCATED:
             got = len(op.buf) if op.buf is not None else op.count
             if status is not None:
@@ -172,7 +177,7 @@ def check_failed(requests: Sequence[CollRequest]) -> None:
         outcome = getattr(request, "outcome", Outcome.OK)
         if outcome is Outcome.OK:
             continue
-        code = ERR_TRUNCATE if outcome is Outcome.TRUNCATED else ERR_PROC_FAILED
+        code = _CODES.get(outcome, ERR_PROC_FAILED)
         raise MPIException(code, f"collective: {getattr(request, 'reason', '')}")
 
 

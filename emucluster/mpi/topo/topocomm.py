@@ -25,6 +25,7 @@ from emucluster.mpi.comm.intracomm import Intracomm
 from emucluster.mpi.constants import PROC_NULL
 from emucluster.mpi.errors import ERR_TOPOLOGY
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.ft.ulfm import guard
 from emucluster.mpi.request.pending import CollDriver
 from emucluster.mpi.request.request import Request
 from emucluster.mpi.topo.create import attach, topo_error
@@ -441,6 +442,7 @@ def neighbor_exchange(ctx: CollContext, sends: list[tuple[int, int]],
     return [None if r is None else r.result for r in incoming]
 
 
+guard(Topocomm)  # the neighborhood collectives raise ERR_REVOKED on a revoked communicator
 kinds.register(CART, Cartcomm)
 kinds.register(GRAPH, Graphcomm)
 kinds.register(DIST_GRAPH, Distgraphcomm)

@@ -1,0 +1,1 @@
+"""Fault tolerance (ULFM): revoking communicators, the fault-tolerant agreement, shrinking."""
