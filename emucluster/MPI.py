@@ -18,7 +18,7 @@ name list: about 330 names, in the imports and once more in ``__all__``.
 from __future__ import annotations
 
 from emucluster.mpi.buffer.address import Aint_add, Aint_diff, Get_address
-from emucluster.mpi.buffer.membuf import buffer
+from emucluster.mpi.buffer.membuf import buffer, memory
 from emucluster.mpi.buffer.serial import PICKLE as pickle
 from emucluster.mpi.buffer.serial import Pickle
 from emucluster.mpi.collective.ops import (
@@ -438,7 +438,7 @@ __all__ = [
     "Lookup_name", "Message", "Op", "Open_port", "Pcontrol", "Pickle", "Prequest",
     "Publish_name", "Query_thread", "Register_datarep", "Remove_error_class",
     "Remove_error_code", "Remove_error_string", "Request", "Session", "Status", "Topocomm",
-    "Unpublish_name", "Win", "Wtick", "Wtime", "buffer", "get_vendor", "pickle",
+    "Unpublish_name", "Win", "Wtick", "Wtime", "buffer", "get_vendor", "memory", "pickle",
 ]  # fmt: skip
 
 COMM_WORLD, COMM_SELF = _world.start()  # initialises MPI, as importing mpi4py.MPI does

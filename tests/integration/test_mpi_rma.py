@@ -1,8 +1,11 @@
 """One-sided communication executed by the NIC, through emurun on 2 and 3 nodes
 (mpi_programs/rma_suite): a passive-target epoch completes while the target busy-loops in
-pure Python, fetch-and-add is atomic, Fence/PSCW/request forms move the right bytes."""
+pure Python, fetch-and-add is atomic, Fence/PSCW/request forms move the right bytes; on
+Python 3.12 ``memoryview(win)`` is the memory the NIC reaches (mpi_programs/rma_buffer)."""
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 
@@ -46,3 +49,14 @@ def test_host_driven_locks_exclude_and_nobody_starves(nodes: int) -> None:
                     timeout=240.0)  # fmt: skip
     assert result.code == 0, result.err
     assert len(result.lines("locks ok")) == nodes
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="a Python class exports a buffer from 3.12")
+@pytest.mark.parametrize("nodes", [2, 3])
+def test_memoryview_of_a_window_is_the_memory_other_ranks_reach(nodes: int) -> None:
+    """mpi_programs/rma_buffer: stores through ``memoryview(win)`` are what other ranks Get,
+    their Put and Fetch_and_op show in it after Sync (Allocate and Create windows); a dynamic
+    window exports no bytes and a freed one raises ERR_WIN."""
+    result = mpirun(nodes, PROGRAMS / "rma_buffer.py", timeout=240.0)
+    assert result.code == 0, result.err
+    assert result.lines("view ok") == sorted(f"view ok {r}" for r in range(nodes))

@@ -7,6 +7,7 @@ It behaves as mpi4py's sequence of bytes, not as an array: items are indexed by 
 slice of step 1 (IndexError for other steps, TypeError for other keys), items cannot be deleted
 (NotImplementedError), a read-only buffer refuses writes with TypeError, and ``release`` leaves
 an empty buffer (address 0, no bytes) although other views keep the memory valid.
+``memory`` is mpi4py's backward-compatibility alias of ``buffer``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from emucluster.mpi.buffer.foreign import host_buffer
 from emucluster.mpi.buffer.view import typed_view
 
-__all__ = ["buffer"]
+__all__ = ["buffer", "memory"]
 
 _NO_OBJECT = object()
 """``buffer()`` without an argument: the null buffer (``buffer(None)`` is a TypeError)."""
@@ -177,6 +178,10 @@ class buffer(np.ndarray):
         hold it)."""
         self._owner = None
         self._released = True
+
+
+memory = buffer
+"""mpi4py's backward-compatibility alias of ``buffer`` (``MPI.memory``)."""
 
 
 def _on_device(obj: object) -> bool:

@@ -2,9 +2,10 @@
 
 The handle class: creation (``Create``, ``Allocate``, ``Allocate_shared``,
 ``Create_dynamic``), freeing, the queries mpi4py has (group, attributes, info, name, error
-handler, ``tomemory``, ``Shared_query``), and the calls it hands to the plain objects of the
-room: `Transfer` (data movement, `emucluster.mpi.rma.transfer`) and `Synchronization`
-(epochs, `emucluster.mpi.rma.sync`). Request-based operations return an ``MPI.Request`` over
+handler, ``tomemory``, ``Shared_query``, and ``memoryview(win)`` on Python 3.12, where a
+class can export a buffer), and the calls it hands to the plain objects of the room:
+`Transfer` (data movement, `emucluster.mpi.rma.transfer`) and `Synchronization` (epochs,
+`emucluster.mpi.rma.sync`). Request-based operations return an ``MPI.Request`` over
 the operation's NIC requests (`emucluster.mpi.rma.requests`).
 
 A window is collective over its communicator: every rank allocates one registered block
@@ -238,6 +239,21 @@ class Win(StateHandle):
         if st.dynamic or st.local is None:
             return buffer.allocate(0)
         return buffer.frombuffer(st.local.view)
+
+    # -- buffer protocol (Python 3.12's PEP 688; Python 3.11 never asks) --------------------
+
+    def __buffer__(self, flags: int) -> memoryview:
+        """``memoryview(win)``: this rank's window memory, writable, as ``tomemory`` (no
+        bytes for a dynamic window); ERR_WIN for WIN_NULL, as mpi4py's ``Win`` exports it.
+        A Create window's memory is the program's (private) copy, as in mpi4py."""
+        st = self._state()
+        if st.dynamic or st.local is None:
+            return memoryview(bytearray(0))
+        return memoryview(st.local.view)  # a new export: releasing it leaves the window's
+
+    def __release_buffer__(self, view: memoryview) -> None:
+        """The export of `__buffer__` ends."""
+        view.release()
 
     def Shared_query(self, rank: int) -> tuple[buffer, int]:
         """(memory, disp_unit) of ``rank``'s part of a shared window (only this rank's

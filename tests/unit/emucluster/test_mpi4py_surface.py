@@ -160,6 +160,14 @@ def test_status_memory_copy_and_pickle() -> None:
         """)
 
 
+def test_memory_is_mpi4pys_alias_of_buffer() -> None:
+    check("""
+        from emucluster import MPI
+        assert MPI.memory is MPI.buffer and "memory" in MPI.__all__
+        assert bytes(MPI.memory.allocate(3)) == bytes(3)
+        """)
+
+
 def test_user_error_classes_and_exception_protocol() -> None:
     check("""
         from emucluster import MPI
