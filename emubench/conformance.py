@@ -8,7 +8,9 @@ streams (so a stopped or hung job still counts what passed), prints the table an
 and exits 1 if the total passed falls below the landed figure (``--figure``, a JSON kept in
 docs/figures). ``--update`` writes this run's rows into the figure (`merged`); ``--launcher
 mpich`` runs the same files with ``mpiexec`` (mpi4py on MPICH) for the baseline. Every run
-has the test directory on ``PYTHONPATH`` (`job_env`).
+has the test directory on ``PYTHONPATH`` (`job_env`). Each rank writes its threads' stacks
+`STACKS_MARGIN_S` before the time limit; a stopped run's are printed after the table
+(`stack_summary`), so a hang CI saw once can be read from CI's output.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ and take seconds each, the intercommunicator, dynamic-process and fault-toleranc
 them (the slow ones -- test_io, test_rma, test_win, test_util_dtlib -- stay out of the CI
 budget; run them with ``--files``)."""
 DEFAULT_FIGURE = Path("docs/figures/mpi4py_conformance.json")
+STACKS_MARGIN_S = 20.0
+"""How long before a run's time limit its ranks write their stacks (startup takes seconds)."""
+STACK_FRAMES = 10
+"""Innermost frames shown per thread of a stopped run."""
 WORDS = {"pass": "passed", "xfail": "passed", "fail": "failed", "xpass": "failed",
          "error": "errors", "skip": "skipped"}  # fmt: skip
 
@@ -64,6 +70,8 @@ class Outcome:
     bad: list[str] = field(default_factory=list)
     seconds: float = 0.0
     """Wall time of the run (launch to exit), for the CI budget; set by `run_one`."""
+    stacks: str = ""
+    """A stopped run's ranks' stacks near the time limit (`stack_summary`); not in figures."""
 
     @property
     def total(self) -> int:
@@ -126,7 +134,10 @@ def run_one(test_dir: Path, name: str, nodes: int, limit: float, out_dir: Path,
     log_dir.mkdir(parents=True, exist_ok=True)
     for old in log_dir.glob("rank*.log"):
         old.unlink()
-    rank_cmd = ["-m", "emubench.conformance_rank", str(test_dir / f"{name}.py"), str(log_dir)]
+    for old in log_dir.glob("rank*.stacks"):
+        old.unlink()
+    rank_cmd = ["-m", "emubench.conformance_rank", str(test_dir / f"{name}.py"), str(log_dir),
+                f"{max(limit - STACKS_MARGIN_S, 1.0):.0f}"]  # fmt: skip
     if launcher == "mpich":
         cmd = ["mpiexec", "-n", str(nodes), sys.executable, *rank_cmd]
     else:
@@ -145,7 +156,30 @@ def run_one(test_dir: Path, name: str, nodes: int, limit: float, out_dir: Path,
     rank0 = log_dir / "rank0.log"
     outcome = count_log(rank0.read_text(encoding="utf-8") if rank0.exists() else "")
     outcome.seconds = round(time.monotonic() - started, 1)
+    if not outcome.finished:
+        outcome.stacks = "".join(
+            f"{path.stem}:\n{stack_summary(path.read_text(encoding='utf-8', errors='replace'))}"
+            for path in sorted(log_dir.glob("rank*.stacks"))
+        )
     return outcome
+
+
+def stack_summary(text: str) -> str:
+    """A `faulthandler` dump cut to each thread's `STACK_FRAMES` innermost frames (first in
+    the dump), the frames' file paths shortened to their last two parts."""
+    lines: list[str] = []
+    frames = 0
+    for line in text.splitlines():
+        if not line.startswith(" "):
+            lines.append(line)
+            frames = 0
+        elif frames < STACK_FRAMES:
+            frames += 1
+            quoted = line.split('"')
+            if len(quoted) == 3:
+                line = f'{quoted[0]}"{"/".join(Path(quoted[1]).parts[-2:])}"{quoted[2]}'
+            lines.append(line)
+    return "".join(f"  {line}\n" for line in lines if line.strip())
 
 
 def run_all(test_dir: Path, files: list[str], nodes: list[int], limit: float, budget: float,
@@ -217,9 +251,16 @@ def merged(section: dict[str, Any], results: dict[str, dict[str, Outcome]],
     so ``--files`` updates a few rows); its ``total_passed`` -- the CI floor -- counts only
     the `FILES` the CI job runs, so a row of a file outside them never raises the floor."""
     files = dict(section.get("files", {}))
-    files.update({name: {n: asdict(o) for n, o in by.items()} for name, by in results.items()})
+    files.update({name: {n: _row(o) for n, o in by.items()} for name, by in results.items()})
     total = sum(o["passed"] for name, by in files.items() if name in FILES for o in by.values())
     return {"total_passed": total, "nodes": nodes, "files": files}
+
+
+def _row(outcome: Outcome) -> dict[str, Any]:
+    """An outcome as the figure keeps it (without its stacks)."""
+    row = asdict(outcome)
+    del row["stacks"]
+    return row
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -261,6 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     baseline = {name: {n: o["passed"] for n, o in by.items()}
                 for name, by in figure.get("mpich", {}).get("files", {}).items()}  # fmt: skip
     print(table(results, args.nodes, baseline or None))
+    for name, by_nodes in results.items():
+        for n, outcome in by_nodes.items():
+            if outcome.stacks:
+                print(f"stacks of {name} n={n} near its time limit (stopped in {outcome.hung}):")
+                print(outcome.stacks, end="")
     passed = total_passed(results)
     landed = int(figure.get(key, {}).get("total_passed", 0))
     print(f"total passed: {passed} (landed figure: {landed}; {elapsed:.0f} s)")

@@ -9,12 +9,18 @@ its time limit still shows every test that finished and the one that was running
     <pass|fail|error|skip|xfail|xpass> <test id>
     done
 
+With a third argument STACKS_AFTER (seconds), a rank still running after that long writes
+every thread's Python stack to ``OUT_DIR/rank<N>.stacks`` (`faulthandler`, from its watchdog
+thread, so a rank blocked anywhere still writes it): the driver sets it a little before the
+time limit and shows a hung run's stacks, so a hang seen once in CI can be diagnosed.
+
 The exit status is 0 whatever the tests did: a failing rank must not stop the others before
 they report (the conformance driver counts outcomes from the logs, not from exit codes).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import sys
 import unittest
@@ -91,13 +97,19 @@ class StreamingResult(unittest.TextTestResult):
 def main(argv: list[str] | None = None) -> int:
     """Run TEST_FILE's tests on this rank, logging to OUT_DIR/rank<N>.log."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("usage: python -m emubench.conformance_rank TEST_FILE OUT_DIR", file=sys.stderr)
+    if len(args) not in (2, 3):
+        print("usage: python -m emubench.conformance_rank TEST_FILE OUT_DIR [STACKS_AFTER]",
+              file=sys.stderr)  # fmt: skip
         return 2
     test_file, out_dir = Path(args[0]).resolve(), Path(args[1])
     rank = os.environ.get("EMU_RANK") or os.environ.get("PMI_RANK") or "0"
     sys.path.insert(0, str(test_file.parent))
-    with open(out_dir / f"rank{rank}.log", "a", encoding="utf-8") as log:
+    with (
+        open(out_dir / f"rank{rank}.log", "a", encoding="utf-8") as log,
+        open(out_dir / f"rank{rank}.stacks", "w", encoding="utf-8") as stacks,
+    ):
+        if len(args) == 3:
+            faulthandler.dump_traceback_later(float(args[2]), file=stacks)
         try:
             suite = unittest.defaultTestLoader.discover(
                 str(test_file.parent), pattern=test_file.name, top_level_dir=str(test_file.parent)
@@ -114,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             resultclass=lambda s, d, v: StreamingResult(log, s, d, v),
         )
         runner.run(suite)
+        faulthandler.cancel_dump_traceback_later()
         log.write("done\n")
         log.flush()
     return 0

@@ -1,15 +1,26 @@
-"""The conformance job's counting (outcomes from rank logs, subtests, hung tests) and the
-environment of its runs."""
+"""The conformance job's counting (outcomes from rank logs, subtests, hung tests), the
+environment of its runs and the stacks a hung run leaves."""
 
 from __future__ import annotations
 
 import io
 import os
+import subprocess
+import sys
 import unittest
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from emubench.conformance import FILES, Outcome, count_log, job_env, merged, table
+from emubench.conformance import (
+    FILES,
+    STACK_FRAMES,
+    Outcome,
+    count_log,
+    job_env,
+    merged,
+    stack_summary,
+    table,
+)
 from emubench.conformance_rank import StreamingResult
 
 if TYPE_CHECKING:
@@ -88,3 +99,46 @@ def test_update_merges_rows_and_the_floor_counts_only_the_ci_files() -> None:
     assert new["files"][FILES[1]]["3"]["passed"] == 8
     assert new["files"]["test_outside"]["2"]["passed"] == 100
     assert new["total_passed"] == 3 + 2 + 9 + 8
+    assert "stacks" not in new["files"][FILES[1]]["2"]
+
+
+def test_stack_summary_keeps_the_innermost_frames_of_each_thread() -> None:
+    frames = [f'  File "/deep/path/pkg/mod{i}.py", line {i} in f{i}' for i in range(20)]
+    dump = "\n".join(["Thread 0x1 (most recent call first):", *frames, "",
+                      "Current thread 0x2 (most recent call first):", frames[0]])  # fmt: skip
+    lines = stack_summary(dump).splitlines()
+    assert lines[0].strip() == "Thread 0x1 (most recent call first):"
+    assert lines[1].strip() == 'File "pkg/mod0.py", line 0 in f0'
+    assert (
+        lines[STACK_FRAMES].strip()
+        == f'File "pkg/mod{STACK_FRAMES - 1}.py", line {STACK_FRAMES - 1} in f{STACK_FRAMES - 1}'
+    )
+    assert lines[STACK_FRAMES + 1].strip().startswith("Current thread 0x2")
+    assert len(lines) == STACK_FRAMES + 3
+
+
+def test_a_rank_still_running_after_stacks_after_writes_its_stacks(tmp_path: Path) -> None:
+    """The rank's watchdog writes the stack of a test that is still running (here one that
+    waits for that very file), and the test file then finishes normally."""
+    out = tmp_path / "logs"
+    out.mkdir()
+    (tmp_path / "test_waits.py").write_text(
+        "import pathlib, time, unittest\n"
+        "class T(unittest.TestCase):\n"
+        "    def test_waits_for_its_stacks(self):\n"
+        f"        path = pathlib.Path({str(out / 'rank0.stacks')!r})\n"
+        "        deadline = time.monotonic() + 60\n"
+        "        while 'test_waits_for_its_stacks' not in path.read_text():\n"
+        "            self.assertLess(time.monotonic(), deadline)\n"
+        "            time.sleep(0.05)\n"
+    )  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("EMU_RANK", "PMI_RANK")}
+    done = subprocess.run(
+        [sys.executable, "-m", "emubench.conformance_rank", str(tmp_path / "test_waits.py"),
+         str(out), "0.2"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    log = (out / "rank0.log").read_text()
+    assert "pass test_waits.T.test_waits_for_its_stacks" in log
+    assert log.endswith("done\n")
