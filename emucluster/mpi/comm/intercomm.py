@@ -65,9 +65,10 @@ def _build(local_nodes: tuple[int, ...], local_rank: int, remote_nodes: tuple[in
            runtime: Any, mask: int, inner_mask: int) -> CommState:  # fmt: skip
     """The state of an intercommunicator: its context (from the both-group ``mask``) and a
     local intracommunicator with a context of its own (from the local group's
-    ``inner_mask``)."""
+    ``inner_mask``, read before the first claim: so without the pair just claimed, which
+    every member of the group leaves out alike)."""
     context = runtime.claim_context(mask)
-    inner = runtime.claim_context(inner_mask)
+    inner = runtime.claim_context(inner_mask & ~(1 << (context // 2)))
     st = CommState(runtime, context, remote_nodes, local_rank)
     st.local = CommState(runtime, inner, local_nodes, local_rank)
     return st

@@ -192,3 +192,25 @@ def _halves_at(comm: Any, low: int) -> tuple[Any, Any, int]:
     half = comm.Split(color, key=comm.rank)
     inter = half.Create_intercomm(0, comm, low if color == 0 else 0, tag=12)
     return half, inter, color
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_an_intercommunicator_and_its_local_group_have_different_contexts(n: int) -> None:
+    """The local intracommunicator's context is claimed from a mask read before the
+    intercommunicator's own claim: it must still leave that pair out (it once took the same
+    one), and every member of a group must pick the same two."""
+
+    def body(comm: Any) -> Any:
+        half, inter, color = _halves(comm)
+        st = inter._state()
+        contexts = (st.context, st.local.context)
+        inter.Free()
+        half.Free()
+        return color, contexts
+
+    results = run(n, body)
+    for _, (inter_ctx, inner_ctx) in results:
+        assert inter_ctx // 2 != inner_ctx // 2
+    assert len({ctx[0] for _, ctx in results}) == 1  # one context across both groups
+    for color in (0, 1):
+        assert len({ctx[1] for c, ctx in results if c == color}) == 1
