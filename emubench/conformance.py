@@ -134,7 +134,7 @@ def run_one(test_dir: Path, name: str, nodes: int, limit: float, out_dir: Path,
     log_dir.mkdir(parents=True, exist_ok=True)
     for old in log_dir.glob("rank*.log"):
         old.unlink()
-    for old in log_dir.glob("rank*.stacks"):
+    for old in [*log_dir.glob("rank*.stacks"), *log_dir.glob("rank*.mpistats")]:
         old.unlink()
     rank_cmd = ["-m", "emubench.conformance_rank", str(test_dir / f"{name}.py"), str(log_dir),
                 f"{max(limit - STACKS_MARGIN_S, 1.0):.0f}"]  # fmt: skip
@@ -159,9 +159,23 @@ def run_one(test_dir: Path, name: str, nodes: int, limit: float, out_dir: Path,
     if not outcome.finished:
         outcome.stacks = "".join(
             f"{path.stem}:\n{stack_summary(path.read_text(encoding='utf-8', errors='replace'))}"
+            + _stats_line(path.with_suffix(".mpistats"))
             for path in sorted(log_dir.glob("rank*.stacks"))
         )
     return outcome
+
+
+def _stats_line(path: Path) -> str:
+    """A rank's MPI statistics at its stack dump, one line: what the matching queues held, what
+    was dropped, which peers were dead ('' if the rank wrote none)."""
+    try:
+        stats = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    matching = stats.get("matching", {})
+    return (f"  mpi: posted {matching.get('posted')} unexpected {matching.get('unexpected')} "
+            f"arrivals {matching.get('arrivals')} dropped {stats.get('dropped')} "
+            f"dead_peers {stats.get('dead_peers')} protocol {stats.get('protocol')}\n")  # fmt: skip
 
 
 def stack_summary(text: str) -> str:

@@ -11,8 +11,10 @@ its time limit still shows every test that finished and the one that was running
 
 With a third argument STACKS_AFTER (seconds), a rank still running after that long writes
 every thread's Python stack to ``OUT_DIR/rank<N>.stacks`` (`faulthandler`, from its watchdog
-thread, so a rank blocked anywhere still writes it): the driver sets it a little before the
-time limit and shows a hung run's stacks, so a hang seen once in CI can be diagnosed.
+thread, so a rank blocked anywhere still writes it), and, under emucluster, its MPI
+statistics (matching queues, protocol counters, dropped messages, dead peers) to
+``OUT_DIR/rank<N>.mpistats`` from a timer thread: the driver sets it a little before the time
+limit and shows a hung run's stacks and statistics, so a hang seen once in CI can be diagnosed.
 
 The exit status is 0 whatever the tests did: a failing rank must not stop the others before
 they report (the conformance driver counts outcomes from the logs, not from exit codes).
@@ -21,8 +23,10 @@ they report (the conformance driver counts outcomes from the logs, not from exit
 from __future__ import annotations
 
 import faulthandler
+import json
 import os
 import sys
+import threading
 import unittest
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -94,6 +98,18 @@ class StreamingResult(unittest.TextTestResult):
         super().addUnexpectedSuccess(test)
 
 
+def write_mpi_stats(path: Path) -> None:
+    """This rank's emucluster MPI statistics as JSON at ``path`` (nothing under another MPI or
+    before Init; read from a second thread while the main one waits, for diagnosis only)."""
+    try:
+        from emucluster.mpi import lifecycle  # late: only under emucluster, not MPICH
+
+        stats = lifecycle.stats()
+    except Exception:  # not emucluster, not initialized, or finalized meanwhile
+        return
+    path.write_text(json.dumps(stats, default=str, sort_keys=True), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run TEST_FILE's tests on this rank, logging to OUT_DIR/rank<N>.log."""
     args = sys.argv[1:] if argv is None else argv
@@ -108,8 +124,13 @@ def main(argv: list[str] | None = None) -> int:
         open(out_dir / f"rank{rank}.log", "a", encoding="utf-8") as log,
         open(out_dir / f"rank{rank}.stacks", "w", encoding="utf-8") as stacks,
     ):
+        timer: threading.Timer | None = None
         if len(args) == 3:
             faulthandler.dump_traceback_later(float(args[2]), file=stacks)
+            timer = threading.Timer(float(args[2]), write_mpi_stats,
+                                    (out_dir / f"rank{rank}.mpistats",))  # fmt: skip
+            timer.daemon = True
+            timer.start()
         try:
             suite = unittest.defaultTestLoader.discover(
                 str(test_file.parent), pattern=test_file.name, top_level_dir=str(test_file.parent)
@@ -127,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         runner.run(suite)
         faulthandler.cancel_dump_traceback_later()
+        if timer is not None:
+            timer.cancel()
         log.write("done\n")
         log.flush()
     return 0
