@@ -29,7 +29,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FILES", "MPI4PY_VERSION", "Outcome", "count_log", "job_env", "main", "merged"]
+__all__ = [
+    "FILES", "MPI4PY_VERSION", "Outcome", "count_log", "job_env", "main", "markdown", "merged",
+]  # fmt: skip
 
 MPI4PY_VERSION = "4.1.2"
 FILES = (
@@ -270,6 +272,40 @@ def merged(section: dict[str, Any], results: dict[str, dict[str, Outcome]],
     return {"total_passed": total, "nodes": nodes, "files": files}
 
 
+def markdown(figure: dict[str, Any], nodes: list[int]) -> str:
+    """The figure as a Markdown table: every file either side has a row for, emucluster's and
+    MPICH's passed/failed/errors/skipped at each node count (``*``: stopped by the time limit,
+    ``-``: no row), then the passed totals over those files and emucluster's share of MPICH's
+    at each node count."""
+    sides = [figure.get(key, {}).get("files", {}) for key in ("emucluster", "mpich")]
+    names = sorted(set(sides[0]) | set(sides[1]))
+    head = "| file | " + " | ".join(f"{who} n={n}" for who in ("emucluster", "MPICH")
+                                    for n in nodes) + " |"  # fmt: skip
+    lines = [head, "|---" * (1 + 2 * len(nodes)) + "|"]
+    totals = [[0] * len(nodes) for _ in sides]
+    for name in names:
+        cells = []
+        for side, total in zip(sides, totals, strict=True):
+            for i, n in enumerate(nodes):
+                row = side.get(name, {}).get(str(n))
+                if row is None:
+                    cells.append("-")
+                    continue
+                total[i] += row.get("passed", 0)
+                mark = "" if row.get("finished", True) else "*"
+                counts = (row.get(k, 0) for k in ("passed", "failed", "errors", "skipped"))
+                cells.append("/".join(map(str, counts)) + mark)
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines.append("| **passed** | " + " | ".join(f"**{t}**" for side in totals for t in side) + " |")
+    share = ", ".join(
+        f"{100 * ours / theirs:.1f} % at {n} nodes"
+        for n, ours, theirs in zip(nodes, totals[0], totals[1], strict=True)
+        if theirs
+    )
+    lines.append(f"\n{len(names)} files; emucluster passes {share} of MPICH's count.")
+    return "\n".join(lines) + "\n"
+
+
 def _row(outcome: Outcome) -> dict[str, Any]:
     """An outcome as the figure keeps it (without its stacks)."""
     row = asdict(outcome)
@@ -293,12 +329,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", type=Path, help="rank logs (default: a temporary directory)")
     p.add_argument("--figure", type=Path, default=DEFAULT_FIGURE, help="landed figure (JSON)")
     p.add_argument("--update", action="store_true", help="write this run's rows into the figure")
+    p.add_argument("--markdown", action="store_true",
+                   help="print the figure's rows in Markdown; run nothing")  # fmt: skip
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the job; 1 if the total passed is below the figure's, else 0."""
     args = build_parser().parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(args.figure.read_text()), args.nodes), end="")
+        return 0
     with tempfile.TemporaryDirectory(prefix="mpi4py-conformance-") as tmp:
         work = Path(tmp)
         test_dir = args.src if args.src else fetch_sdist(work / "sdist")

@@ -17,6 +17,7 @@ from emubench.conformance import (
     Outcome,
     count_log,
     job_env,
+    markdown,
     merged,
     stack_summary,
     table,
@@ -142,3 +143,23 @@ def test_a_rank_still_running_after_stacks_after_writes_its_stacks(tmp_path: Pat
     log = (out / "rank0.log").read_text()
     assert "pass test_waits.T.test_waits_for_its_stacks" in log
     assert log.endswith("done\n")
+
+
+def test_markdown_has_every_file_of_either_side_and_the_shares() -> None:
+    figure = {
+        "emucluster": {"files": {
+            "test_a": {"2": {"passed": 9, "failed": 1}, "3": {"passed": 8, "finished": False}},
+        }},
+        "mpich": {"files": {
+            "test_a": {"2": {"passed": 10}, "3": {"passed": 10}},
+            "test_b": {"2": {"passed": 10, "skipped": 2}, "3": {"passed": 10}},
+        }},
+    }  # fmt: skip
+    lines = markdown(figure, [2, 3]).splitlines()
+    assert lines[2] == "| test_a | 9/1/0/0 | 8/0/0/0* | 10/0/0/0 | 10/0/0/0 |"
+    assert lines[3] == "| test_b | - | - | 10/0/0/2 | 10/0/0/0 |"
+    assert lines[4] == "| **passed** | **9** | **8** | **20** | **20** |"
+    assert (
+        lines[-1]
+        == "2 files; emucluster passes 45.0 % at 2 nodes, 40.0 % at 3 nodes of MPICH's count."
+    )
