@@ -67,7 +67,7 @@ from nicd.core.service import NicService
 from nicd.core.stats import LinkStats
 from nicd.errors import BadPacket, UsageError
 from nicd.gm.ports import PortTable
-from nicd.gm.reassembly import PartialKey, Partials
+from nicd.gm.reassembly import Partials
 from nicd.gm.service import HOST_MSG_TYPES, GmService
 from nicd.grim.quota import NicSendQuota, busy_reply
 from nicd.grim.service import GrimNic
@@ -149,11 +149,13 @@ class NicCore:
         self._deadlines: tuple[Callable[[], float | None], ...] = (
             self.gm.next_deadline,
             self.partials.next_deadline,
-            *(s.next_deadline for s in services if _overrides(s, "next_deadline")),
+            *(s.deadline_query() for s in services if _overrides(s, "next_deadline")),
             *(() if self._fault_free else (self.faults.next_deadline,)),
         )
         """Every timer's query but the transport's (asked first), built once; a service
         without timers (its ``next_deadline`` the base class's) is not asked."""
+        self._grim_types = self.grim.msg_types
+        """The message types whose admission GRIM may claim (besides any to ``NIC_PORT``)."""
         self._done_hooks = tuple(s for s in services if _overrides(s, "on_done"))
         """The services that may own a send's completion (asked only for their
         ``owned_sends``)."""
@@ -225,7 +227,7 @@ class NicCore:
             return self._run(self.transport.on_control(packet, now=now), now)
         self._now = now
         if self.partials:
-            self.partials.heard(PartialKey(node, packet.src_port, packet.dst_port), now)
+            self.partials.heard((node, packet.src_port, packet.dst_port), now)
         return self._run(self.transport.on_data(packet, now=now), now)
 
     def on_host(self, conn: int, record: hl.HostRecord, *, now: float) -> list[NicAction]:
@@ -428,7 +430,7 @@ class NicCore:
 
     def _step_deliver(self, d: Deliver, now: float) -> Sequence[CoreAction]:
         if self.partials:
-            self.partials.done(PartialKey(d.src_node, d.src_port, d.port))
+            self.partials.done((d.src_node, d.src_port, d.port))
         state = self.ports.get(d.port)
         service = self._by_port.get(d.port) or self._by_msg.get(d.msg_type)
         if service is not None:
@@ -504,16 +506,24 @@ class NicCore:
     def _admit(self, first: DataPacket) -> Verdict:
         """The transport's admission of a message's FIRST fragment: GRIM's verdict, else a
         receive token (:meth:`Partials.admit <nicd.gm.reassembly.Partials.admit>`)."""
-        return self.partials.admit(first, self.grim.admit, now=self._now)
+        return self.partials.admit(first, self._grim_claim, now=self._now)
+
+    def _grim_claim(self, first: DataPacket) -> Verdict | None:
+        """GRIM's verdict on ``first``, asked only where it may claim one (the NIC's own port,
+        its message types): it leaves every other message to the port table, so a plain GM
+        message makes no call into the service."""
+        if first.dst_port == NIC_PORT or first.msg_type in self._grim_types:
+            return self.grim.admit(first)
+        return None
 
     def _expire_partials(self, now: float) -> list[CoreAction]:
         """Abort the partial messages whose senders went silent (their senders are told, so
         their requests fail instead of ending SENT); return their tokens."""
         out: list[CoreAction] = []
-        for key, token in self.partials.expired(now):
-            out += self.transport.abort_partial(key.src_node, key.src_port, key.dst_port, now=now)
+        for (src_node, src_port, dst_port), token in self.partials.expired(now):
+            out += self.transport.abort_partial(src_node, src_port, dst_port, now=now)
             if token:
-                out.append(GiveBack(key.dst_port))
+                out.append(GiveBack(dst_port))
         return out
 
     def _set_routes_record(self, conn: int, req: hl.SetRoutesReq, now: float) -> list[NicAction]:

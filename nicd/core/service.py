@@ -15,6 +15,8 @@ from collections.abc import Container
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from nicd import hostlink as hl
     from nicd.core.actions import CoreAction, Deliver, SendComplete, SendFailed
     from nicd.gm.ports import PortState
@@ -73,6 +75,12 @@ class NicService(Protocol):
     def next_deadline(self) -> float | None:
         """The earliest moment ``on_timer`` wants to run."""
         return None
+
+    def deadline_query(self) -> Callable[[], float | None]:
+        """What NicCore calls for :meth:`next_deadline` after every input, asked once: the
+        method itself, or the one it only forwards to (an object the service keeps for its
+        lifetime), which saves a call per input."""
+        return self.next_deadline
 
     def on_port_closed(self, port: int) -> None:
         """Forget what belongs to local port ``port``."""

@@ -14,7 +14,7 @@ are incoming streams. Sans-IO.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TypeAlias
 
 from nicd.core.stats import LinkStats
 from nicd.gm.ports import PortTable
@@ -24,12 +24,10 @@ from nicd.link.wire import HAS_LAST, DataPacket
 __all__ = ["PartialKey", "Partials"]
 
 
-class PartialKey(NamedTuple):
-    """An incoming stream: from LC ``src_port`` of ``src_node`` to local LC ``dst_port``."""
-
-    src_node: int
-    src_port: int
-    dst_port: int
+PartialKey: TypeAlias = tuple[int, int, int]
+"""An incoming stream ``(src_node, src_port, dst_port)``: from LC ``src_port`` of ``src_node``
+to local LC ``dst_port``. A plain tuple: a NamedTuple's ``__new__`` stays interpreted code in
+the compiled build (docs/dev/build.md)."""
 
 
 class _Partial:
@@ -65,7 +63,7 @@ class Partials:
         feature's, GRIM's), else the port table's (a receive token). A message of several
         fragments is watched until its delivery; a partial its sender abandoned on the same
         stream gives its token back."""
-        key = PartialKey(first.src_node, first.src_port, first.dst_port)
+        key = (first.src_node, first.src_port, first.dst_port)
         state = self.ports.get(first.dst_port)
         if self.forget(key) and state is not None:
             self.ports.provide(state, 1)
@@ -101,7 +99,7 @@ class Partials:
 
     def port_closed(self, port: int) -> None:
         """Local ``port`` closed: its partials are dropped with it, tokens and all."""
-        for key in [k for k in self._by_key if k.dst_port == port]:
+        for key in [k for k in self._by_key if k[2] == port]:  # (src_node, src_port, dst_port)
             del self._by_key[key]
 
     def expired(self, now: float) -> list[tuple[PartialKey, bool]]:

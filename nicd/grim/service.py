@@ -66,6 +66,8 @@ from nicd.link.reliable import Admission
 from nicd.link.wire import MsgType
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from emutrace.recorder import Facts
     from nicd import hostlink as hl
     from nicd.core.actions import CoreAction, Deliver, TransportAction
@@ -144,7 +146,8 @@ class GrimNic(NicService):
 
     def admit(self, first: DataPacket) -> Verdict | None:
         """The verdict for a GRIM message with the translation upcalls it raised, or None to
-        leave it to the GM port table."""
+        leave it to the GM port table: always None for a message to another port than
+        ``NIC_PORT`` whose type is not one of :attr:`msg_types` (NicCore asks only for those)."""
         if first.dst_port == NIC_PORT:
             ok = self.registry is not None and first.msg_type is MsgType.AM_DATA
             return (Admission.OK if ok else Admission.NO_PORT), []
@@ -448,6 +451,10 @@ class GrimNic(NicService):
     def next_deadline(self) -> float | None:
         """When the oldest lock request must be refused."""
         return self.locks.next_deadline()
+
+    def deadline_query(self) -> Callable[[], float | None]:
+        """The lock table's own (``next_deadline`` only forwards to it)."""
+        return self.locks.next_deadline
 
     def on_peer_dead(self, node: int, *, now: float) -> list[CoreAction]:
         """A dead node's locks are released and its waiting requests dropped."""

@@ -39,7 +39,7 @@ busy, receivers, pending ACKs, gaps, refusals): split, the halves would share th
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TypeAlias
 
 from nicd.config import TransportConfig
 from nicd.core.actions import PeerDead, SendFailed, SendPacket, TransportAction
@@ -72,12 +72,9 @@ _U16 = 0xFFFF
 _U32 = 0xFFFFFFFF
 
 
-class RecvKey(NamedTuple):
-    """An incoming stream: from LC ``src_port`` of ``src_node`` to local LC ``dst_port``."""
-
-    src_node: int
-    src_port: int
-    dst_port: int
+RecvKey: TypeAlias = tuple[int, int, int]
+"""An incoming stream ``(src_node, src_port, dst_port)``: from LC ``src_port`` of ``src_node``
+to local LC ``dst_port``. A plain tuple, as :data:`~nicd.link.sender.StreamKey` is."""
 
 
 class Transport:
@@ -137,7 +134,7 @@ class Transport:
         if peer.state is PeerState.DEAD:
             self._stats.failed["peer_dead"] += 1
             return [SendFailed(src_port, handle, dst_node, "peer_dead")]
-        key = StreamKey(src_port, dst_node, dst_port)
+        key = (src_port, dst_node, dst_port)
         sender = self._senders.get(key)
         if (
             sender is not None
@@ -184,11 +181,11 @@ class Transport:
         aborted (their senders' requests fail ``aborted``, never SENT)."""
         out: list[TransportAction] = []
         for key, sender in self._senders.items():
-            if key.src_port == port:
+            if key[0] == port:  # (src_port, dst_node, dst_port)
                 out += sender.close()
                 self._track_sender(key, sender, now)
         for rkey, receiver in self._receivers.items():
-            if rkey.dst_port == port:
+            if rkey[2] == port:  # (src_node, src_port, dst_port)
                 out += self._abort(rkey, receiver, "port_closed", now)
         return out
 
@@ -198,7 +195,7 @@ class Transport:
         """Give up on the message being reassembled on that incoming stream (its sender went
         silent past the reassembly timeout): NACK ABORTED, so its sender fails it instead of
         reporting it SENT; the stream goes on once the sender skipped the rest."""
-        key = RecvKey(src_node, src_port, dst_port)
+        key = (src_node, src_port, dst_port)
         receiver = self._receivers.get(key)
         if receiver is None:
             return []
@@ -221,7 +218,7 @@ class Transport:
         node = packet.src_node
         out = self._revive(node, now) if self.liveness.heard(node, now=now) else []
         if packet.ack is not None:
-            back = StreamKey(packet.dst_port, packet.src_node, packet.src_port)
+            back = (packet.dst_port, packet.src_node, packet.src_port)
             sender = self._senders.get(back)
             if sender is None:
                 self._stats.drops["unknown_stream"] += 1
@@ -233,7 +230,7 @@ class Transport:
                     sender.established = True
                 out += sender.on_ack(packet.ack, now=now)
                 self._track_sender(back, sender, now)
-        key = RecvKey(packet.src_node, packet.src_port, packet.dst_port)
+        key = (packet.src_node, packet.src_port, packet.dst_port)
         receiver = self._receivers.get(key)
         if receiver is None or receiver.epoch != packet.token:
             if receiver is not None and receiver.retired == packet.token:
@@ -257,9 +254,9 @@ class Transport:
         elif self._gaps:
             self._gaps.pop(key, None)
         if receiver.refusal is not None:
-            self._refused.setdefault(key.dst_port, {})[key] = receiver
+            self._refused.setdefault(packet.dst_port, {})[key] = receiver
         else:
-            refused = self._refused.get(key.dst_port)
+            refused = self._refused.get(packet.dst_port)
             if refused is not None:
                 refused.pop(key, None)
         return out
@@ -268,12 +265,12 @@ class Transport:
         """``packet`` (of a transport stream) goes on the link now: its bytes, with the ACK
         pending on the reverse stream (from its destination back to its source port)
         riding on it if one is, and ESTABLISHED once its epoch was acknowledged."""
-        sender = self._senders.get(StreamKey(packet.src_port, packet.dst_node, packet.dst_port))
+        sender = self._senders.get((packet.src_port, packet.dst_node, packet.dst_port))
         established = sender is not None and sender.established and sender.epoch == packet.token
         pending = self._pending_acks
         if not pending:
             return encode_data(packet, None, 0, established)
-        key = RecvKey(packet.dst_node, packet.dst_port, packet.src_port)
+        key = (packet.dst_node, packet.dst_port, packet.src_port)
         receiver = pending.get(key)
         if receiver is None:
             return encode_data(packet, None, 0, established)
@@ -301,7 +298,7 @@ class Transport:
             else:
                 self.liveness.on_pong(packet, now=now)
             return out
-        key = StreamKey(packet.src_port, packet.from_node, packet.dst_port)
+        key = (packet.src_port, packet.from_node, packet.dst_port)
         sender = self._senders.get(key)
         if sender is None:
             drops["unknown_stream"] += 1
@@ -332,7 +329,7 @@ class Transport:
         """``node`` was DEAD and was heard: its streams go on from ``base``."""
         out: list[TransportAction] = []
         for key, sender in self._senders.items():
-            if key.dst_node == node and sender.board.packets:
+            if key[1] == node and sender.board.packets:  # key: (src_port, dst_node, dst_port)
                 out += sender.revive(now=now)
                 self._busy[key] = sender
                 self.liveness.on_busy(key, now=now)
@@ -352,7 +349,7 @@ class Transport:
         for key, sender in list(self._busy.items()):
             deadline = sender.rto_deadline()
             if deadline is not None and now >= deadline:
-                liveness.on_timeout(self._peers[key.dst_node])
+                liveness.on_timeout(self._peers[key[1]])  # key: (src_port, dst_node, dst_port)
                 out += sender.on_timeout(now=now)
             out += sender.on_timer(now=now)
             self._track_sender(key, sender, now)
@@ -514,7 +511,7 @@ class Transport:
         self._pending_acks.pop(key, None)
         self._gaps.pop(key, None)
         self._initial.pop(key, None)
-        refused = self._refused.get(key.dst_port)
+        refused = self._refused.get(key[2])  # key: (src_node, src_port, dst_port)
         if refused is not None:
             refused.pop(key, None)
 
@@ -574,7 +571,7 @@ class Transport:
     def _track_sender(self, key: StreamKey, sender: StreamSender, now: float) -> None:
         """After an input to ``sender``: busy (its peer watched) while it has packets and its
         peer is not DEAD, idle otherwise."""
-        if not sender.board.packets or self._peers[key.dst_node].state is PeerState.DEAD:
+        if not sender.board.packets or self._peers[sender.dst_node].state is PeerState.DEAD:
             self._busy.pop(key, None)
             self.liveness.on_idle(key)
         else:
@@ -606,7 +603,7 @@ class Transport:
                 ) -> list[TransportAction]:  # fmt: skip
         """Acknowledge the stream from (``src_node``, ``src_port``) into ``dst_port`` at once
         instead of after the delayed-ACK interval (NICVM: a module's sender waits for it)."""
-        key = RecvKey(src_node, src_port, dst_port)
+        key = (src_node, src_port, dst_port)
         receiver = self._receivers.get(key)
         if receiver is None or not receiver.ack_pending:
             return []

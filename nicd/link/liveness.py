@@ -175,7 +175,7 @@ class Liveness:
         """Our stream ``key`` has data queued or in flight: its peer is watched from now on if
         it was not (silence is counted from now at the earliest, the first probe goes a probe
         interval from now)."""
-        peer = self.peers[key.dst_node]
+        peer = self.peers[key[1]]  # (src_port, dst_node, dst_port)
         if not peer.busy:
             peer.probes = 0
             peer.quiet_since = self.active
@@ -186,7 +186,7 @@ class Liveness:
     def on_idle(self, key: StreamKey) -> None:
         """Our stream ``key`` is idle (or its peer dead): the peer is no longer watched once
         no stream to it is busy."""
-        peer = self.peers[key.dst_node]
+        peer = self.peers[key[1]]  # (src_port, dst_node, dst_port)
         busy = peer.busy
         if key in busy:
             busy.discard(key)

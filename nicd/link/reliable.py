@@ -99,6 +99,11 @@ class _Reassembly:
     chunks: list[bytes]
     received: int
 
+    def __init__(self, first: DataPacket, chunks: list[bytes], received: int) -> None:
+        self.first = first  # native when compiled (docs/dev/build.md): every message builds one
+        self.chunks = chunks
+        self.received = received
+
 
 class GbnReceiver:
     """The receiving side of one stream: expected seq, ACK batching, NACKs, reassembly."""

@@ -44,6 +44,15 @@ class Message:
     orphan: bool = False
     """Its port closed: already reported failed, still carried to keep the sequence."""
 
+    def __init__(
+        self, handle: int, port: int, first_seq: int, last_seq: int, orphan: bool = False
+    ) -> None:  # native when compiled (docs/dev/build.md): every message builds one
+        self.handle = handle
+        self.port = port
+        self.first_seq = first_seq
+        self.last_seq = last_seq
+        self.orphan = orphan
+
 
 @dataclass(slots=True)
 class Outgoing:
@@ -58,6 +67,24 @@ class Outgoing:
     """When it last went out, as a count of this stream's transmissions (RACK's order)."""
     sacked: bool = False
     """The receiver said (SACK) it holds this packet: not sent again while the mark holds."""
+
+    def __init__(
+        self,
+        packet: DataPacket,
+        message: Message,
+        first_sent: float = 0.0,
+        last_sent: float = 0.0,
+        sends: int = 0,
+        order: int = 0,
+        sacked: bool = False,
+    ) -> None:  # native when compiled (docs/dev/build.md): every packet builds one
+        self.packet = packet
+        self.message = message
+        self.first_sent = first_sent
+        self.last_sent = last_sent
+        self.sends = sends
+        self.order = order
+        self.sacked = sacked
 
 
 class Scoreboard:

@@ -28,7 +28,7 @@ inputs take ``now`` keyword-only and return actions; timers are deadlines the ca
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TypeAlias
 
 from nicd.config import TransportConfig
 from nicd.core.actions import SendFailed, TransportAction
@@ -48,12 +48,10 @@ _PROBING = SendState.PROBING
 _OPEN = SendState.OPEN
 
 
-class StreamKey(NamedTuple):
-    """An outgoing stream: from local LC ``src_port`` to LC ``dst_port`` of ``dst_node``."""
-
-    src_port: int
-    dst_node: int
-    dst_port: int
+StreamKey: TypeAlias = tuple[int, int, int]
+"""An outgoing stream ``(src_port, dst_node, dst_port)``: from local LC ``src_port`` to LC
+``dst_port`` of ``dst_node``. A plain tuple, not a NamedTuple: packets build keys, and a
+NamedTuple's ``__new__`` stays interpreted code in the compiled build (docs/dev/build.md)."""
 
 
 class StreamSender:

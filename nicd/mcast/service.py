@@ -45,6 +45,8 @@ from nicd.link.wire import ControlPacket, MsgType
 from nicd.mcast.engine import GroupSpec, McastEngine
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from nicd.core.actions import CoreAction, McastAction
     from nicd.gm.ports import PortState, PortTable
     from nicd.link.reliable import Admission
@@ -194,6 +196,10 @@ class McastNic(NicService):
     def next_deadline(self) -> float | None:
         """The engine's earliest timer."""
         return self.engine.next_deadline()
+
+    def deadline_query(self) -> Callable[[], float | None]:
+        """The engine's own (``next_deadline`` only forwards to it)."""
+        return self.engine.next_deadline
 
     # -- queries ----------------------------------------------------------------------------
 

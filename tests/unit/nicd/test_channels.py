@@ -598,4 +598,10 @@ def test_bad_config_raises_usage_error(bad: dict[str, object]) -> None:
 
 
 def test_stream_key_names_its_fields() -> None:
-    assert StreamKey(1, 2, 3)._asdict() == {"src_port": 1, "dst_node": 2, "dst_port": 3}
+    # A plain tuple since issue 29 (a NamedTuple's __new__ is interpreted code when compiled):
+    # its fields are (src_port, dst_node, dst_port), the order the transport keys streams by
+    assert StreamKey == tuple[int, int, int]
+    transport = Transport(0, test_config(), lambda *_: (Admission.OK, []))
+    transport.send(now=0.0, src_port=1, dst_node=2, dst_port=3, msg_type=MsgType.GM_DATA,
+                   payload=b"x", handle=7)  # fmt: skip
+    assert list(transport._senders) == [(1, 2, 3)]

@@ -6,6 +6,8 @@ Many seeds, a fake clock, production timers (only the MTU is small): nothing sle
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from nicd import hostlink as hl
@@ -20,15 +22,17 @@ from nicd.link.liveness import (
     PeerEvent,
     PeerState,
 )
-from nicd.link.sender import StreamKey
 from nicd.link.wire import ControlPacket, MsgType
 from tests.unit.livesim import LOSS, Peer, detection_run, live_config, live_run
 from tests.unit.netsim import BadNetwork, Net, NicNet
 
+if TYPE_CHECKING:
+    from nicd.link.sender import StreamKey
+
 # -- the machine alone ---------------------------------------------------------------------
 
 CONFIG = live_config(probe_interval_s=0.1, dead_peer_probes=3, dead_peer_timeout_s=1.0)
-KEY = StreamKey(0, 1, 0)  # a stream to node 1
+KEY: StreamKey = (0, 1, 0)  # a stream to node 1 (src_port, dst_node, dst_port)
 
 
 def liveness() -> tuple[Liveness, TransportStats]:
@@ -68,7 +72,7 @@ def test_an_unknown_peer_is_alive_and_made_on_first_use() -> None:
 def test_a_busy_stream_watches_its_peer_until_none_is_busy() -> None:
     live, _ = liveness()
     peer = live.peer(1)
-    other = StreamKey(1, 1, 0)
+    other: StreamKey = (1, 1, 0)
     live.on_busy(KEY, now=1.0)
     live.on_busy(other, now=1.05)  # already watched: the probe time stays
     assert live.watched == {1: peer}
