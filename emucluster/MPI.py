@@ -215,7 +215,6 @@ from emucluster.mpi.datatype.handles import (
 )
 from emucluster.mpi.datatype.private import typealign as _typealign  # noqa: F401  (mpi4py's private names; mpi4py.util.dtlib calls them)
 from emucluster.mpi.datatype.private import typecode as _typecode  # noqa: F401
-from emucluster.mpi.dynamic import world as _world
 from emucluster.mpi.dynamic.ports import (
     Close_port,
     Lookup_name,
@@ -223,6 +222,7 @@ from emucluster.mpi.dynamic.ports import (
     Publish_name,
     Unpublish_name,
 )
+from emucluster.mpi.dynamic.world import start as _start_world
 from emucluster.mpi.environment import (
     SUBVERSION,
     VERSION,
@@ -441,4 +441,4 @@ __all__ = [
     "Unpublish_name", "Win", "Wtick", "Wtime", "buffer", "get_vendor", "memory", "pickle",
 ]  # fmt: skip
 
-COMM_WORLD, COMM_SELF = _world.start()  # initialises MPI, as importing mpi4py.MPI does
+COMM_WORLD, COMM_SELF = _start_world()  # initialises MPI, as importing mpi4py.MPI does

@@ -47,6 +47,7 @@ __all__ = [
     "BottomType",
     "InPlaceType",
     "Sentinel",
+    "in_place",
 ]
 
 ANY_SOURCE = -2
@@ -104,6 +105,13 @@ class InPlaceType(Sentinel):
 
 IN_PLACE = InPlaceType("IN_PLACE")
 BOTTOM = BottomType("BOTTOM")
+
+
+def in_place(buf: object) -> bool:
+    """Whether ``buf`` asks an intracommunicator collective to work in place: ``IN_PLACE``,
+    or None as mpi4py takes it there (its ``is_IN_PLACE``: ``Allreduce(None, buf)``)."""
+    return buf is None or buf is IN_PLACE
+
 
 # MPI-IO access modes, seek origins and the rest (MPICH's values).
 MODE_RDONLY, MODE_RDWR, MODE_WRONLY, MODE_CREATE = 2, 8, 4, 1

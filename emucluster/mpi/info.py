@@ -70,8 +70,7 @@ class Info(Handled):
             return NotImplemented
         return self._d is other._d
 
-    def __hash__(self) -> int:
-        return id(self._d)
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as mpi4py's handles
 
     def __bool__(self) -> bool:
         return self._d is not None

@@ -23,7 +23,7 @@ from emucluster.mpi.collective.calls import (
     start,
 )
 from emucluster.mpi.collective.ops import BufferCombine, ObjectCombine, Op, predefined_ops
-from emucluster.mpi.constants import IN_PLACE
+from emucluster.mpi.constants import in_place
 from emucluster.mpi.errors import (
     ERR_COUNT,
     ERR_TYPE,
@@ -130,9 +130,7 @@ class Collectives(CollectiveCalls):
         st = self._root(root)
         is_root = st.rank == root
         rmsg = message(recvbuf, writable=True) if is_root else None
-        smsg = (
-            rmsg if sendbuf is IN_PLACE and rmsg is not None else message(sendbuf, writable=False)
-        )
+        smsg = rmsg if in_place(sendbuf) and rmsg is not None else message(sendbuf, writable=False)
         assert smsg is not None
         _check_reduce(smsg, rmsg)
         combine = BufferCombine(op, smsg.datatype)
@@ -145,7 +143,7 @@ class Collectives(CollectiveCalls):
         """Elementwise ``op`` of every rank's buffer, into every ``recvbuf``."""
         st = self._state()
         rmsg = message(recvbuf, writable=True)
-        smsg = rmsg if sendbuf is IN_PLACE else message(sendbuf, writable=False)
+        smsg = rmsg if in_place(sendbuf) else message(sendbuf, writable=False)
         _check_reduce(smsg, rmsg)
         combine = BufferCombine(op, smsg.datatype)
         fill(rmsg, run(st, "allreduce", algorithm, bytes(smsg.view), combine))
@@ -155,7 +153,7 @@ class Collectives(CollectiveCalls):
         """Inclusive elementwise prefix reduction."""
         st = self._state()
         rmsg = message(recvbuf, writable=True)
-        smsg = rmsg if sendbuf is IN_PLACE else message(sendbuf, writable=False)
+        smsg = rmsg if in_place(sendbuf) else message(sendbuf, writable=False)
         _check_reduce(smsg, rmsg)
         combine = BufferCombine(op, smsg.datatype)
         fill(rmsg, run(st, "scan", algorithm, bytes(smsg.view), combine))
@@ -165,7 +163,7 @@ class Collectives(CollectiveCalls):
         """Exclusive elementwise prefix reduction (rank 0's recvbuf is left alone)."""
         st = self._state()
         rmsg = message(recvbuf, writable=True)
-        smsg = rmsg if sendbuf is IN_PLACE else message(sendbuf, writable=False)
+        smsg = rmsg if in_place(sendbuf) else message(sendbuf, writable=False)
         _check_reduce(smsg, rmsg)
         combine = BufferCombine(op, smsg.datatype)
         result = run(st, "exscan", algorithm, bytes(smsg.view), combine)
@@ -219,9 +217,7 @@ class Collectives(CollectiveCalls):
         """Nonblocking Reduce."""
         st = self._root(root)
         rmsg = message(recvbuf, writable=True) if st.rank == root else None
-        smsg = (
-            rmsg if sendbuf is IN_PLACE and rmsg is not None else message(sendbuf, writable=False)
-        )
+        smsg = rmsg if in_place(sendbuf) and rmsg is not None else message(sendbuf, writable=False)
         assert smsg is not None
         _check_reduce(smsg, rmsg)
         combine = BufferCombine(op, smsg.datatype)
@@ -237,7 +233,7 @@ class Collectives(CollectiveCalls):
         """Nonblocking Allreduce."""
         st = self._state()
         rmsg = message(recvbuf, writable=True)
-        smsg = rmsg if sendbuf is IN_PLACE else message(sendbuf, writable=False)
+        smsg = rmsg if in_place(sendbuf) else message(sendbuf, writable=False)
         _check_reduce(smsg, rmsg)
         combine = BufferCombine(op, smsg.datatype)
         return start(st, "allreduce", algorithm, (bytes(smsg.view), combine),

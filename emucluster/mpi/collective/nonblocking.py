@@ -22,7 +22,7 @@ from emucluster.mpi.collective.calls import (
     start_plan,
 )
 from emucluster.mpi.collective.ops import BufferCombine, Op, predefined_ops
-from emucluster.mpi.constants import IN_PLACE
+from emucluster.mpi.constants import in_place
 
 if TYPE_CHECKING:
     from emucluster.mpi.request.request import Request
@@ -164,7 +164,7 @@ class NonblockingCollectives(CollectiveCalls):
                  algorithm: str | None) -> Request:  # fmt: skip
         st = self._state()
         rmsg = message(recvbuf, writable=True)
-        smsg = rmsg if sendbuf is IN_PLACE else message(sendbuf, writable=False)
+        smsg = rmsg if in_place(sendbuf) else message(sendbuf, writable=False)
         combine = BufferCombine(op, smsg.datatype)
 
         def post(result: bytes | None) -> None:

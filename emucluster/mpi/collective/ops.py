@@ -155,8 +155,7 @@ class Op(Handled):
             return NotImplemented
         return self._key is other._key
 
-    def __hash__(self) -> int:
-        return id(self._key)
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as mpi4py's handles
 
     def __reduce__(self) -> tuple[Any, ...]:
         for name, op in predefined_ops.items():

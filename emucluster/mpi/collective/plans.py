@@ -13,10 +13,12 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
+
 from emucluster.mpi.buffer.spec import MessageSpecError
 from emucluster.mpi.collective.layout import Layout, simple, vector, vector_w
 from emucluster.mpi.collective.ops import BufferCombine, Op
-from emucluster.mpi.constants import IN_PLACE
+from emucluster.mpi.constants import in_place
 from emucluster.mpi.errors import ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
 
@@ -66,7 +68,7 @@ def gather(st: CommState, sendbuf: Any, recvbuf: Any, root: int, *, v: bool = Fa
     recv = None
     if st.rank == root:
         recv = (vector if v else simple)(recvbuf, readonly=False, blocks=st.size)
-    if sendbuf is IN_PLACE and recv is not None:
+    if in_place(sendbuf) and recv is not None:
         data = recv.pack(root)
     else:
         data = simple(sendbuf, readonly=True).pack(0)
@@ -74,7 +76,7 @@ def gather(st: CommState, sendbuf: Any, recvbuf: Any, root: int, *, v: bool = Fa
     def post(blocks: list[bytes] | None) -> None:
         if recv is not None and blocks is not None:
             for i, block in enumerate(blocks):
-                if not (i == root and sendbuf is IN_PLACE):
+                if not (i == root and in_place(sendbuf)):
                     recv.unpack(i, block)
 
     return Plan("gather", (data, root), post)
@@ -91,7 +93,7 @@ def scatter(st: CommState, sendbuf: Any, recvbuf: Any, root: int, *, v: bool = F
     if st.rank == root:
         send = (vector if v else simple)(sendbuf, readonly=True, blocks=st.size)
         blocks = [send.pack(i) for i in range(st.size)]
-    if (recvbuf is IN_PLACE or recvbuf is None) and st.rank == root:
+    if in_place(recvbuf) and st.rank == root:
         # a root without a receive buffer keeps nothing of its own block (as MPICH does)
         return Plan("scatter", (blocks, root), _nothing)
     recv = simple(recvbuf, readonly=False)
@@ -106,7 +108,7 @@ def scatterv(st: CommState, sendbuf: Any, recvbuf: Any, root: int) -> Plan:
 def allgather(st: CommState, sendbuf: Any, recvbuf: Any, *, v: bool = False) -> Plan:
     """Allgather / Allgatherv."""
     recv = (vector if v else simple)(recvbuf, readonly=False, blocks=st.size)
-    data = recv.pack(st.rank) if sendbuf is IN_PLACE else simple(sendbuf, readonly=True).pack(0)
+    data = recv.pack(st.rank) if in_place(sendbuf) else simple(sendbuf, readonly=True).pack(0)
     return Plan("allgather", (data,), _fill_all(recv))
 
 
@@ -119,7 +121,7 @@ def alltoall(st: CommState, sendbuf: Any, recvbuf: Any, *, kind: str = "") -> Pl
     """Alltoall (kind ""), Alltoallv ("v") or Alltoallw ("w")."""
     parse = {"": simple, "v": vector, "w": vector_w}[kind]
     recv = parse(recvbuf, readonly=False, blocks=st.size)
-    send = recv if sendbuf is IN_PLACE else parse(sendbuf, readonly=True, blocks=st.size)
+    send = recv if in_place(sendbuf) else parse(sendbuf, readonly=True, blocks=st.size)
     blocks = [send.pack(i) for i in range(st.size)]
     return Plan("alltoall", (blocks,), _fill_all(recv))
 
@@ -136,38 +138,52 @@ def alltoallw(st: CommState, sendbuf: Any, recvbuf: Any) -> Plan:
 
 def reduce_scatter_block(st: CommState, sendbuf: Any, recvbuf: Any, op: Op) -> Plan:
     """Reduce_scatter_block: an allreduce of ``size`` equal blocks, keeping block ``rank``."""
-    if sendbuf is IN_PLACE:
-        whole = simple(recvbuf, readonly=False, blocks=st.size)
-        counts = whole.counts
-        send = simple(recvbuf, readonly=False)
-        recv = Layout(whole.view, [0], [counts[0]], [whole.datatypes[0]])
-    else:
+    if not in_place(sendbuf):
         recv = simple(recvbuf, readonly=False)
         send = simple(sendbuf, readonly=True)
-        counts = recv.counts * st.size
+        if not _aliased(send, recv):
+            return _reduce_scatter(st, send, recv, recv.counts * st.size, op)
+    whole = simple(recvbuf, readonly=False, blocks=st.size)
+    counts = whole.counts
+    send = simple(recvbuf, readonly=False)
+    recv = Layout(whole.view, [0], [counts[0]], [whole.datatypes[0]])
     return _reduce_scatter(st, send, recv, counts, op)
 
 
 def reduce_scatter(st: CommState, sendbuf: Any, recvbuf: Any, recvcounts: Any, op: Op,
                    gather_counts: Callable[[int], list[int]]) -> Plan:  # fmt: skip
     """Reduce_scatter: an allreduce, keeping this rank's ``recvcounts[rank]`` elements."""
-    if sendbuf is IN_PLACE:
+    alone = in_place(sendbuf)
+    if not alone:
+        recv = simple(recvbuf, readonly=False)
+        send = simple(sendbuf, readonly=True)
+        alone = _aliased(send, recv)
+    if alone:
         send = simple(recvbuf, readonly=False)
         if recvcounts is None:
             raise MPIException(ERR_ARG, "Reduce_scatter with IN_PLACE needs recvcounts")
         counts = [int(c) for c in recvcounts]
         recv = Layout(send.view, [0], [counts[st.rank]], [send.datatypes[0]])
+    elif recvcounts is None:
+        counts = gather_counts(recv.counts[0])
     else:
-        recv = simple(recvbuf, readonly=False)
-        send = simple(sendbuf, readonly=True)
-        if recvcounts is None:
-            counts = gather_counts(recv.counts[0])
-        else:
-            counts = [operator.index(c) for c in recvcounts]
+        counts = [operator.index(c) for c in recvcounts]
     if len(counts) != st.size:
         raise MessageSpecError(ERR_ARG, f"expecting {st.size} recvcounts, got {len(counts)}")
-    _check_reduce_scatter(sendbuf is IN_PLACE, send, recv, counts, st.rank)
+    _check_reduce_scatter(alone, send, recv, counts, st.rank)
     return _reduce_scatter(st, send, recv, counts, op)
+
+
+def _aliased(send: Layout, recv: Layout) -> bool:
+    """Whether the send and receive buffers start at one address: mpi4py (after 4.1.2) then
+    reduces in place, as with IN_PLACE (``Reduce_scatter(buf, buf, counts)``)."""
+    if not send.view.nbytes or not recv.view.nbytes:
+        return False
+    return _address(send.view) == _address(recv.view)
+
+
+def _address(view: memoryview) -> int:
+    return int(np.frombuffer(view, np.uint8).ctypes.data)
 
 
 def _check_reduce_scatter(in_place: bool, send: Layout, recv: Layout, counts: list[int],

@@ -102,8 +102,7 @@ class Comm:
             return NotImplemented
         return self._st is other._st
 
-    def __hash__(self) -> int:
-        return id(self._st)
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as mpi4py's handles
 
     def __bool__(self) -> bool:
         return self._st is not None

@@ -58,8 +58,7 @@ class Group(Handled):
             return True
         return self is other
 
-    def __hash__(self) -> int:
-        return id(self)
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as mpi4py's handles
 
     def __bool__(self) -> bool:
         return self._members is not None

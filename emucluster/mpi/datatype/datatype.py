@@ -104,8 +104,7 @@ class Datatype(Handled):
             return self._null and other._null
         return self._object is other._object
 
-    def __hash__(self) -> int:
-        return id(self._object)
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as mpi4py's handles
 
     def Get_size(self) -> int:
         """Bytes of data in one element."""

@@ -70,8 +70,7 @@ class Message(Handled):
             return NotImplemented
         return self._op is other._op
 
-    def __hash__(self) -> int:
-        return id(self._op)
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as mpi4py's handles
 
     def __repr__(self) -> str:
         if self._op is None:

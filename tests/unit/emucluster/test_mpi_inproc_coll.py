@@ -669,3 +669,64 @@ def test_every_algorithm_on_one_to_five_ranks(operation: str, algorithm: str) ->
             "exscan": [None if r == 0 else r * (r + 1) // 2 for r in range(n)],
         }[operation]
         assert got == want, f"{operation} {algorithm} on {n} ranks"
+
+
+@pytest.mark.parametrize(("n", "root"), ROOTED)
+def test_none_as_the_send_buffer_works_in_place(n: int, root: int) -> None:
+    """mpi4py takes None for IN_PLACE on an intracommunicator (its ``is_IN_PLACE``): the
+    reductions, scans, Reduce_scatter_block and Gather/Allgather/Alltoall/Scatter."""
+
+    def body(comm: Any) -> Any:
+        r = comm.rank
+        allred = _arange(3, r)
+        comm.Allreduce(None, allred, op=MPI.SUM)
+        red = _arange(3, r)
+        comm.Reduce(None if r == root else red, red if r == root else None, op=MPI.MAX, root=root)
+        scan = _arange(2, r)
+        comm.Scan(None, scan, op=MPI.SUM)
+        rsb = np.full(n, r + 1, dtype=I64)
+        comm.Reduce_scatter_block(None, rsb, op=MPI.SUM)
+        gath = np.full(n, -1, dtype=I64)
+        gath[r] = 10 * r
+        if r == root:
+            comm.Gather(None, gath, root=root)
+        else:
+            comm.Gather(gath[r : r + 1], None, root=root)
+        allg = np.full(n, -1, dtype=I64)
+        allg[r] = 10 * r
+        comm.Allgather(None, allg)
+        a2a = np.full(n, r, dtype=I64)
+        comm.Alltoall(None, a2a)
+        scat = np.arange(n, dtype=I64) * 3 if r == root else np.full(1, -1, dtype=I64)
+        comm.Scatter(scat if r == root else None, None if r == root else scat, root=root)
+        return (allred.tolist(), red.tolist() if r == root else None, scan.tolist(),
+                int(rsb[0]), gath.tolist() if r == root else None, allg.tolist(), a2a.tolist(),
+                scat.tolist())  # fmt: skip
+
+    total = [sum(r + k for r in range(n)) for k in range(3)]
+    tens = [10 * r for r in range(n)]
+    want = [
+        (total, [n - 1 + k for k in range(3)] if r == root else None,
+         [sum(q + k for q in range(r + 1)) for k in range(2)], n * (n + 1) // 2,
+         tens if r == root else None, tens, list(range(n)),
+         list(range(0, 3 * n, 3)) if r == root else [3 * r])
+        for r in range(n)
+    ]  # fmt: skip
+    assert run(n, body) == want
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_reduce_scatter_of_one_buffer_as_both_works_in_place(n: int) -> None:
+    """mpi4py after 4.1.2: a send buffer at the receive buffer's address is IN_PLACE."""
+
+    def body(comm: Any) -> Any:
+        r = comm.rank
+        counts = list(range(1, n + 1))
+        buf = np.full(sum(counts), r + 1, dtype=I64)
+        comm.Reduce_scatter(buf, buf, counts, op=MPI.SUM)
+        block = np.full(2 * n, r, dtype=I64)
+        comm.Reduce_scatter_block(block, block, op=MPI.MAX)
+        return buf[: counts[r]].tolist(), block[:2].tolist()
+
+    total = n * (n + 1) // 2
+    assert run(n, body) == [([total] * (r + 1), [n - 1] * 2) for r in range(n)]

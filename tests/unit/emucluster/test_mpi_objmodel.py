@@ -148,3 +148,18 @@ def test_a_request_converts_to_and_from_integers() -> None:
         assert MPI.Request.fromint(MPI.REQUEST_NULL.toint()) == MPI.REQUEST_NULL
     finally:
         request.Free()
+
+
+@pytest.mark.parametrize("obj", [*NULLS, MPI.COMM_WORLD, MPI.INT, MPI.SUM, MPI.INFO_ENV],
+                         ids=lambda o: type(o).__name__)  # fmt: skip
+def test_handles_are_unhashable_as_mpi4pys(obj: object) -> None:
+    with pytest.raises(TypeError):
+        hash(obj)
+    with pytest.raises(TypeError):
+        {obj}  # noqa: B018
+
+
+def test_the_facade_holds_no_module() -> None:
+    """mpi4py's test_doc walks the module's names; a module among them (``os``, ...) leads it
+    around import cycles without end."""
+    assert not [name for name, value in vars(MPI).items() if isinstance(value, type(MPI))]
