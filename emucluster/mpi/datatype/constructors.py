@@ -162,11 +162,7 @@ def struct(blocklengths: Sequence[int], displacements: Sequence[int],
     if len(olds) != len(bl):
         raise ArgumentError(ERR_ARG, "Create_struct: as many datatypes as blocks needed")
     maps = [live(m) for m in olds]
-    made = TypeMap.concat([m.block(n, d) for n, d, m in zip(bl, disp, maps, strict=True)])
-    if maps:
-        align = max(alignments)
-        if align > 1 and made.extent % align:
-            made = made.resized(made.lb, made.extent + align - made.extent % align)
+    made = TypeMap.members(bl, disp, maps, max(alignments, default=1))
     return Derived("struct", made, "STRUCT", [len(bl), *bl], disp)
 
 

@@ -420,7 +420,8 @@ class Datatype(Handled):
             raise MPIException(ERR_TYPE, "DATATYPE_NULL cannot be freed")
         if self._combiner == "NAMED":
             raise MPIException(ERR_TYPE, "cannot free a predefined datatype")
-        TYPE_KEYVALS.delete_all(self, self._attrs)
+        if self._attrs:
+            TYPE_KEYVALS.delete_all(self, self._attrs)
         self._null = True
 
     def free(self) -> None:

@@ -348,6 +348,40 @@ class TypeMap:
                              max(p.ub for p in parts), sum(p.size for p in parts),
                              sum(p.elements for p in parts), true, kind)  # fmt: skip
 
+    @staticmethod
+    def members(lengths: list[int], starts: list[int], maps: list[TypeMap],
+                align: int) -> TypeMap:  # fmt: skip
+        """A struct: ``lengths[i]`` elements of ``maps[i]`` at byte ``starts[i]`` (the `concat`
+        of their `block`s), the extent rounded up to a multiple of ``align``; one pass, one
+        lazy map (a program may make many small structs)."""
+        parts: list[tuple[int, int, TypeMap]] = []
+        lb = ub = true_lb = true_ub = size = elements = 0
+        kind: int | None = None
+        for length, start, m in zip(lengths, starts, maps, strict=True):
+            if length <= 0 or not m.elements:
+                continue  # no data: no part of the bounds (as `concat` drops it)
+            last = start + (length - 1) * m.extent
+            lo, hi = (start, last) if last >= start else (last, start)
+            if parts:
+                lb, ub = min(lb, lo + m.lb), max(ub, hi + m.ub)
+                true_lb, true_ub = min(true_lb, lo + m.true_lb), max(true_ub, hi + m.true_ub)
+                kind = kind if m._kind == kind else None
+            else:
+                lb, ub, true_lb, true_ub = lo + m.lb, hi + m.ub, lo + m.true_lb, hi + m.true_ub
+                kind = m._kind
+            parts.append((length, start, m))
+            size += length * m.size
+            elements += length * m.elements
+        if not parts:
+            return TypeMap.empty()
+        if align > 1 and (ub - lb) % align:
+            ub += align - (ub - lb) % align
+
+        def build() -> TypeMap:
+            return TypeMap._concat_now([m._blocks_now([n], [d]) for n, d, m in parts])
+
+        return TypeMap._lazy(build, lb, ub, size, elements, (true_lb, true_ub), kind)
+
     # -- the eager forms (the runs) --------------------------------------------------------------
 
     def _replicate_now(self, offsets: Ints) -> TypeMap:

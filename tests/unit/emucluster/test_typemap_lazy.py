@@ -139,16 +139,25 @@ def test_lazy_bounds_and_runs_equal_the_expanded_map(made: tuple[TypeMap, Ref]) 
     agree(*made)
 
 
-@settings(max_examples=100, deadline=None)
-@given(derived(depth=1), derived(depth=1), st.lists(st.tuples(lengths, offsets), max_size=3))
+@settings(max_examples=200, deadline=None)
+@given(derived(depth=1), derived(depth=1), lengths, offsets, lengths, offsets,
+       st.sampled_from([1, 2, 4, 8, 16]))  # fmt: skip
 def test_struct_of_lazy_maps_equals_the_expanded_struct(
-    a: tuple[TypeMap, Ref], b: tuple[TypeMap, Ref], extra: list[tuple[int, int]]
+    a: tuple[TypeMap, Ref],
+    b: tuple[TypeMap, Ref],
+    n1: int,
+    d1: int,
+    n2: int,
+    d2: int,
+    align: int,
 ) -> None:
-    """A struct of two derived members (a lazy map over lazy maps), alignment 1."""
+    """A struct of two derived members (a lazy map over lazy maps), its extent rounded up to
+    ``align`` when it has data (a C struct's padding)."""
     (ma, ra), (mb, rb) = a, b
-    n1, d1 = extra[0] if extra else (1, 0)
-    made = c.struct([n1, 2], [d1, 64], [ma, mb], [1, 1]).typemap
-    agree(made, concat([ra.blocks([n1], [d1]), rb.blocks([2], [64])]))
+    made = c.struct([n1, n2], [d1, d2], [ma, mb], [align, 1]).typemap
+    ref = concat([ra.blocks([n1], [d1]), rb.blocks([n2], [d2])])
+    pad = -ref.extent % align
+    agree(made, Ref(ref.elements, ref.lb, ref.ub + pad))
 
 
 @settings(max_examples=150, deadline=None)
