@@ -345,5 +345,6 @@ def _pairs(blocklengths: Sequence[int],
     disp = [int(d) for d in displacements]
     if len(bl) != len(disp):
         raise ArgumentError(ERR_ARG, "as many blocklengths as displacements needed")
-    _counts(*bl)
+    if bl and min(bl) < 0:  # ERR_COUNT
+        _counts(*bl)
     return bl, disp

@@ -215,7 +215,8 @@ class Datatype(Handled):
         """A new type with the same type map (combiner DUP) and the attributes each keyval's
         copy callback gives it."""
         new = _new(self.name, self.typemap, "DUP", ([], [], [self]))
-        new._attrs = TYPE_KEYVALS.copied(self, self._attrs)
+        if self._attrs:
+            new._attrs = TYPE_KEYVALS.copied(self, self._attrs)
         return new
 
     Create_dup = Dup
@@ -545,7 +546,7 @@ def _new(name: str, typemap: TypeMap, combiner: str, contents: Contents) -> Data
     new._name = name
     new._null = False
     kind = typemap.homogeneous()
-    new._dtype = _BASIC_DTYPES[kind] if kind is not None else np.dtype(np.uint8)
+    new._dtype = _BASIC_DTYPES[kind] if kind is not None else _BYTES
     new._map = typemap
     new._combiner = combiner
     new._attrs = {}
@@ -633,3 +634,5 @@ _BASIC_DTYPES: dict[int, np.dtype[np.generic]] = {
     int(t.typemap.kinds[0]): t.dtype for t in predefined.values() if t
 }
 """Basic kind of the type maps -> the dtype of its predefined type."""
+_BYTES = np.dtype(np.uint8)
+"""The dtype of a mixed derived type's elements."""
