@@ -116,8 +116,7 @@ def hvector(old: TypeMap | None, count: int, blocklength: int, stride: int) -> D
 
 def _strided(m: TypeMap, count: int, blocklength: int, stride: int, combiner: str,
              ints: list[int], addrs: list[int]) -> Derived:  # fmt: skip
-    starts = np.arange(count, dtype=np.int64) * stride
-    made = m.blocks([blocklength] * count, starts.tolist())
+    made = m.strided(count, blocklength, stride)
     return Derived(combiner.lower(), made, combiner, ints, addrs)
 
 
@@ -163,11 +162,7 @@ def struct(blocklengths: Sequence[int], displacements: Sequence[int],
     if len(olds) != len(bl):
         raise ArgumentError(ERR_ARG, "Create_struct: as many datatypes as blocks needed")
     maps = [live(m) for m in olds]
-    made = TypeMap.concat([m.blocks([n], [d]) for n, d, m in zip(bl, disp, maps, strict=True)])
-    if maps:
-        align = max(alignments)
-        if align > 1 and made.extent % align:
-            made = made.resized(made.lb, made.extent + align - made.extent % align)
+    made = TypeMap.members(bl, disp, maps, max(alignments, default=1))
     return Derived("struct", made, "STRUCT", [len(bl), *bl], disp)
 
 
@@ -182,7 +177,7 @@ def subarray(old: TypeMap | None, sizes: Sequence[int], subsizes: Sequence[int],
         raise MPIException(ERR_ARG, f"Create_subarray: bad shape {full}, {sub}, {first}")
     if order not in (ORDER_C, ORDER_F):
         raise MPIException(ERR_ARG, f"Create_subarray: bad order {order}")
-    chosen = [np.arange(f, f + b, dtype=np.int64) for f, b in zip(first, sub, strict=True)]
+    chosen = [range(f, f + b) for f, b in zip(first, sub, strict=True)]
     made = _selection(live(old), full, chosen, order)
     return Derived("subarray", made, "SUBARRAY", [len(full), *full, *sub, *first, order], [])
 
@@ -204,18 +199,33 @@ def darray(old: TypeMap | None, size: int, rank: int, gsizes: Sequence[int],
     return Derived("darray", made, "DARRAY", ints, [])
 
 
-def _selection(m: TypeMap, full: list[int], chosen: list[np.ndarray], order: int) -> TypeMap:
+def _selection(m: TypeMap, full: list[int], chosen: Sequence[Sequence[int] | np.ndarray],
+               order: int) -> TypeMap:  # fmt: skip
     """The elements at the cartesian product of ``chosen`` indices of a ``full`` array, in
-    memory order, with the whole array's extent."""
+    memory order, with the whole array's extent. The bounds come from the least and greatest
+    index of each dimension (the flat index grows with each); the flat indices themselves are
+    made when the runs are read."""
     flat_order: Literal["C", "F"] = "C" if order == ORDER_C else "F"
-    if full:
-        grids = np.meshgrid(*chosen, indexing="ij")
-        index = np.ravel_multi_index(tuple(x.ravel(order=flat_order) for x in grids),
-                                     tuple(full), order=flat_order)  # fmt: skip
-    else:
-        index = np.zeros(1, np.int64)
-    total = int(np.prod(full, dtype=np.int64)) * m.extent
-    return m.replicate(np.asarray(index, np.int64) * m.extent).resized(m.lb, total)
+    dims = range(len(full)) if flat_order == "F" else range(len(full) - 1, -1, -1)
+    n, lo, hi, step = 1, 0, 0, 1
+    for d in dims:  # fastest-varying dimension first
+        n *= len(chosen[d])
+        if len(chosen[d]):
+            lo, hi = lo + int(min(chosen[d])) * step, hi + int(max(chosen[d])) * step
+        step *= full[d]
+    a, b = lo * m.extent, hi * m.extent
+
+    def offsets() -> TypeMap:
+        if full:
+            grids = np.meshgrid(*(np.asarray(c, np.int64) for c in chosen), indexing="ij")
+            index = np.ravel_multi_index(tuple(x.ravel(order=flat_order) for x in grids),
+                                         tuple(full), order=flat_order)  # fmt: skip
+        else:
+            index = np.zeros(1, np.int64)
+        return m._replicate_now(np.asarray(index, np.int64) * m.extent)
+
+    total = int(np.prod(full, dtype=np.int64)) * m.extent if full else m.extent
+    return m._copies(n, min(a, b), max(a, b), offsets).resized(m.lb, total)
 
 
 def resized(old: TypeMap, lb: int, extent: int) -> Derived:
@@ -335,5 +345,6 @@ def _pairs(blocklengths: Sequence[int],
     disp = [int(d) for d in displacements]
     if len(bl) != len(disp):
         raise ArgumentError(ERR_ARG, "as many blocklengths as displacements needed")
-    _counts(*bl)
+    if bl and min(bl) < 0:  # ERR_COUNT
+        _counts(*bl)
     return bl, disp

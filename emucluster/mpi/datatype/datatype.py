@@ -129,7 +129,9 @@ class Datatype(Handled):
     @property
     def extent(self) -> int:
         """Extent in bytes."""
-        return self.Get_extent()[1]
+        if self._null:
+            raise MPIException(ERR_TYPE, NULL_TYPE)
+        return self._map.ub - self._map.lb
 
     @property
     def lb(self) -> int:
@@ -212,7 +214,8 @@ class Datatype(Handled):
         """A new type with the same type map (combiner DUP) and the attributes each keyval's
         copy callback gives it."""
         new = _new(self.name, self.typemap, "DUP", ([], [], [self]))
-        new._attrs = TYPE_KEYVALS.copied(self, self._attrs)
+        if self._attrs:
+            new._attrs = TYPE_KEYVALS.copied(self, self._attrs)
         return new
 
     Create_dup = Dup
@@ -307,7 +310,8 @@ class Datatype(Handled):
     # -- introspection ----------------------------------------------------------------------------
 
     def _how(self) -> tuple[str, Contents]:
-        self._check()
+        if self._null:
+            raise MPIException(ERR_TYPE, NULL_TYPE)
         return self._combiner, self._contents
 
     def Get_envelope(self) -> tuple[int, int, int, int, int]:
@@ -334,17 +338,23 @@ class Datatype(Handled):
     @property
     def combiner(self) -> int:
         """The combiner (``MPI.COMBINER_*``)."""
-        return COMBINERS[self._how()[0]]
+        if self._null:
+            raise MPIException(ERR_TYPE, NULL_TYPE)
+        return COMBINERS[self._combiner]
 
     @property
     def is_named(self) -> bool:
         """Whether this is a named predefined type."""
-        return self._how()[0] == "NAMED"
+        if self._null:
+            raise MPIException(ERR_TYPE, NULL_TYPE)
+        return self._combiner == "NAMED"
 
     @property
     def is_predefined(self) -> bool:
         """Whether this is a predefined type (named, or made by Create_f90_*)."""
-        return is_predefined_combiner(self._how()[0])
+        if self._null:
+            raise MPIException(ERR_TYPE, NULL_TYPE)
+        return is_predefined_combiner(self._combiner)
 
     def decode(self) -> tuple[Datatype, str, dict[str, Any]]:
         """(old type, combiner name, constructor keyword arguments), as mpi4py's decode."""
@@ -410,7 +420,8 @@ class Datatype(Handled):
             raise MPIException(ERR_TYPE, "DATATYPE_NULL cannot be freed")
         if self._combiner == "NAMED":
             raise MPIException(ERR_TYPE, "cannot free a predefined datatype")
-        TYPE_KEYVALS.delete_all(self, self._attrs)
+        if self._attrs:
+            TYPE_KEYVALS.delete_all(self, self._attrs)
         self._null = True
 
     def free(self) -> None:
@@ -534,7 +545,7 @@ def _new(name: str, typemap: TypeMap, combiner: str, contents: Contents) -> Data
     new._name = name
     new._null = False
     kind = typemap.homogeneous()
-    new._dtype = _BASIC_DTYPES[kind] if kind is not None else np.dtype(np.uint8)
+    new._dtype = _BASIC_DTYPES[kind] if kind is not None else _BYTES
     new._map = typemap
     new._combiner = combiner
     new._attrs = {}
@@ -542,13 +553,22 @@ def _new(name: str, typemap: TypeMap, combiner: str, contents: Contents) -> Data
     ints, addrs, types = contents
     # the new type keeps its own handles of derived old types: freeing the program's
     # handle must not free what this type was made from (MPI_Type_free semantics)
-    new._contents = (ints, addrs, [t if t._combiner == "NAMED" else Datatype(t) for t in types])
+    new._contents = (ints, addrs, [t if t._combiner == "NAMED" else _copy(t) for t in types])
+    return new
+
+
+def _copy(t: Datatype) -> Datatype:
+    """A new handle of ``t``'s type (``Datatype(t)`` without the argument checks)."""
+    new = Datatype.__new__(Datatype)
+    new._copy_from(t)
     return new
 
 
 def _handle(t: Datatype) -> Datatype:
     """Predefined types as they are; derived ones as a new handle (the caller may free it)."""
-    return t if t.is_named else Datatype(t)
+    if t._null:
+        raise MPIException(ERR_TYPE, NULL_TYPE)
+    return t if t._combiner == "NAMED" else _copy(t)
 
 
 def _alignment(t: Datatype) -> int:
@@ -613,3 +633,5 @@ _BASIC_DTYPES: dict[int, np.dtype[np.generic]] = {
     int(t.typemap.kinds[0]): t.dtype for t in predefined.values() if t
 }
 """Basic kind of the type maps -> the dtype of its predefined type."""
+_BYTES = np.dtype(np.uint8)
+"""The dtype of a mixed derived type's elements."""

@@ -4,6 +4,8 @@ type, None where mpi4py has none."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from emucluster.mpi.datatype.datatype import Datatype, predefined
@@ -27,8 +29,14 @@ def typealign(datatype: Datatype) -> int | None:
     """The C alignment of a predefined type or MINLOC/MAXLOC pair, else None."""
     code = typecode(datatype)
     if code is not None:
-        return int(np.dtype(code).alignment)
+        return _alignment(code)
     for name, value in _PAIRS.items():
         if datatype == predefined[name]:
-            return int(np.dtype(f"{value},i", align=True).alignment)
+            return _alignment(f"{value},i")
     return None
+
+
+@functools.lru_cache(maxsize=256)  # the codes of the predefined types: a few dozen
+def _alignment(code: str) -> int:
+    """The alignment of numpy's (aligned) dtype of ``code``."""
+    return int(np.dtype(code, align=True).alignment)

@@ -11,6 +11,7 @@ combiner and size, or its DUP base's) and gets back a string, or a predefined ty
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 from emucluster.mpi.datatype.named import is_named
@@ -110,6 +111,7 @@ _BY_SIZE: dict[str, dict[int, str]] = {
 _STR_BY_SIZE = {"i": "i{}", "f": "f{}", "c": "c{}"}
 
 
+@functools.lru_cache(maxsize=4096)  # names, combiners and sizes: few distinct ones
 def _lookup(src: CodeSource, which: int) -> str | None:
     """Character (0), type string (1) or code (2) of ``src``; None when it has none."""
     name = src.name[4:] if src.name.startswith("MPI_") and src.combiner == "NAMED" else None
