@@ -38,10 +38,15 @@ _PACKAGES = ("nicd", "emucluster")
 
 
 def _module_name(package: str, base: Path, path: Path) -> str | None:
-    """The module an extension file under ``base`` is, or None if ``path`` is not one."""
+    """The module an extension file under ``base`` is, or None if ``path`` is not one this
+    interpreter imports (another Python's, ``x.cpython-311-....so`` seen from 3.12, keeps a dot
+    in its stem after the generic ``.so``)."""
     for suffix in EXTENSION_SUFFIXES:
         if path.name.endswith(suffix):
-            rel = path.relative_to(base).with_name(path.name[: -len(suffix)])
+            stem = path.name[: -len(suffix)]
+            if "." in stem:
+                return None
+            rel = path.relative_to(base).with_name(stem)
             return ".".join((package, *rel.parts))
     return None
 

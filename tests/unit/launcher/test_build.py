@@ -22,6 +22,7 @@ def test_scan_names_the_extension_files_and_skips_the_shared_library(tmp_path: P
         (tmp_path / name).write_bytes(b"")
     (tmp_path / "link" / "wire.py").write_text("")
     (tmp_path / "README.txt").write_text("")
+    (tmp_path / "other.cpython-39-x86_64-linux-gnu.so").write_bytes(b"")  # another Python's
     assert build.scan("nicd", tmp_path) == {"nicd.link.wire", "nicd.config"}
 
 
