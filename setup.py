@@ -6,7 +6,12 @@ modules installed beside the ``.py`` files, which stay the reference. ``pip inst
 headers) can build an extension, when ``EMUCLUSTER_PURE=1`` asks for it, and for an editable
 install (``pip install -e``: developers edit the ``.py`` files, which a compiled module beside
 them would shadow). ``emurun --version`` says which build is installed
-(`launcher.build.build_info`). Everything else about the package is in pyproject.toml.
+(`launcher.build.build_info`).
+
+On Python < 3.12 it also builds `NATIVE`, the hand-written C extension that backports PEP 688's
+buffer export (`emucluster.pep688`: ``memoryview(win)``), with the same fallback; an editable
+install builds it too (it stands beside no ``.py`` file, so it shadows nothing developers edit).
+Everything else about the package is in pyproject.toml.
 """
 
 from __future__ import annotations
@@ -59,19 +64,23 @@ COMPILED = [
 
 PURE_ENV = "EMUCLUSTER_PURE"
 
+# The hand-written C extensions: module -> source. Only Python < 3.12 needs the PEP 688 backport.
+NATIVE = {"emucluster.pep688._exporter": "emucluster/pep688/_exporter.c"}
+
 
 def _say(line: str) -> None:
     print(f"emucluster build: {line}", file=sys.stderr, flush=True)
 
 
-def _builds() -> bool:
+def _builds(editable: bool = False) -> bool:
     """Whether this run builds (a wheel or an install), not only metadata or an sdist (mypyc
-    type-checks the whole package: it runs once, in the build), nor an editable install (PEP
-    660 ``editable_wheel``, the legacy ``develop``: it runs the .py files developers edit)."""
+    type-checks the whole package: it runs once, in the build), nor, unless ``editable``, an
+    editable install (PEP 660 ``editable_wheel``, the legacy ``develop``: it runs the .py
+    files developers edit)."""
     words = set(sys.argv[1:])
-    return bool(words & {"bdist_wheel", "build", "build_ext", "install"}) and not (
-        words & {"editable_wheel", "develop"}
-    )
+    if words & {"editable_wheel", "develop"}:
+        return editable
+    return bool(words & {"bdist_wheel", "build", "build_ext", "install"})
 
 
 def _compiler_problem() -> str | None:
@@ -100,7 +109,8 @@ def _compiler_problem() -> str | None:
 
 def ext_modules() -> list[object]:
     """The compiled modules to build, or none (pure Python), saying why in one line."""
-    if not _builds():
+    native = sys.version_info < (3, 12)
+    if not _builds(editable=native):
         return []
     if os.environ.get(PURE_ENV) == "1":
         _say(f"{PURE_ENV}=1: installing pure Python (no module compiled)")
@@ -109,6 +119,22 @@ def ext_modules() -> list[object]:
     if problem is not None:
         _say(f"no working C compiler ({problem}): installing pure Python (no module compiled)")
         return []
+    natives = native_extensions() if native else []
+    if not _builds():  # an editable install: the C extension only
+        return natives
+    return natives + mypyc_extensions()
+
+
+def native_extensions() -> list[object]:
+    """The hand-written C extensions (`NATIVE`)."""
+    from setuptools import Extension
+
+    _say(f"compiling the C extension{'s' * (len(NATIVE) > 1)} {', '.join(NATIVE)}")
+    return [Extension(name, [source]) for name, source in NATIVE.items()]
+
+
+def mypyc_extensions() -> list[object]:
+    """The modules of `COMPILED`, compiled with mypyc (none if mypyc refuses, saying so)."""
     from mypyc.build import mypycify
 
     _say(f"compiling {len(COMPILED)} modules with mypyc ({PURE_ENV}=1 installs pure Python)")
@@ -129,13 +155,14 @@ def ext_modules() -> list[object]:
             separate=[(p, n) for p, n in groups],
         )
     except (SystemExit, Exception) as exc:  # a type error mypyc refuses: install, but say so
-        _say(f"mypyc failed ({type(exc).__name__}: {exc}): installing pure Python (no module "
-             f"compiled)")  # fmt: skip
+        _say(f"mypyc failed ({type(exc).__name__}: {exc}): installing the cores as pure Python "
+             f"(no module compiled with mypyc)")  # fmt: skip
         return []
     return list(extensions)
 
 
 modules = ext_modules()
-# a pure build stages in its own directory: a compiled build's extension files left in build/lib
-# by an earlier install from this tree must not ride along
-setup(ext_modules=modules, options={} if modules else {"build": {"build_base": "build/pure"}})
+# a build without mypyc stages in its own directory: a compiled build's extension files left in
+# build/lib by an earlier install from this tree must not ride along
+mypyc_built = any(getattr(module, "name", None) not in NATIVE for module in modules)
+setup(ext_modules=modules, options={} if mypyc_built else {"build": {"build_base": "build/pure"}})

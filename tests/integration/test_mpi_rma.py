@@ -1,14 +1,14 @@
 """One-sided communication executed by the NIC, through emurun on 2 and 3 nodes
 (mpi_programs/rma_suite): a passive-target epoch completes while the target busy-loops in
-pure Python, fetch-and-add is atomic, Fence/PSCW/request forms move the right bytes; on
-Python 3.12 ``memoryview(win)`` is the memory the NIC reaches (mpi_programs/rma_buffer)."""
+pure Python, fetch-and-add is atomic, Fence/PSCW/request forms move the right bytes;
+``memoryview(win)`` is the memory the NIC reaches (mpi_programs/rma_buffer), on Python 3.12 and
+on 3.11 where the PEP 688 backport (emucluster.pep688) is built."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
+from emucluster.pep688 import EXPORTS
 from tests.integration.mpirun import PROGRAMS, mpirun
 
 pytestmark = pytest.mark.slow
@@ -51,7 +51,7 @@ def test_host_driven_locks_exclude_and_nobody_starves(nodes: int) -> None:
     assert len(result.lines("locks ok")) == nodes
 
 
-@pytest.mark.skipif(sys.version_info < (3, 12), reason="a Python class exports a buffer from 3.12")
+@pytest.mark.skipif(not EXPORTS, reason="Python 3.11 without the C extension exports no buffer")
 @pytest.mark.parametrize("nodes", [2, 3])
 def test_memoryview_of_a_window_is_the_memory_other_ranks_reach(nodes: int) -> None:
     """mpi_programs/rma_buffer: stores through ``memoryview(win)`` are what other ranks Get,

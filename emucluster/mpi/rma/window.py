@@ -2,9 +2,10 @@
 
 The handle class: creation (``Create``, ``Allocate``, ``Allocate_shared``,
 ``Create_dynamic``), freeing, the queries mpi4py has (group, attributes, info, name, error
-handler, ``tomemory``, ``Shared_query``, and ``memoryview(win)`` on Python 3.12, where a
-class can export a buffer), and the calls it hands to the plain objects of the room:
-`Transfer` (data movement, `emucluster.mpi.rma.transfer`) and `Synchronization` (epochs,
+handler, ``tomemory``, ``Shared_query``, and ``memoryview(win)``: PEP 688's ``__buffer__``,
+which Python 3.12 calls itself and Python 3.11 through the C base of `emucluster.pep688`
+where ``pip install`` could compile it), and the calls it hands to the plain objects of the
+room: `Transfer` (data movement, `emucluster.mpi.rma.transfer`) and `Synchronization` (epochs,
 `emucluster.mpi.rma.sync`). Request-based operations return an ``MPI.Request`` over
 the operation's NIC requests (`emucluster.mpi.rma.requests`).
 
@@ -57,6 +58,7 @@ from emucluster.mpi.rma.state import CTRL, MAX_ATTACHED, TABLE, LocalMemory, Tar
 from emucluster.mpi.rma.sync import Synchronization
 from emucluster.mpi.rma.transfer import Transfer
 from emucluster.mpi.statehandle import StateHandle
+from emucluster.pep688 import BufferExporter
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -67,7 +69,7 @@ if TYPE_CHECKING:
 __all__ = ["WIN_NULL", "Win"]
 
 
-class Win(StateHandle):
+class Win(StateHandle, BufferExporter):
     """A one-sided window (mpi4py's ``MPI.Win``)."""
 
     __slots__ = ()
@@ -240,7 +242,7 @@ class Win(StateHandle):
             return buffer.allocate(0)
         return buffer.frombuffer(st.local.view)
 
-    # -- buffer protocol (Python 3.12's PEP 688; Python 3.11 never asks) --------------------
+    # -- buffer protocol (PEP 688: Python 3.12, or 3.11 through emucluster.pep688) ----------
 
     def __buffer__(self, flags: int) -> memoryview:
         """``memoryview(win)``: this rank's window memory, writable, as ``tomemory`` (no

@@ -1,5 +1,5 @@
-"""``memoryview(win)`` (Python 3.12's buffer protocol, PEP 688) on any number of nodes (>= 2);
-prints "view ok <rank>".
+"""``memoryview(win)`` (PEP 688's buffer protocol: Python 3.12's, or 3.11's through the C base of
+emucluster.pep688) on any number of nodes (>= 2); prints "view ok <rank>".
 
 1. An Allocate window (unified model): each rank stores its words through ``memoryview(win)``;
    its right neighbour Gets them and Fetch_and_op-adds to one word under a lock; after a

@@ -3,17 +3,16 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 from importlib.machinery import EXTENSION_SUFFIXES
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from emubench.common import environment
 from launcher import build
 from launcher.cli import main
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
+ROOT = Path(__file__).resolve().parents[3]
 SUFFIX = EXTENSION_SUFFIXES[0]
 
 
@@ -23,6 +22,7 @@ def test_scan_names_the_extension_files_and_skips_the_shared_library(tmp_path: P
         (tmp_path / name).write_bytes(b"")
     (tmp_path / "link" / "wire.py").write_text("")
     (tmp_path / "README.txt").write_text("")
+    (tmp_path / "other.cpython-39-x86_64-linux-gnu.so").write_bytes(b"")  # another Python's
     assert build.scan("nicd", tmp_path) == {"nicd.link.wire", "nicd.config"}
 
 
@@ -35,11 +35,37 @@ def test_the_modules_it_names_are_the_ones_python_imports() -> None:
 
 
 def test_describe_and_build_info_agree() -> None:
-    assert build.describe([]) == build.PURE
-    assert build.describe(["nicd.a", "nicd.b"]) == "compiled with mypyc (2 modules): nicd.a, nicd.b"
+    assert build.describe([], []) == build.PURE
+    assert build.describe(["nicd.a", "nicd.b"], []) == (
+        "compiled with mypyc (2 modules): nicd.a, nicd.b"
+    )
+    native = next(iter(build.NATIVE))
+    assert build.describe([], [native]) == (
+        f"pure Python; C extension: {native} ({build.NATIVE[native]})"
+    )
     info = build.build_info()
     assert info["compiled"] == build.compiled_modules()
+    assert info["native"] == build.native_modules()
     assert info["build"] == ("mypyc" if info["compiled"] else build.PURE)
+
+
+def test_the_hand_written_extensions_are_setup_pys_and_no_mypyc_build() -> None:
+    """launcher.build names apart exactly the C extensions setup.py builds by hand; one that is
+    built here is imported from its extension file, and counts as no mypyc module."""
+    tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
+    natives = [
+        node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "NATIVE"
+    ]
+    assert len(natives) == 1
+    assert set(ast.literal_eval(natives[0])) == set(build.NATIVE)
+    for name in build.native_modules():
+        spec = importlib.util.find_spec(name)
+        assert spec is not None
+        assert spec.origin is not None
+        assert spec.origin.endswith(SUFFIX)
+        assert name not in build.compiled_modules()
 
 
 def test_emurun_version_prints_the_build_without_needing_np(capsys) -> None:
