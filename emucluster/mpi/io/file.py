@@ -460,7 +460,9 @@ class File(StateHandle):
     Write_ordered_end = delegate(FileAccess, FileAccess.Write_ordered_end)
 
 
-_flush = getattr(os, "fdatasync", os.fsync)  # the data and the size; no other metadata
+def _flush(fd: int) -> None:
+    """Flush the data and the size (``fdatasync``; ``fsync`` where there is none)."""
+    getattr(os, "fdatasync", os.fsync)(fd)
 
 
 def _on_shared(st: FileState, what: str, value: int) -> None:
