@@ -14,7 +14,7 @@ from tests.integration.mpirun import PROGRAMS, mpirun
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("nodes", [2, 3])
+@pytest.mark.parametrize("nodes", [2, 3, 5])  # 5: Fence meets the others in a barrier
 def test_rma_suite(nodes: int) -> None:
     result = mpirun(nodes, PROGRAMS / "rma_suite.py", timeout=240.0)
     assert result.code == 0, result.err

@@ -8,8 +8,9 @@ meets the end of the file stops there, and its status counts what was read. Nonb
 calls do their work before they return a complete request (the data are in the file, or in
 the buffer, already: an allowed schedule, and no progress is owed later). Collective calls
 need no exchange except the ordered ones, which agree on each process's place after the
-shared pointer in rank order; a split collective does its work at ``_begin`` and reports it
-at ``_end``, one at a time per file.
+shared pointer in rank order (a gather of the sizes at rank 0, which advances the pointer, and
+a broadcast of the places); a split collective does its work at ``_begin`` and reports it at
+``_end``, one at a time per file. A call that needs the size first parses its buffer once.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from emucluster.mpi.buffer.spec import message
-from emucluster.mpi.collective.calls import internal_allgather
+from emucluster.mpi.buffer.spec import Msg, message
 from emucluster.mpi.constants import ANY_SOURCE, ANY_TAG, MODE_RDONLY, MODE_SEQUENTIAL, MODE_WRONLY
 from emucluster.mpi.errors import ERR_ACCESS, ERR_OTHER, ERR_READ_ONLY, ERR_UNSUPPORTED_OPERATION
 from emucluster.mpi.errors import Exception as MPIException
@@ -67,7 +67,7 @@ class FileAccess:
         st = self._st
         if st.amode & MODE_RDONLY:
             raise MPIException(ERR_READ_ONLY, "write to a file opened MODE_RDONLY")
-        data = message(buf, writable=False).view
+        data = (buf if isinstance(buf, Msg) else message(buf, writable=False)).view
         extents = st.view.extents(stream_etype * st.view.esize, len(data))
         span = st.lock(extents, exclusive=True)
         st.dirty = st.dirty or bool(extents)
@@ -87,7 +87,7 @@ class FileAccess:
         st = self._st
         if st.amode & MODE_WRONLY:
             raise MPIException(ERR_ACCESS, "read from a file opened MODE_WRONLY")
-        msg = message(buf, writable=True, staged=True)
+        msg = buf if isinstance(buf, Msg) else message(buf, writable=True, staged=True)
         extents = st.view.extents(stream_etype * st.view.esize, len(msg.view))
         span = st.lock(extents, exclusive=False)
         done = 0
@@ -207,9 +207,12 @@ class FileAccess:
 
     def _shared(self, buf: Any, write: bool) -> int:
         st = self._st
-        nbytes = len(message(buf, writable=not write, staged=True).view)
-        start = st.shared.fetch_add(nbytes // st.view.esize)
-        return self._write(start, buf) if write else self._read(start, buf)
+        msg = message(buf, writable=not write, staged=True)
+        try:
+            start = st.shared.fetch_add(len(msg.view) // st.view.esize)
+        except OSError as exc:
+            raise error_of(exc, "shared file pointer") from None
+        return self._write(start, msg) if write else self._read(start, msg)
 
     def Read_shared(self, buf: Any, status: Status | None = None) -> None:
         """Read at the shared file pointer, and advance it."""
@@ -231,13 +234,17 @@ class FileAccess:
         """Collective: the group's accesses one after the other in rank order from the
         shared pointer, which ends past all of them."""
         st = self._st
-        esize = st.view.esize
-        etypes = len(message(buf, writable=not write, staged=True).view) // esize
-        counts = internal_allgather(st.comm_state, etypes)
-        base = st.shared.fetch_add(sum(counts)) if st.rank == 0 else 0
-        base = internal_allgather(st.comm_state, base)[0]
-        start = base + sum(counts[: st.rank])
-        return self._write(start, buf) if write else self._read(start, buf)
+        msg = message(buf, writable=not write, staged=True)
+
+        def place(counts: list[int]) -> list[int]:  # at rank 0: where each process starts
+            try:
+                start = st.shared.fetch_add(sum(counts))
+            except OSError as exc:
+                raise error_of(exc, "shared file pointer") from None
+            return [start + sum(counts[:rank]) for rank in range(len(counts))]
+
+        start = st.gathered_at_root(len(msg.view) // st.view.esize, place)[st.rank]
+        return self._write(start, msg) if write else self._read(start, msg)
 
     def Read_ordered(self, buf: Any, status: Status | None = None) -> None:
         """Read in rank order at the shared pointer (collective)."""

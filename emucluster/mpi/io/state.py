@@ -1,14 +1,19 @@
 """What an open file is underneath, for one process: its descriptor, access mode, view, file
 pointers, atomic mode, hints, error handler, and the communicator its collective calls run
-on (a duplicate of the one it was opened with, so its traffic never meets the program's)."""
+on (a duplicate of the one it was opened with, so its traffic never meets the program's).
+
+The collective calls that must order one process's action against everyone's (a truncation,
+a reset of the shared pointer, the deletion at Close) use `FileState.at_root`: a gather at
+rank 0, the action there, a scatter of its outcome; two message steps where a barrier before
+and one after would take ``2 * ceil(log2(size))``, and an error at rank 0 raised everywhere.
+A file of one process communicates nothing."""
 
 from __future__ import annotations
 
 import errno
 import fcntl
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from emucluster.mpi.collective.calls import internal_allgather
 from emucluster.mpi.errors import (
     ERR_ACCESS,
     ERR_BAD_FILE,
@@ -22,12 +27,16 @@ from emucluster.mpi.errors import (
 from emucluster.mpi.errors import Exception as MPIException
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from emucluster.mpi.comm.state import CommState
     from emucluster.mpi.errhandler import Handler
     from emucluster.mpi.io.sharedptr import SharedPointer
     from emucluster.mpi.io.view import FileView
 
 __all__ = ["FileState", "error_of"]
+
+T = TypeVar("T")
 
 _ERRNO_CLASSES = {
     errno.ENOENT: ERR_NO_SUCH_FILE, errno.EEXIST: ERR_FILE_EXISTS, errno.EACCES: ERR_ACCESS,
@@ -85,7 +94,29 @@ class FileState:
 
     def barrier(self) -> None:
         """Every process of the file's group got here."""
-        internal_allgather(self.comm_state, None)
+        if self.comm_state.size > 1:
+            self.comm.Barrier()
+
+    def at_root(self, action: Callable[[], T]) -> T:
+        """Run ``action`` at rank 0 once every process got here; its result everywhere, or
+        its MPIException raised everywhere (see the module docstring)."""
+        return self.gathered_at_root(None, lambda _: action())
+
+    def gathered_at_root(self, value: object, action: Callable[[list[Any]], T]) -> T:
+        """`at_root` whose action takes every process's ``value`` in rank order."""
+        if self.comm_state.size == 1:
+            return action([value])
+        values = self.comm.gather(value, 0)
+        outcome: tuple[bool, Any] = (True, None)
+        if values is not None:
+            try:
+                outcome = (True, action(values))
+            except MPIException as exc:
+                outcome = (False, (exc.ierr, exc.detail))
+        ok, result = self.comm.bcast(outcome, 0)
+        if not ok:
+            raise MPIException(*result)
+        return result  # type: ignore[no-any-return]
 
     def lock(self, extents: list[tuple[int, int]], exclusive: bool) -> tuple[int, int] | None:
         """In atomic mode, lock the span of ``extents``; the span to unlock (None: nothing)."""

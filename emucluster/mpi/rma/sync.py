@@ -8,10 +8,15 @@ served, shared holders together, so neither kind starves), an unlock an ``UNLOCK
 same ordered stream as the epoch's operations. So a lock, the operations in its epoch and the
 unlock all complete with the target's host computing elsewhere: its NIC does everything. A
 request the NIC cannot grant (it waited too long: a holder died) fails with an error. A Fence
-completes this rank's operations and meets the others in a barrier; PSCW sends its post and
-completion notices as zero-byte messages on the window's private communicator. Every call that
-ends an epoch waits for its operations' completions from the target NICs, so at its return
-they are done there.
+completes this rank's operations (their completions from the target NICs), then meets the
+others: up to `ALL_TO_ALL_MAX` ranks in one round, a zero-byte notice to every other rank and
+one from each (a barrier would take ``ceil(log2(size))`` rounds, each a wait for a message,
+and an emulated message costs a wake-up of four processes), above that in a barrier. When a
+rank leaves, every rank has entered the fence with its operations complete at their targets,
+so the epoch's operations are done everywhere. PSCW sends its post and completion notices as
+zero-byte messages on the window's private communicator too. Every call that ends an epoch
+waits for its operations' completions from the target NICs, so at its return they are done
+there.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import TYPE_CHECKING
 from emucluster.mpi.constants import PROC_NULL
 from emucluster.mpi.errors import ERR_GROUP, ERR_LOCKTYPE, ERR_RANK, ERR_RMA_SYNC
 from emucluster.mpi.errors import Exception as MPIException
+from emucluster.mpi.request.request import Request
 from emucluster.mpi.rma.constants import LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK, MODE_NOSUCCEED
 from emucluster.mpi.rma.engine import RmaOp
 from emucluster.mpi.rma.hostdriven import FLUSH, LOCK, UNLOCK
@@ -31,11 +37,16 @@ if TYPE_CHECKING:
     from emucluster.mpi.comm.group import Group
     from emucluster.mpi.rma.state import WinState
 
-__all__ = ["Synchronization"]
+__all__ = ["ALL_TO_ALL_MAX", "Synchronization"]
 
 _Q = struct.Struct("<q")
 _WORD = _Q.pack(0)  # a lock op's operand: the NIC names the lock by the word's address
 _POST, _DONE = 1, 2  # tags of PSCW notices on the window's private communicator
+_FENCE = 5  # the tag of Fence notices (hostdriven's requests and replies use 3 and 4)
+ALL_TO_ALL_MAX = 4
+"""Fence meets the others in one round of notices up to this many ranks (``size - 1`` sends
+per rank, no more than the dissemination barrier's ``ceil(log2(size))`` sends up to 4 ranks),
+in a barrier above."""
 _NOT_HELD = 0  # a lock taken with MODE_NOCHECK: nothing to release
 
 
@@ -55,7 +66,13 @@ class Synchronization:
         st = self.st
         st.sync_memory()
         st.engine.complete(st.all_pending(), "Win.Fence")
-        st.comm.Barrier()
+        if st.size > ALL_TO_ALL_MAX:
+            st.comm.Barrier()
+        elif st.size > 1:  # one round: a notice to every other rank, one from each
+            others = [r for r in range(st.size) if r != st.rank]
+            notices = [st.comm.Irecv(bytearray(0), r, _FENCE) for r in others]
+            notices += [st.comm.Isend(b"", r, _FENCE) for r in others]
+            Request.Waitall(notices)
         st.sync_memory()
         st.fence_open = not assertion & MODE_NOSUCCEED
 

@@ -97,6 +97,14 @@ seen = comm.allgather(int(chunk[0]))
 assert sorted(seen) == [7000 + r for r in range(size)]
 fh.Seek(0, MPI.SEEK_END)
 assert fh.Get_position() == 3 * size
+# a collective call acting at rank 0 fails everywhere (no rank is left waiting)
+expect_error(MPI.ERR_ARG, fh.Seek_shared, 0, 99)
+fh.Seek_shared(-1, MPI.SEEK_END)  # from the end of the view: the last value
+if rank == 0:
+    fh.Read_shared(chunk[:1])
+    assert chunk[0] == 7000 + size - 1, chunk
+comm.Barrier()
+assert fh.Get_position_shared() == 3 * size
 
 # atomic mode, split collectives at explicit offsets, size queries
 fh.Set_atomicity(True)

@@ -7,7 +7,8 @@
 2. Atomicity: every rank fetch-and-adds 1 to one counter many times under Lock_all; the old
    values every rank saw are all distinct and cover 0..total-1, and the counter is the total.
 3. Fence: a ring of Put/Get/Accumulate over a Create window (separate model) with a strided
-   target datatype, checked element by element; Get_accumulate and Compare_and_swap.
+   target datatype, checked element by element (a Get sees what a third rank put in the
+   epoch before); Get_accumulate and Compare_and_swap.
 4. A dynamic window: memory attached at its address, Put/Accumulate/Get at addresses.
 5. PSCW and the request forms (Rput, Rget, Raccumulate, Rget_accumulate).
 """
@@ -96,9 +97,15 @@ def fence_ring() -> None:
     check("strided put", local[0::2].tolist(), [10 * left + i for i in range(n)])
     got = np.zeros(n, np.int32)
     win.Get(got, right, [0, 1, strided])
+    far = (rank + 2) % size  # what a third rank (far's left) put there in the last epoch
+    seen = np.zeros(n, np.int32)
+    win.Get(seen, far, [0, 1, strided])
     win.Accumulate(np.ones(n, np.int32), left, [1, 1, strided], MPI.SUM)
     win.Fence()
     check("get", got.tolist(), [10 * rank + i for i in range(n)])
+    check(
+        "get what a third rank put", seen.tolist(), [10 * ((far - 1) % size) + i for i in range(n)]
+    )
     check("accumulate into the gaps the put left", local[1::2].tolist(), [0] * n)
     fetched = np.zeros(1, np.int32)
     win.Get_accumulate(np.array([5], np.int32), fetched, right, 0, MPI.MAX)
