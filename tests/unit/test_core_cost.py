@@ -43,4 +43,6 @@ def test_quick_run_writes_both_modes(tmp_path: Path) -> None:
     assert set(modes) == {"pingpong", "stream"}
     for record in modes.values():
         assert record["us_per_message"] > 0
-        assert record["calls_per_message"] > 20  # a message is not free
+        # a message is not free: the harness alone makes 16 calls per message, the cores a few
+        # more compiled (18.9 in a stream), hundreds interpreted
+        assert record["calls_per_message"] > 16
