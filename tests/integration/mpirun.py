@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,13 +39,24 @@ class Result:
         return sorted(line for line in self.out.splitlines() if line.startswith(prefix))
 
 
+def as_from_a_terminal() -> None:
+    """Default SIGINT/SIGHUP in the child, as a shell at a terminal starts it: emurun keeps
+    signals it inherited as ignored (``nohup``, ``&``), which a test runner started in the
+    background would otherwise pass on, and the Ctrl-C tests (and what a program sees of a
+    fresh interpreter) would test that instead."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 class Background:
-    """A command running in the background, its stdout and stderr collected by threads."""
+    """A command running in the background, its stdout and stderr collected by threads; it
+    starts as from a terminal (`as_from_a_terminal`)."""
 
     def __init__(self, argv: list[str], env: dict[str, str], wait_s: float = WAIT_S) -> None:
         self.wait_s = wait_s
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     stdin=subprocess.DEVNULL, env=env, cwd=ROOT)  # fmt: skip
+                                     stdin=subprocess.DEVNULL, env=env, cwd=ROOT,
+                                     preexec_fn=as_from_a_terminal)  # fmt: skip
         self.out: list[str] = []
         self.err: list[str] = []
         self._threads = [

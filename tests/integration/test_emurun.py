@@ -25,6 +25,7 @@ import psutil  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
 from launcher.cleanup import job_processes, job_segments, sweep
+from tests.integration.mpirun import as_from_a_terminal
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -43,12 +44,10 @@ class Result:
     err: str
 
 
-def _as_from_a_terminal() -> None:
-    """Default SIGINT/SIGHUP in the child, as a shell at a terminal starts it: emurun keeps
-    signals it inherited as ignored (``nohup``, ``&``), which a test runner started in the
-    background would otherwise pass on, and the Ctrl-C tests would test that instead."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+def _terminal_on(cpus: set[int]) -> None:
+    """`as_from_a_terminal`, bound to ``cpus``."""
+    as_from_a_terminal()
+    os.sched_setaffinity(0, cpus)
 
 
 class Job:
@@ -75,7 +74,7 @@ class Job:
             capture_output=True,
             timeout=timeout,
             check=False,
-            preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
+            preexec_fn=as_from_a_terminal if cpus is None else lambda: _terminal_on(cpus),
         )
         return Result(done.returncode, done.stdout.decode(), done.stderr.decode())
 
@@ -89,7 +88,7 @@ class Job:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=_as_from_a_terminal,
+            preexec_fn=as_from_a_terminal,
         )
 
     def _read_until(self, done: Callable[[], bool], what: str) -> None:
