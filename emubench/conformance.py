@@ -137,10 +137,9 @@ def run_one(test_dir: Path, name: str, nodes: int, limit: float, out_dir: Path,
     """Run one file at ``nodes``; stop it after ``limit`` seconds; count rank 0's log."""
     log_dir = out_dir / f"{name}.n{nodes}"
     log_dir.mkdir(parents=True, exist_ok=True)
-    for old in log_dir.glob("rank*.log"):
-        old.unlink()
-    for old in [*log_dir.glob("rank*.stacks"), *log_dir.glob("rank*.mpistats")]:
-        old.unlink()
+    for suffix in ("log", "stacks", "mpistats"):  # a rank's outcomes, stacks, statistics
+        for old in log_dir.glob(f"rank*.{suffix}"):
+            old.unlink()
     rank_cmd = ["-m", "emubench.conformance_rank", str(test_dir / f"{name}.py"), str(log_dir),
                 f"{max(limit - STACKS_MARGIN_S, 1.0):.0f}"]  # fmt: skip
     if launcher == "mpich":

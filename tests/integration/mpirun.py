@@ -108,6 +108,7 @@ def mpirun(
             env={**os.environ, "TMPDIR": tmpdir, **(env or {})},
             cwd=ROOT,
             check=False,
+            preexec_fn=as_from_a_terminal,
         )
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
