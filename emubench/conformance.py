@@ -137,7 +137,7 @@ def run_one(test_dir: Path, name: str, nodes: int, limit: float, out_dir: Path,
     """Run one file at ``nodes``; stop it after ``limit`` seconds; count rank 0's log."""
     log_dir = out_dir / f"{name}.n{nodes}"
     log_dir.mkdir(parents=True, exist_ok=True)
-    for suffix in ("log", "stacks", "mpistats"):  # a rank's outcomes, stacks, statistics
+    for suffix in ("log", "stacks", "mpistats", "nicstats"):  # outcomes, stacks, statistics
         for old in log_dir.glob(f"rank*.{suffix}"):
             old.unlink()
     rank_cmd = ["-m", "emubench.conformance_rank", str(test_dir / f"{name}.py"), str(log_dir),
@@ -164,14 +164,16 @@ def run_one(test_dir: Path, name: str, nodes: int, limit: float, out_dir: Path,
         outcome.stacks = "".join(
             f"{path.stem}:\n{stack_summary(path.read_text(encoding='utf-8', errors='replace'))}"
             + _stats_line(path.with_suffix(".mpistats"))
+            + _nic_line(path.with_suffix(".nicstats"))
             for path in sorted(log_dir.glob("rank*.stacks"))
         )
     return outcome
 
 
 def _stats_line(path: Path) -> str:
-    """A rank's MPI statistics at its stack dump, one line: what the matching queues held, what
-    was dropped, which peers were dead ('' if the rank wrote none)."""
+    """A rank's MPI statistics at its stack dump, two lines: how long the matching queues were,
+    what was dropped, which peers were dead; then the envelopes the queues held ('' if the rank
+    wrote none)."""
     try:
         stats = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -179,7 +181,26 @@ def _stats_line(path: Path) -> str:
     matching = stats.get("matching", {})
     return (f"  mpi: posted {matching.get('posted')} unexpected {matching.get('unexpected')} "
             f"arrivals {matching.get('arrivals')} dropped {stats.get('dropped')} "
-            f"dead_peers {stats.get('dead_peers')} protocol {stats.get('protocol')}\n")  # fmt: skip
+            f"dead_peers {stats.get('dead_peers')} protocol {stats.get('protocol')}\n"
+            f"  queued (context, source, tag): {stats.get('queued')}\n")  # fmt: skip
+
+
+def _nic_line(path: Path) -> str:
+    """A rank's nicd's counters at its stack dump: the transport's non-zero counters (drops,
+    NACKs, retired streams...) and its busy streams; then the GM layer's refusals ('' if the
+    rank wrote none)."""
+    try:
+        stats = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    transport = stats.get("transport", {})
+    if not isinstance(transport, dict):
+        return f"  nic: {stats}\n"
+    counters = {k: v for k, v in transport.items() if k not in ("peers", "busy") and v}
+    return (
+        f"  nic: {counters}\n  nic busy streams: {transport.get('busy')}\n"
+        f"  nic gm: {stats.get('gm')}\n"
+    )
 
 
 def stack_summary(text: str) -> str:

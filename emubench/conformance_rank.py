@@ -12,8 +12,9 @@ its time limit still shows every test that finished and the one that was running
 With a third argument STACKS_AFTER (seconds), a rank still running after that long writes
 every thread's Python stack to ``OUT_DIR/rank<N>.stacks`` (`faulthandler`, from its watchdog
 thread, so a rank blocked anywhere still writes it), and, under emucluster, its MPI
-statistics (matching queues, protocol counters, dropped messages, dead peers) to
-``OUT_DIR/rank<N>.mpistats`` from a timer thread: the driver sets it a little before the time
+statistics (matching queues and the envelopes in them, protocol counters, dropped messages,
+dead peers) to ``OUT_DIR/rank<N>.mpistats`` and its nicd's counters to
+``OUT_DIR/rank<N>.nicstats`` from a timer thread: the driver sets it a little before the time
 limit and shows a hung run's stacks and statistics, so a hang seen once in CI can be diagnosed.
 
 The exit status is 0 whatever the tests did: a failing rank must not stop the others before
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
     ExcInfo = tuple[type[BaseException], BaseException, TracebackType] | tuple[None, None, None]
 
 __all__ = ["StreamingResult", "main"]
+
+ENV_NIC_SOCKET = "EMU_NIC_SOCKET"
+"""This node's nicd socket (`emucluster.config.ENV_NIC_SOCKET`; named here, for this module
+must import under any MPI)."""
 
 
 class StreamingResult(unittest.TextTestResult):
@@ -108,6 +113,16 @@ def write_mpi_stats(path: Path) -> None:
     except Exception:  # not emucluster, not initialized, or finalized meanwhile
         return
     path.write_text(json.dumps(stats, default=str, sort_keys=True), encoding="utf-8")
+    socket_path = os.environ.get(ENV_NIC_SOCKET)
+    if socket_path:
+        try:
+            from nicd.shell.manage import read_stats  # late: only under emucluster
+
+            nic = read_stats(socket_path, timeout=5.0)
+        except Exception as exc:  # the nicd is gone or does not answer: say so
+            nic = {"unreadable": repr(exc)}
+        path.with_suffix(".nicstats").write_text(json.dumps(nic, default=str, sort_keys=True),
+                                                 encoding="utf-8")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

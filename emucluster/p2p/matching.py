@@ -22,6 +22,7 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from itertools import islice
 from typing import Generic, TypeVar
 
 from emucluster.p2p.envelope import (
@@ -186,6 +187,16 @@ class Matcher(Generic[R, M]):
         self._posted.remove(slot)
         self._cancelled += 1
         return True
+
+    def queued(self, limit: int = 16) -> dict[str, list[tuple[int, int, int]]]:
+        """The envelopes (context, source, tag) of the first ``limit`` entries of each queue,
+        oldest first: what a hung rank waits for and what came that nothing took."""
+        return {
+            "posted": [(e.context, e.source, e.tag)
+                       for e in islice((s.envelope for s in self._posted), limit)],
+            "unexpected": [(e.context, e.source, e.tag)
+                           for e in islice((s.envelope for s in self._unexpected), limit)],
+        }  # fmt: skip
 
     def stats(self) -> MatchStats:
         """Queue lengths, search depths and the unexpected ratio so far."""

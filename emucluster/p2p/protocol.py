@@ -366,6 +366,7 @@ class P2P:
         """Matching statistics and protocol counters, JSON-able."""
         return {
             "matching": self.matcher.stats().as_dict(),
+            "queued": self.matcher.queued(),
             "protocol": dict(self.counters),
             "dropped": dict(self.dropped),
             "dead_peers": {str(k): v for k, v in self.dead.items()},

@@ -39,6 +39,7 @@ busy, receivers, pending ACKs, gaps, refusals): split, the halves would share th
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import islice
 from typing import TypeAlias
 
 from nicd.config import TransportConfig
@@ -436,6 +437,7 @@ class Transport:
             "streams_retired": s.streams_retired,
             "streams_restarted": s.streams_restarted,
             "peers": self.liveness.stats_by_peer(),
+            "busy": [_describe_busy(k, v) for k, v in islice(self._busy.items(), 16)],
         }
 
     # -- helpers ----------------------------------------------------------------------------
@@ -635,3 +637,15 @@ def _check_config(c: TransportConfig) -> None:
     if not 0 <= c.max_message <= _U32:
         raise UsageError(f"max_message must be in 0..{_U32} (32-bit message length)")
     RttEstimator(initial_s=c.rto_initial_s, min_s=c.rto_min_s, max_s=c.rto_max_s)
+
+
+def _describe_busy(key: StreamKey, sender: StreamSender) -> dict[str, object]:
+    """One busy outgoing stream (the first 16 are in `Transport.stats`, for a hang's
+    diagnosis): its key, epoch, window and refusal state."""
+    board = sender.board
+    return {
+        "key": list(key), "epoch": sender.epoch, "established": sender.established,
+        "base": board.base, "send_next": board.send_next, "high_sent": board.high_sent,
+        "packets": len(board.packets), "refusal": sender.refusal.state.name,
+        "retries": sender.refusal.retries,
+    }  # fmt: skip
