@@ -161,11 +161,17 @@ def run_one(test_dir: Path, name: str, nodes: int, limit: float, out_dir: Path,
     outcome = count_log(rank0.read_text(encoding="utf-8") if rank0.exists() else "")
     outcome.seconds = round(time.monotonic() - started, 1)
     if not outcome.finished:
+        ranks = sorted(log_dir.glob("rank*.stacks"))
+        # every rank's stacks, then every rank's statistics: a tail of the output (all CI
+        # shows) holds the queues and streams of all ranks
         outcome.stacks = "".join(
             f"{path.stem}:\n{stack_summary(path.read_text(encoding='utf-8', errors='replace'))}"
+            for path in ranks
+        ) + "".join(
+            f"{path.stem} statistics:\n"
             + _stats_line(path.with_suffix(".mpistats"))
             + _nic_line(path.with_suffix(".nicstats"))
-            for path in sorted(log_dir.glob("rank*.stacks"))
+            for path in ranks
         )
     return outcome
 
