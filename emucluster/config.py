@@ -54,11 +54,11 @@ __all__ = [
 
 # -- set by emurun for every host process (its place in the job) -------------------------------
 ENV_RANK = "EMU_RANK"  # this rank (the library asks its NIC instead; programs may read it)
-ENV_SIZE = "EMU_SIZE"  # ranks in the job (likewise)
+ENV_SIZE = "EMU_SIZE"  # ranks in the job: COMM_WORLD's size unless EMU_WORLD says otherwise
 ENV_NIC_SOCKET = "EMU_NIC_SOCKET"  # this node's nicd socket; unset: a singleton process
 ENV_RUN_DIR = "EMU_RUN_DIR"  # the job's run directory (sockets, logs)
 ENV_JOB_ID = "EMU_JOB_ID"  # names shared-memory segments; the cleanup sweep looks for it
-ENV_WORLD = "EMU_WORLD"  # FIRST:COUNT, the nodes of COMM_WORLD (unset: 0 to the NIC's count)
+ENV_WORLD = "EMU_WORLD"  # FIRST:COUNT, the nodes of COMM_WORLD (unset: 0 to EMU_SIZE)
 ENV_UNIVERSE_SIZE = "EMU_UNIVERSE_SIZE"  # the job's slots (MPI.UNIVERSE_SIZE)
 ENV_PARENT = "EMU_PARENT"  # SPAWN:ROOT, set in processes started by MPI.Comm.Spawn
 ENV_STATS_DIR = "EMU_STATS_DIR"  # emurun --stats DIR: rank<N>.json written there at Finalize
@@ -126,7 +126,10 @@ class HostConfig:
     started at run time, ``emucluster.mpi.dynamic.client``); None outside emurun."""
     world: tuple[int, int] | None = None
     """``EMU_WORLD``: (first node, count) of COMM_WORLD, for processes started at run time
-    (``MPI.Comm.Spawn``); None: nodes 0 to the NIC's count."""
+    (``MPI.Comm.Spawn``); None: the job's nodes (`world_of`)."""
+    size: int | None = None
+    """``EMU_SIZE``: the ranks of the job (``-np``), which every launcher sets; None: not
+    set (`world_of` then counts the NIC's nodes)."""
     universe_size: int | None = None
     """``EMU_UNIVERSE_SIZE``: the slots of the job (``MPI.UNIVERSE_SIZE``); None: COMM_WORLD's
     size."""
@@ -160,11 +163,22 @@ class HostConfig:
             rma_progress=environ.get(ENV_RMA_PROGRESS, "nic").strip().lower() or "nic",
             run_dir=environ.get(ENV_RUN_DIR) or None,
             world=_pair(environ, ENV_WORLD),
+            size=_number(int, environ, ENV_SIZE, "0", empty="0") or None,
             universe_size=_number(int, environ, ENV_UNIVERSE_SIZE, "0", empty="0") or None,
             parent=_pair(environ, ENV_PARENT),
             fault_tolerant=environ.get(ENV_FT, "").strip().lower() == "ulfm",
             algorithms={name: value for name, value in environ.items() if name in names},
         )
+
+    def world_of(self, nic_nodes: int) -> tuple[int, int]:
+        """(first node, count) of COMM_WORLD, given the nodes the NIC knows when the port
+        opened: ``EMU_WORLD``'s in a process started at run time; else nodes 0 to
+        ``EMU_SIZE``; else 0 to ``nic_nodes``. Never the NIC's count when the launcher said
+        the size: a rank that opens its port late sees the nodes other ranks spawned meanwhile
+        in its NIC's table, and would take them for ranks of its COMM_WORLD."""
+        if self.world is not None:
+            return self.world
+        return 0, self.size or nic_nodes
 
 
 def process_environ() -> MutableMapping[str, str]:

@@ -90,7 +90,7 @@ def init() -> Runtime:
     _config = HostConfig.from_env()
     _runtime = runtime = open_runtime(_config)
     host_nicvm.use_mpi_port(None if runtime.engine.singleton else runtime.engine.port)
-    set_maxprocs(_config.world[1] if _config.world is not None else runtime.num_nodes)
+    set_maxprocs(_config.world_of(runtime.num_nodes)[1])
     _state = "initialized"
     atexit.register(_finalize_at_exit)
     sys.excepthook = _excepthook

@@ -121,6 +121,40 @@ MISSING = textwrap.dedent("""
     MPI.COMM_WORLD.Barrier()
 """)
 
+LATE = textwrap.dedent("""
+    import os, sys, time
+    flag = os.path.join(os.environ["EMU_RUN_DIR"], "children-spawned")
+    rank = int(os.environ["EMU_RANK"])
+    if rank == 2 and "EMU_PARENT" not in os.environ:  # initialises MPI only once the others
+        deadline = time.monotonic() + 120             # have spawned: its NIC knows 5 nodes
+        while not os.path.exists(flag):
+            assert time.monotonic() < deadline, "ranks 0 and 1 did not spawn"
+            time.sleep(0.05)
+    from emucluster import MPI
+    world, parent = MPI.COMM_WORLD, MPI.Comm.Get_parent()
+    if parent != MPI.COMM_NULL:
+        parent.Barrier()
+        parent.Disconnect()
+    else:
+        if rank < 2:
+            child = MPI.COMM_SELF.Spawn(sys.executable, [__file__], maxprocs=1)
+            child.Barrier()
+            child.Disconnect()
+            open(f"{flag}.{rank}", "w").close()
+            if rank == 0:  # both have spawned: let rank 2 in
+                deadline = time.monotonic() + 120
+                while not os.path.exists(f"{flag}.1"):
+                    assert time.monotonic() < deadline, "rank 1 did not spawn"
+                    time.sleep(0.05)
+                open(flag, "w").close()
+        size = world.Get_size()
+        if size != 3:  # fail at once rather than hang in the Barrier below
+            raise SystemExit(f"rank {rank}: a COMM_WORLD of {size}")
+        world.Barrier()
+        total = world.allreduce(1)
+        print("rank", rank, "world", size, total, flush=True)
+""")
+
 FAILING = textwrap.dedent("""
     import sys
     from emucluster import MPI
@@ -187,6 +221,18 @@ def test_accept_connect_names_and_join_between_groups_of_one_job(job: Job, tmp_p
         assert f"ports {rank} got ('from', {peer})" in lines
         assert f"ports merged {rank} {rank} 4" in lines  # the accepting group first
     assert {"joined 1 with 3", "joined 3 with 1"} <= lines
+    job.assert_clean()
+
+
+def test_a_rank_that_initialises_after_others_spawned_has_the_jobs_world(
+    job: Job, tmp_path: Path
+) -> None:
+    """Rank 2 initialises MPI only after ranks 0 and 1 spawned a child each: its NIC's table
+    then holds 5 nodes, yet its COMM_WORLD is the job's 3 (a world of 5 made it run the tree
+    barrier alone, and the first world Barrier hung: mpi4py's test_spawn, seen in CI)."""
+    result = job.run("-np", "3", "--timeout", TIMEOUT, _program(tmp_path, LATE))
+    assert result.code == 0, result.err
+    assert sorted(result.out.splitlines()) == [f"rank {r} world 3 3" for r in range(3)]
     job.assert_clean()
 
 

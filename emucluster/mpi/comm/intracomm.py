@@ -148,9 +148,10 @@ kinds.register(kinds.NO_TOPOLOGY, guard(Intracomm))
 
 def make_world(rt: Runtime) -> tuple[Intracomm, Intracomm]:
     """COMM_WORLD (contexts 0/1; rank == node, but in processes started at run time, whose
-    world is the nodes `HostConfig.world` names) and COMM_SELF (contexts 2/3) of ``rt``."""
+    world is the nodes `HostConfig.world` names; its nodes: `HostConfig.world_of`) and
+    COMM_SELF (contexts 2/3) of ``rt``."""
     node = rt.node
-    first, count = rt.config.world or (0, rt.num_nodes)
+    first, count = rt.config.world_of(rt.num_nodes)
     nodes = tuple(range(first, first + count))
     world = CommState(rt, 0, nodes, nodes.index(node), name="MPI_COMM_WORLD")
     rt.world = world

@@ -52,13 +52,14 @@ def test_every_variable_is_read() -> None:
         "EMU_MCAST_COSTS": " 10,0,1,0 ",
         "EMU_BCAST": "nic-mcast",
         "EMU_REDUCE": "app-bypass",
+        "EMU_SIZE": "4",
         "HOME": "/root",
     }
     cfg = HostConfig.from_env(environ)
     assert cfg == HostConfig(
         nic_socket="/run/nic0", job_id="abc", stats_dir="/tmp/stats", wait="block",
         spin_us=7.5, eager_limit=1024, match_store="list", rndv_rm=False, ab_delay_us=200.0,
-        mcast_tree="binomial", mcast_costs="10,0,1,0",
+        mcast_tree="binomial", mcast_costs="10,0,1,0", size=4,
         algorithms={"EMU_BCAST": "nic-mcast", "EMU_REDUCE": "app-bypass"},
     )  # fmt: skip
     assert coll.get("bcast", environ=cfg.algorithms) is coll.get("bcast", "nic-mcast")
@@ -67,6 +68,16 @@ def test_every_variable_is_read() -> None:
 def test_empty_values_mean_unset_where_they_did() -> None:
     cfg = HostConfig.from_env({"EMU_NIC_SOCKET": "", "EMU_WAIT": "", "EMU_AB_DELAY_US": ""})
     assert (cfg.nic_socket, cfg.wait, cfg.ab_delay_us) == (None, "hybrid", 0.0)
+
+
+def test_comm_world_is_the_jobs_size_not_the_nics_count() -> None:
+    """A rank that opens its port after others spawned sees more nodes in its NIC's table
+    than the job has ranks: COMM_WORLD takes EMU_SIZE (EMU_WORLD in a spawned process) and
+    the NIC's count only when neither is set."""
+    assert HostConfig.from_env({"EMU_SIZE": "3"}).world_of(5) == (0, 3)
+    assert HostConfig.from_env({"EMU_SIZE": "2", "EMU_WORLD": "7:2"}).world_of(9) == (7, 2)
+    assert HostConfig.from_env({}).world_of(4) == (0, 4)
+    assert HostConfig.from_env({"EMU_SIZE": ""}).world_of(4) == (0, 4)
 
 
 @pytest.mark.parametrize("name", ["EMU_EAGER_LIMIT", "EMU_SPIN_US", "EMU_AB_DELAY_US"])
