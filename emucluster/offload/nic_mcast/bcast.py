@@ -95,7 +95,8 @@ class McastService(Protocol):
 
     @property
     def num_nodes(self) -> int:
-        """Nodes in the job (group ids are spread over them)."""
+        """One past COMM_WORLD's highest node, the same at every rank of the world (group ids
+        are spread over them)."""
         ...
 
     @property

@@ -82,8 +82,11 @@ class McastShell:
     def __init__(self, engine: Progress, config: HostConfig | None = None) -> None:
         self.engine = engine
         self.eager_limit = engine.eager_limit
-        self.num_nodes = engine.port.num_nodes
         config = config or HostConfig.from_env()
+        first, count = config.world_of(engine.port.num_nodes)
+        self.num_nodes = first + count
+        """One past COMM_WORLD's highest node: alike at every rank of the world, whenever its
+        port opened (the NIC's own count grows with the nodes spawned meanwhile)."""
         kind = config.mcast_tree
         if kind not in _TREES:
             raise MPIException(ERR_ARG, f"{ENV_MCAST_TREE}={kind!r}: expected postal or binomial")

@@ -5,11 +5,13 @@ looping the message back to every other rank."""
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import pytest
 
 from emucluster.coll.context import simulate
+from emucluster.config import HostConfig
 from emucluster.coll.tags import Tag
 from emucluster.offload.nic_mcast.bcast import (
     GROUP_BASE,
@@ -19,6 +21,7 @@ from emucluster.offload.nic_mcast.bcast import (
     fit_costs,
     group_id,
 )
+from emucluster.offload.nic_mcast.shell import McastShell
 from emucluster.offload.nic_mcast.trees import PostalCosts
 from emucluster.offload.services import StaticServices
 
@@ -189,3 +192,18 @@ def test_cost_fits_are_linear_and_clamped() -> None:
     assert costs.latency_per_byte_s == pytest.approx(1e-9)
     assert costs.gap_per_byte_s == 0.0  # a falling measurement is noise, not a negative cost
     assert fit_costs([0.0, 0.0], [0.0, 0.0]).latency_s > 0
+
+
+@pytest.mark.parametrize(("environ", "spread"), [
+    ({"EMU_SIZE": "3"}, 3),  # a rank that opened its port after 2 nodes were spawned
+    ({"EMU_SIZE": "2", "EMU_WORLD": "5:2"}, 7),  # a spawned world of nodes 5 and 6
+    ({}, 5),  # no launcher said the size: the NIC's count
+])  # fmt: skip
+def test_group_ids_are_spread_over_the_world_not_the_nics_count(
+    environ: dict[str, str], spread: int
+) -> None:
+    """Every rank of a world computes the same group ids: the shell spreads them over
+    COMM_WORLD's nodes, not over the nodes its NIC knew when its port opened."""
+    engine = SimpleNamespace(eager_limit=1024, port=SimpleNamespace(num_nodes=5), hooks={})
+    shell = McastShell(engine, HostConfig.from_env(environ))  # type: ignore[arg-type]
+    assert shell.num_nodes == spread
