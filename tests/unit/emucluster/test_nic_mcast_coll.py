@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from emucluster.coll.context import simulate
-from emucluster.config import HostConfig
 from emucluster.coll.tags import Tag
+from emucluster.config import HostConfig
 from emucluster.offload.nic_mcast.bcast import (
     GROUP_BASE,
     SIZE_CLASSES,
