@@ -176,13 +176,21 @@ def run_one(test_dir: Path, name: str, nodes: int, limit: float, out_dir: Path,
     return outcome
 
 
+def _read_stats(path: Path) -> dict[str, Any] | None:
+    """The statistics a rank wrote at its stack dump (JSON), or None if it wrote none."""
+    try:
+        stats = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return stats if isinstance(stats, dict) else None
+
+
 def _stats_line(path: Path) -> str:
     """A rank's MPI statistics at its stack dump, two lines: how long the matching queues were,
     what was dropped, which peers were dead; then the envelopes the queues held ('' if the rank
     wrote none)."""
-    try:
-        stats = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    stats = _read_stats(path)
+    if stats is None:
         return ""
     matching = stats.get("matching", {})
     return (f"  mpi: posted {matching.get('posted')} unexpected {matching.get('unexpected')} "
@@ -195,9 +203,8 @@ def _nic_line(path: Path) -> str:
     """A rank's nicd's counters at its stack dump: the transport's non-zero counters (drops,
     NACKs, retired streams...) and its busy streams; then the GM layer's refusals ('' if the
     rank wrote none)."""
-    try:
-        stats = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    stats = _read_stats(path)
+    if stats is None:
         return ""
     transport = stats.get("transport", {})
     if not isinstance(transport, dict):

@@ -39,10 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["StreamingResult", "main"]
 
-ENV_NIC_SOCKET = "EMU_NIC_SOCKET"
-"""This node's nicd socket (`emucluster.config.ENV_NIC_SOCKET`; named here, for this module
-must import under any MPI)."""
-
 
 class StreamingResult(unittest.TextTestResult):
     """A TextTestResult that also writes each start and outcome to ``log`` as it happens."""
@@ -109,11 +105,12 @@ def write_mpi_stats(path: Path) -> None:
     try:
         from emucluster.mpi import lifecycle  # late: only under emucluster, not MPICH
 
-        stats = lifecycle.stats()
+        runtime = lifecycle.current()
+        stats = runtime.stats()
     except Exception:  # not emucluster, not initialized, or finalized meanwhile
         return
     path.write_text(json.dumps(stats, default=str, sort_keys=True), encoding="utf-8")
-    socket_path = os.environ.get(ENV_NIC_SOCKET)
+    socket_path = runtime.config.nic_socket
     if socket_path:
         try:
             from nicd.shell.manage import read_stats  # late: only under emucluster
