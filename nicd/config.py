@@ -110,10 +110,10 @@ FAULT_ENV: Final[Mapping[str, str]] = MappingProxyType(
 variable each falls back to when the flag is absent. Read by nicd and by emurun, in this order;
 ``fault_seed`` is :attr:`FaultConfig.seed`, the rest are the fields of the same name."""
 
-_PROBABILITIES = ("loss", "dup", "reorder", "corrupt")
+_PROBABILITIES: Final = ("loss", "dup", "reorder", "corrupt")
 
 
-_SEED_STRIDE = 1 << 16  # node ids are 16 bits on the wire
+_SEED_STRIDE: Final = 1 << 16  # node ids are 16 bits on the wire
 
 
 def node_fault_seed(seed: int, node: int) -> int:

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import heapq
 from functools import lru_cache
-from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Final, Generic, NamedTuple, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -86,20 +86,20 @@ __all__ = [
 
 T = TypeVar("T")
 
-ANY_SOURCE = -1  # as MPI.ANY_SOURCE (mpi4py/MPICH value)
-ANY_TAG = -1  # as MPI.ANY_TAG
-MAX_RANK = (1 << 20) - 2  # largest source rank: rank + 1 is packed in 20 bits
-MAX_TAG = (1 << 31) - 1  # largest tag (MPI_TAG_UB): tag + 1 is packed in 32 bits
-COMPACT_MIN = 32  # garbage entries (and half the queue) before a packed queue is compacted
-STORE_KINDS = ("lhs", "lhs-grouped", "list")  # names accepted by make_store()
+ANY_SOURCE: Final = -1  # as MPI.ANY_SOURCE (mpi4py/MPICH value)
+ANY_TAG: Final = -1  # as MPI.ANY_TAG
+MAX_RANK: Final = (1 << 20) - 2  # largest source rank: rank + 1 is packed in 20 bits
+MAX_TAG: Final = (1 << 31) - 1  # largest tag (MPI_TAG_UB): tag + 1 is packed in 32 bits
+COMPACT_MIN: Final = 32  # garbage entries (and half the queue) before a packed queue is compacted
+STORE_KINDS: Final = ("lhs", "lhs-grouped", "list")  # names accepted by make_store()
 
-ENTRY_BYTES = 8  # packed entry: 5 tag digits + 3 source digits, 7 bits each
-_TAG_DIGITS = 5  # 35 bits hold the 32-bit spread tag; leading digit <= 0x0F
-_SOURCE_DIGITS = 3  # 21 bits hold the 20-bit spread source; leading digit <= 0x3F
-_LEAD = 0x80  # top bit: set on an entry's first byte, on no other byte
-_DEAD = 0xFF  # first byte of a removed entry; live first bytes stay <= 0xBF
-_DEAD_BYTE = bytes([_DEAD])
-_SCAN_BYTES = 3584 * ENTRY_BYTES  # longest slice one bytes.find searches (see _scan)
+ENTRY_BYTES: Final = 8  # packed entry: 5 tag digits + 3 source digits, 7 bits each
+_TAG_DIGITS: Final = 5  # 35 bits hold the 32-bit spread tag; leading digit <= 0x0F
+_SOURCE_DIGITS: Final = 3  # 21 bits hold the 20-bit spread source; leading digit <= 0x3F
+_LEAD: Final = 0x80  # top bit: set on an entry's first byte, on no other byte
+_DEAD: Final = 0xFF  # first byte of a removed entry; live first bytes stay <= 0xBF
+_DEAD_BYTE: Final = bytes([_DEAD])
+_SCAN_BYTES: Final = 3584 * ENTRY_BYTES  # longest slice one bytes.find searches (see _scan)
 
 
 class Envelope(NamedTuple):

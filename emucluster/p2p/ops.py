@@ -12,6 +12,7 @@ from __future__ import annotations
 from builtins import memoryview  # mypyc: a field annotated memoryview needs the name at run time
 from dataclasses import dataclass
 from enum import Enum, IntEnum
+from typing import Final
 
 from emucluster.p2p.envelope import ANY_SOURCE
 
@@ -103,7 +104,7 @@ RECV_MOVES: dict[tuple[RecvState, Event], RecvState] = {
 }
 """Legal moves of a receive: (state, event) -> next state."""
 
-TERMINAL = frozenset({SendState.DONE, SendState.FAILED, RecvState.DONE, RecvState.FAILED,
+TERMINAL: Final = frozenset({SendState.DONE, SendState.FAILED, RecvState.DONE, RecvState.FAILED,
                       RecvState.CANCELLED})  # fmt: skip
 
 

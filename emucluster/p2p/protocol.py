@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import struct
 from builtins import memoryview  # mypyc: a field annotated memoryview needs the name at run time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from emucluster.p2p.control import ControlLedger
 from emucluster.p2p.envelope import MAX_RANK, MAX_TAG, Envelope, arrival_fields_ok
@@ -92,15 +92,15 @@ __all__ = [
     "cts_args",
 ]
 
-EAGER_LIMIT_BYTES = 16_287  # MPICH-GM's eager limit (seed 000 §2.2)
-DATA_CHUNK_BYTES = 1 << 20  # rendezvous payload per remote-memory write
+EAGER_LIMIT_BYTES: Final = 16_287  # MPICH-GM's eager limit (seed 000 §2.2)
+DATA_CHUNK_BYTES: Final = 1 << 20  # rendezvous payload per remote-memory write
 # RTS payload head: message size (64) | send id (32) | flags (8)
-RTS_HEAD = struct.Struct(">QIB")
-MAX_RNDV_BYTES = (1 << 31) - 1
+RTS_HEAD: Final = struct.Struct(">QIB")
+MAX_RNDV_BYTES: Final = (1 << 31) - 1
 """Largest message a peer may announce (MPI's int count of bytes): an RTS beyond is a
 counted drop, never an allocation that raises MemoryError."""
-_INLINE = 0x01  # RTS flag: the data follows the head (synchronous send of an eager size)
-_U32 = 0xFFFFFFFF
+_INLINE: Final = 0x01  # RTS flag: the data follows the head (synchronous send of an eager size)
+_U32: Final = 0xFFFFFFFF
 
 
 class _Unexpected:

@@ -19,7 +19,7 @@ Invariants:
 from __future__ import annotations
 
 from collections import Counter, deque
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Final, TypeVar, cast
 
 from emucluster.port.errors import RecordRefused, UnexpectedRecord
 from nicd import contract as hl
@@ -33,7 +33,7 @@ __all__ = ["Done", "Event", "PortState", "RecordRefused", "UnexpectedRecord"]
 Event = RecvEvent | SentEvent | ErrorEvent | RmWriteEvent | McastErrorEvent
 Done = SentEvent | ErrorEvent | McastErrorEvent
 R = TypeVar("R")
-_U32 = 0xFFFFFFFF
+_U32: Final = 0xFFFFFFFF
 
 
 class PortState:

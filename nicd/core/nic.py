@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 from emutrace.recorder import Facts
 from nicd import hostlink as hl
@@ -89,7 +89,8 @@ from nicd.nicvm.engine import NicvmEngine, NicvmOff
 
 __all__ = ["NicCore"]
 
-_FINAL = frozenset({Transmit, ToHost, RaiseSignal})  # NicActions: they go to the shell as they are
+# NicActions: they go to the shell as they are
+_FINAL: Final = frozenset({Transmit, ToHost, RaiseSignal})
 
 
 class NicCore:

@@ -17,6 +17,7 @@ such messages are unseen), on a port with signals enabled and none pending.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from nicd import hostlink as hl
 from nicd.config import NicConfig
@@ -38,17 +39,19 @@ from nicd.link.wire import SIGNAL_TYPES, MsgType
 
 __all__ = ["HOST_MSG_TYPES", "NIC_MSG_TYPES", "GmService"]
 
-NIC_MSG_TYPES = frozenset(
+NIC_MSG_TYPES: Final = frozenset(
     {MsgType.MCAST_DATA, MsgType.RM_READ_REPLY, MsgType.MGMT_HELLO, MsgType.MGMT_ROUTING,
      MsgType.MGMT_STATS}
 )  # fmt: skip
 """Data types only a NIC sends: a host's MCAST_DATA would reach the multicast engine and
 never be ACKed on its unicast stream (audit finding 2), an RM_READ_REPLY would answer a read
 nobody made."""
-HOST_MSG_TYPES = {int(t): t for t in MsgType if not t.is_control() and t not in NIC_MSG_TYPES}
+HOST_MSG_TYPES: Final = {
+    int(t): t for t in MsgType if not t.is_control() and t not in NIC_MSG_TYPES
+}
 """Message types a host may put on the wire; controls and :data:`NIC_MSG_TYPES` are the NIC's
 own, and a SEND or multisend of one is refused."""
-_U16 = 0xFFFF  # the OPENED record's 16-bit fields
+_U16: Final = 0xFFFF  # the OPENED record's 16-bit fields
 
 
 class GmService(NicService):

@@ -9,7 +9,7 @@ raise ``struct.error`` and friends on malformed input; the Assembler turns those
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import msgpack
 
@@ -51,34 +51,34 @@ if TYPE_CHECKING:
 __all__ = ["DECODERS", "ENCODERS"]
 
 # OPEN:     op (8) | port (16)
-_OPEN = struct.Struct(">BH")
+_OPEN: Final = struct.Struct(">BH")
 # SEND:     op (8) | msg type (8) | handle (32) | dst node (16) | dst port (16) | AM handler (16)
 #           | user args 4 x 32 | message length (32), then the first chunk of payload
-_SEND = struct.Struct(">BBIHHH4II")
+_SEND: Final = struct.Struct(">BBIHHH4II")
 # PROVIDE:  op (8) | receive tokens added (32)
-_PROVIDE = struct.Struct(">BI")
+_PROVIDE: Final = struct.Struct(">BI")
 # OPENED:   op (8) | port (16) | node id (16) | nodes in the job (16) | send tokens (16)
-_OPENED = struct.Struct(">BHHHH")
+_OPENED: Final = struct.Struct(">BHHHH")
 # RECV:     op (8) | msg type (8) | src node (16) | src port (16) | AM handler (16)
 #           | multicast group (16) | user args 4 x 32 | message length (32), then payload
-_RECV = struct.Struct(">BBHHHH4II")
+_RECV: Final = struct.Struct(">BBHHHH4II")
 # SENT:     op (8) | handle (32)
-_SENT = struct.Struct(">BI")
+_SENT: Final = struct.Struct(">BI")
 # SENT_MANY: op (8), then handles (32 each)
-_HANDLE = struct.Struct(">I")
+_HANDLE: Final = struct.Struct(">I")
 # ERROR:    op (8) | handle (32) | dst node (16), then the reason in UTF-8
-_ERROR = struct.Struct(">BIH")
+_ERROR: Final = struct.Struct(">BIH")
 # REGISTER: op (8) | region id (16) | size (32), then the shared-memory name in UTF-8
-_REGISTER = struct.Struct(">BHI")
+_REGISTER: Final = struct.Struct(">BHI")
 # DEREGISTER, REGISTERED: op (8) | region id (16)
-_REGION = struct.Struct(">BH")
+_REGION: Final = struct.Struct(">BH")
 # RM_DONE:  op (8) | src node (16) | src port (16) | region id (16) | offset (32) | length (32)
 #           | user args 4 x 32
-_RM_DONE = struct.Struct(">BHHHII4I")
+_RM_DONE: Final = struct.Struct(">BHHHII4I")
 # SIGNALS:  op (8) | enable (8) | host pid (32) | application-bypass events seen (32)
-_SIGNALS = struct.Struct(">BBII")
+_SIGNALS: Final = struct.Struct(">BBII")
 # CLOSE, GET_STATS, ROUTES_OK: op (8) alone
-_OP = struct.Struct(">B")
+_OP: Final = struct.Struct(">B")
 # SET_ROUTES, ADD_ROUTES, STATS: op (8), then msgpack ({node: [host, port]} / {name: counter})
 # REFUSED:  op (8), then the reason in UTF-8
 

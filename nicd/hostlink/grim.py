@@ -43,7 +43,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from nicd.errors import ProtocolViolation
 from nicd.hostlink.records import Encoder, HostOp, encoder
@@ -72,31 +72,31 @@ __all__ = [
     "RmXlateReq",
 ]
 
-NIC_PORT = 0xFFF0
+NIC_PORT: Final = 0xFFF0
 """The NIC's own endpoint: replies the NIC generates (RM reads, statuses, the AM handler
 registry) come from it, so they never use a host's send tokens or share its streams."""
-REGISTRY_NODE = 0
+REGISTRY_NODE: Final = 0
 """The node whose NIC serves the AM handler registry (:mod:`nicd.grim.amregistry`): hosts send
 their registry requests to its ``NIC_PORT``."""
 
 # RM_MAP:       op (8) | vaddr (32) | size (32) | region (16) | offset (32)
-_MAP = struct.Struct(">BIIHI")
+_MAP: Final = struct.Struct(">BIIHI")
 # RM_UNMAP:     op (8) | vaddr (32)
-_VADDR = struct.Struct(">BI")
+_VADDR: Final = struct.Struct(">BI")
 # RM_XLATE_REQ: op (8) | vaddr (32) | length (32)
-_XREQ = struct.Struct(">BII")
+_XREQ: Final = struct.Struct(">BII")
 # RM_XLATE:     op (8) | asked vaddr (32) | vaddr (32) | size (32) | region (16) | offset (32)
-_XLATE = struct.Struct(">BIIIHI")
+_XLATE: Final = struct.Struct(">BIIIHI")
 # RM_STATUS:    op (8) | request id (32) | status (16)
-_STATUS = struct.Struct(">BIH")
+_STATUS: Final = struct.Struct(">BIH")
 # RM_SIGNALS:   op (8) | enable (8) | host pid (32)
-_RM_SIGNALS = struct.Struct(">BBI")
+_RM_SIGNALS: Final = struct.Struct(">BBI")
 # RM_WATCH:     op (8) | enable (8);  RM_LANDED: op (8)
-_WATCH = struct.Struct(">BB")
-_LANDED = struct.Struct(">B")
-NOTIFY_P = struct.Struct(">HxxI")
+_WATCH: Final = struct.Struct(">BB")
+_LANDED: Final = struct.Struct(">B")
+NOTIFY_P: Final = struct.Struct(">HxxI")
 """RM-P notify prefix: region (16) | pad (16) | offset (32)."""
-READ_META = struct.Struct(">II")
+READ_META: Final = struct.Struct(">II")
 """RM_READ payload: notify vaddr (32, 0 = none) | notify value (32)."""
 
 

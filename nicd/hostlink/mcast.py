@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from nicd.errors import ProtocolViolation
 from nicd.hostlink.records import Args, Chunked, Encoder, HostOp, chunked, encoder
@@ -30,23 +30,23 @@ __all__ = [
     "MultiSendReq",
 ]
 
-NO_NODE = 0xFFFF  # MCAST_GROUP parent field at the root
+NO_NODE: Final = 0xFFFF  # MCAST_GROUP parent field at the root
 
 # MCAST_GROUP: op (8) | update (8) | group (16) | epoch (16) | root (16) | parent (16,
 #           NO_NODE at the root) | children count (16), then the children (16 each)
-_MCAST_GROUP = struct.Struct(">BBHHHHH")
+_MCAST_GROUP: Final = struct.Struct(">BBHHHHH")
 # MCAST_FREE, MCAST_GROUP_OK: op (8) | group (16)
-_MCAST_GID = struct.Struct(">BH")
+_MCAST_GID: Final = struct.Struct(">BH")
 # MCAST_SEND: op (8) | handle (32) | group (16) | AM handler (16) | user args 4 x 32
 #           | message length (32), then the first chunk of payload
-_MCAST_SEND = struct.Struct(">BIHH4II")
+_MCAST_SEND: Final = struct.Struct(">BIHH4II")
 # MULTISEND: op (8) | msg type (8) | handle (32) | dst port (16) | AM handler (16)
 #           | user args 4 x 32 | destinations (16) | message length (32), then the
 #           destination nodes (16 each), then the first chunk of payload
-_MULTISEND = struct.Struct(">BBIHH4IHI")
+_MULTISEND: Final = struct.Struct(">BBIHH4IHI")
 # MCAST_ERROR: op (8) | group (16) | child (16), then the reason in UTF-8
-_MCAST_ERROR = struct.Struct(">BHH")
-_NODE = struct.Struct(">H")
+_MCAST_ERROR: Final = struct.Struct(">BHH")
+_NODE: Final = struct.Struct(">H")
 
 
 @dataclass(slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Final, cast
 
 import msgpack
 
@@ -37,10 +37,10 @@ __all__ = [
 
 # NICVM_DELEGATE: op (8) | handle (32) | root rank (16) | communicator id (16) | user args 4 x 32
 #                 | name length (8), then the name (UTF-8), then the payload (one record)
-_DELEGATE = struct.Struct(">BIHH4IB")
-NICVM_MAX_DELEGATE = CHUNK_BYTES - 512  # payload bytes of one delegated message
+_DELEGATE: Final = struct.Struct(">BIHH4IB")
+NICVM_MAX_DELEGATE: Final = CHUNK_BYTES - 512  # payload bytes of one delegated message
 # NICVM_LIST: op (8) alone
-_OP = struct.Struct(">B")
+_OP: Final = struct.Struct(">B")
 # NICVM_LOAD [name, source, persist]; NICVM_PURGE name; NICVM_COMM [comm, [node, ...]];
 # NICVM_REPLY [ok, error, line, column, modules | nil];
 # NICVM_DONE [handle, outcome, result, detail, line]; NICVM_REPORT [name, outcome, detail, line]:
@@ -139,7 +139,7 @@ NicvmRecord = (
     | NicvmReport
 )
 
-NICVM_REQUESTS = (NicvmLoadReq, NicvmPurgeReq, NicvmListReq, NicvmCommReq, NicvmDelegateReq)
+NICVM_REQUESTS: Final = (NicvmLoadReq, NicvmPurgeReq, NicvmListReq, NicvmCommReq, NicvmDelegateReq)
 """The NICVM records a host sends (the NIC answers with the others)."""
 
 

@@ -21,7 +21,7 @@ from builtins import memoryview  # mypyc: a field annotated memoryview needs the
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Generic, TypeVar, cast
+from typing import Final, Generic, TypeVar, cast
 
 import msgpack
 
@@ -59,9 +59,9 @@ __all__ = [
     "packb",
 ]
 
-CHUNK_BYTES = 64 * 1024  # payload bytes per record; SEQPACKET's default limit is ~208 KiB
-MAX_RECORD_BYTES = CHUNK_BYTES + 256  # receive buffer size that fits any record
-ANY_PORT = 0xFFFF  # OpenReq.port meaning "any free port"
+CHUNK_BYTES: Final = 64 * 1024  # payload bytes per record; SEQPACKET's default limit is ~208 KiB
+MAX_RECORD_BYTES: Final = CHUNK_BYTES + 256  # receive buffer size that fits any record
+ANY_PORT: Final = 0xFFFF  # OpenReq.port meaning "any free port"
 
 
 class HostOp(IntEnum):
@@ -155,7 +155,7 @@ class Chunked(Generic[_H_co]):
         self.first = first
 
 
-_CONT = bytes((HostOp.CONT,))
+_CONT: Final = bytes((HostOp.CONT,))
 
 
 def chunked(head: bytes, payload: bytes) -> list[bytes]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import Final
 
 from nicd.errors import BadPacket
 
@@ -37,18 +38,18 @@ __all__ = [
     "split_bundle_untrusted",
 ]
 
-BUNDLE_PACKET_TYPE = 0x0637
-_HEAD = struct.Struct(">BHH")
-_LEN = struct.Struct(">H")
-_PREFIX = _HEAD.pack(0, BUNDLE_PACKET_TYPE, 0)[:3]
-MAX_FRAME_BYTES = 0xFFFF
+BUNDLE_PACKET_TYPE: Final = 0x0637
+_HEAD: Final = struct.Struct(">BHH")
+_LEN: Final = struct.Struct(">H")
+_PREFIX: Final = _HEAD.pack(0, BUNDLE_PACKET_TYPE, 0)[:3]
+MAX_FRAME_BYTES: Final = 0xFFFF
 """Longest frame a bundle can carry (its length is 16 bits)."""
-MAX_BUNDLE_BYTES = 60 * 1024
+MAX_BUNDLE_BYTES: Final = 60 * 1024
 """Most bytes one bundle may take: under UDP's 65,507-byte datagram."""
-MAX_BUNDLE_FRAMES = 256
+MAX_BUNDLE_FRAMES: Final = 256
 """Most frames one bundle may carry (a turn of nicd's loop reads at most 64 host records), so
 one datagram from a bad peer cannot make a NIC decode thousands of frames."""
-MIN_FRAME_BYTES = 9
+MIN_FRAME_BYTES: Final = 9
 """Shortest frame a bundle may carry: route length, first word and CRC (``wire``'s own floor)."""
 
 
@@ -77,20 +78,20 @@ def split_bundle_untrusted(datagram: bytes) -> list[bytes]:
     MIN_FRAME_BYTES, says more or fewer frames than it holds, or has bytes left over; the
     frames themselves are not checked further (their CRC is the core's business)."""
     n = len(datagram)
-    if n < _HEAD.size or not is_bundle(datagram):
+    if n < 5 or datagram[:3] != _PREFIX:  # _HEAD.size; is_bundle
         raise BadPacket("bundle", "no bundle header")
-    _, _, count = _HEAD.unpack_from(datagram, 0)
+    count = datagram[3] << 8 | datagram[4]  # _HEAD's frame count
     if not 0 < count <= MAX_BUNDLE_FRAMES:
         raise BadPacket("bundle", f"{count} frames")
     frames: list[bytes] = []
-    at = _HEAD.size
+    at = 5
     for _ in range(count):
-        if at + _LEN.size > n:
+        if at + 2 > n:
             raise BadPacket("bundle", f"truncated after {len(frames)} of {count} frames")
-        (length,) = _LEN.unpack_from(datagram, at)
+        length = datagram[at] << 8 | datagram[at + 1]  # _LEN, without a tuple
         if length < MIN_FRAME_BYTES:
             raise BadPacket("bundle", f"frame {len(frames)} of {length} bytes")
-        at += _LEN.size
+        at += 2
         end = at + length
         if end > n:
             raise BadPacket("bundle", f"frame {len(frames)} runs past the datagram")

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import islice
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 from nicd.config import TransportConfig
 from nicd.core.actions import PeerDead, SendFailed, SendPacket, TransportAction
@@ -69,8 +69,8 @@ __all__ = [
     "Transport",
 ]
 
-_U16 = 0xFFFF
-_U32 = 0xFFFFFFFF
+_U16: Final = 0xFFFF
+_U32: Final = 0xFFFFFFFF
 
 
 RecvKey: TypeAlias = tuple[int, int, int]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import heapq
 import random
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 from emutrace.kinds import F_CORRUPT, F_DELAY, F_DROP, F_DUP, F_REORDER, K_FAULT
 from emutrace.recorder import Facts
@@ -24,7 +24,7 @@ from nicd.config import FaultConfig
 
 __all__ = ["REORDER_MAX_HOLD_S", "FaultPlan"]
 
-REORDER_MAX_HOLD_S = 0.002  # longest a reordered datagram is held back, beyond delay_ms
+REORDER_MAX_HOLD_S: Final = 0.002  # longest a reordered datagram is held back, beyond delay_ms
 
 A = TypeVar("A")
 

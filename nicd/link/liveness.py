@@ -26,6 +26,7 @@ PINGs to one peer carry distinct ids (mod 2**32). Pure: callers pass ``now``.
 from __future__ import annotations
 
 from enum import Enum
+from typing import Final
 
 from nicd.config import TransportConfig
 from nicd.core.actions import SendPacket
@@ -44,8 +45,8 @@ __all__ = [
     "PeerState",
 ]
 
-_U32 = 0xFFFFFFFF
-STALL_PROBES = 3
+_U32: Final = 0xFFFFFFFF
+STALL_PROBES: Final = 3
 """A gap between two inputs counts at most this many probe intervals of a peer's silence."""
 
 

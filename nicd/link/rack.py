@@ -21,6 +21,8 @@ receiver holds (SACKed) or never sent is never called lost. Pure: callers pass `
 
 from __future__ import annotations
 
+from typing import Final
+
 from nicd.core.actions import TransportAction
 from nicd.core.stats import TransportStats
 from nicd.link.rto import GRANULARITY_S, Rto
@@ -28,7 +30,7 @@ from nicd.link.scoreboard import Outgoing, Scoreboard
 
 __all__ = ["TLP_RTTS", "Rack"]
 
-TLP_RTTS = 2.0  # the tail-loss probe goes after this many SRTTs without news
+TLP_RTTS: Final = 2.0  # the tail-loss probe goes after this many SRTTs without news
 
 
 class Rack:

@@ -25,7 +25,7 @@ packets in flight (``[base, send_next)``) that the receiver does not hold. Pure.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar, Protocol
+from typing import ClassVar, Final, Protocol
 
 from nicd.config import TransportConfig
 from nicd.core.actions import TransportAction
@@ -47,7 +47,7 @@ __all__ = [
     "register_recovery",
 ]
 
-SACK_DOUBT_BACKOFF = 2  # after this many timeouts in a row the SACK marks are forgotten
+SACK_DOUBT_BACKOFF: Final = 2  # after this many timeouts in a row the SACK marks are forgotten
 
 
 class LossRecovery(ABC):

@@ -21,6 +21,7 @@ PAUSED. Pure: callers pass ``now``.
 from __future__ import annotations
 
 from enum import Enum
+from typing import Final
 
 from nicd.config import TransportConfig
 from nicd.errors import UsageError
@@ -28,7 +29,7 @@ from nicd.link.wire import NackReason
 
 __all__ = ["RETRY_BACKOFF_CAP", "SEND_TRANSITIONS", "Refusal", "SendEvent", "SendState"]
 
-RETRY_BACKOFF_CAP = 16  # doublings of the refusal retry delay, at most
+RETRY_BACKOFF_CAP: Final = 16  # doublings of the refusal retry delay, at most
 
 
 class SendState(Enum):

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Final
 
 from nicd.config import TransportConfig
 from nicd.core.actions import Deliver, SendPacket, TransportAction
@@ -59,11 +60,12 @@ __all__ = [
     "unwrap",
 ]
 
-SEQ_BITS = 32  # width of the sequence number on the wire
-SEQ_MASK = (1 << SEQ_BITS) - 1
-_HALF = 1 << (SEQ_BITS - 1)
-REFUSAL_HOLD = 0.5  # fraction of no_buffer_retry_s a refused receiver ignores retransmissions
-NACK_REPEATS = 4  # a GAP NACK is repeated at most this many times per gap (then the RTO)
+SEQ_BITS: Final = 32  # width of the sequence number on the wire
+SEQ_MASK: Final = (1 << SEQ_BITS) - 1
+_HALF: Final = 1 << (SEQ_BITS - 1)
+# fraction of no_buffer_retry_s a refused receiver ignores retransmissions
+REFUSAL_HOLD: Final = 0.5
+NACK_REPEATS: Final = 4  # a GAP NACK is repeated at most this many times per gap (then the RTO)
 
 
 class Admission(IntEnum):
@@ -84,7 +86,10 @@ Admit = Callable[[DataPacket], Verdict]
 """``admit(first)``: called with the FIRST fragment of each message that enters in order
 (its port, source, length, type and user arguments decide)."""
 
-_REFUSALS = {Admission.NO_BUFFER: NackReason.NO_BUFFER, Admission.NO_PORT: NackReason.NO_PORT}
+_REFUSALS: Final = {
+    Admission.NO_BUFFER: NackReason.NO_BUFFER,
+    Admission.NO_PORT: NackReason.NO_PORT,
+}
 
 
 def unwrap(wire_seq: int, ref: int) -> int:

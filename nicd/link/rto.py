@@ -14,14 +14,16 @@ Pure: no clock, callers pass ``now``.
 
 from __future__ import annotations
 
+from typing import Final
+
 from nicd.errors import UsageError
 
 __all__ = ["ALPHA", "BETA", "GRANULARITY_S", "K", "Rto", "RttEstimator"]
 
-ALPHA = 1 / 8  # SRTT gain (RFC 6298 §2.3)
-BETA = 1 / 4  # RTTVAR gain (RFC 6298 §2.3)
-K = 4  # RTTVAR multiplier in the RTO (RFC 6298 §2.2)
-GRANULARITY_S = 1e-6  # clock granularity G in seconds: a monotonic float clock
+ALPHA: Final = 1 / 8  # SRTT gain (RFC 6298 §2.3)
+BETA: Final = 1 / 4  # RTTVAR gain (RFC 6298 §2.3)
+K: Final = 4  # RTTVAR multiplier in the RTO (RFC 6298 §2.2)
+GRANULARITY_S: Final = 1e-6  # clock granularity G in seconds: a monotonic float clock
 
 
 class RttEstimator:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, replace
+from typing import Final
 
 from nicd.core.actions import SendComplete, SendPacket, TransportAction
 from nicd.core.stats import TransportStats
@@ -30,7 +31,7 @@ from nicd.link.wire import FRAG_FLAGS, DataPacket, MsgType
 
 __all__ = ["TOKEN_MASK", "Message", "Outgoing", "Scoreboard"]
 
-TOKEN_MASK = 0xFFFF  # w1's token half carries the stream's 16-bit epoch (nicd.link.wire)
+TOKEN_MASK: Final = 0xFFFF  # w1's token half carries the stream's 16-bit epoch (nicd.link.wire)
 
 
 @dataclass(slots=True)

@@ -28,7 +28,7 @@ inputs take ``now`` keyword-only and return actions; timers are deadlines the ca
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 from nicd.config import TransportConfig
 from nicd.core.actions import SendFailed, TransportAction
@@ -43,9 +43,9 @@ from nicd.link.wire import NackReason
 
 __all__ = ["StreamKey", "StreamSender"]
 
-_PAUSED = SendState.PAUSED
-_PROBING = SendState.PROBING
-_OPEN = SendState.OPEN
+_PAUSED: Final = SendState.PAUSED
+_PROBING: Final = SendState.PROBING
+_OPEN: Final = SendState.OPEN
 
 
 StreamKey: TypeAlias = tuple[int, int, int]

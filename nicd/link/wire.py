@@ -36,6 +36,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
+from typing import Final
 
 from nicd.errors import BadPacket
 
@@ -74,10 +75,10 @@ __all__ = [
     "mcast_ack_packet",
 ]
 
-GRIM_PACKET_TYPE = 0x0636  # GRIM's Myrinet packet type (seed 002, Fig 4.2)
-MAX_NODE = 0xFFFF  # node ids are 16-bit
-MAX_PORT = 0xFFFF  # ports (GRIM endpoints / logical channels) are 16-bit
-MAX_ROUTE_BYTES = 255
+GRIM_PACKET_TYPE: Final = 0x0636  # GRIM's Myrinet packet type (seed 002, Fig 4.2)
+MAX_NODE: Final = 0xFFFF  # node ids are 16-bit
+MAX_PORT: Final = 0xFFFF  # ports (GRIM endpoints / logical channels) are 16-bit
+MAX_ROUTE_BYTES: Final = 255
 
 # Data header, 12 words (48 bytes), after GRIM Fig 4.2:
 #   w0  packet type 0x0636 (16) | message type (8) | flags (8): FIRST 1, LAST 2, ACKED 4,
@@ -98,14 +99,14 @@ MAX_ROUTE_BYTES = 255
 #       destination LC) to (source node, source LC); exactly what an ACK control with those
 #       fields would say, so a stream with data both ways needs no ACK datagram of its own
 #   w13 (only with ACKED) the epoch of the stream that ACK acknowledges (16) | zero (16)
-DATA_HEADER = struct.Struct(">HBBHHIHHHHHHII4I")
-ACK_WORD = struct.Struct(">IHH")
-ACKED = 0x04
+DATA_HEADER: Final = struct.Struct(">HBBHHIHHHHHHII4I")
+ACK_WORD: Final = struct.Struct(">IHH")
+ACKED: Final = 0x04
 """Data flags bit (beside the fragment flags): an ACK word follows the header."""
-SKIP = 0x08
+SKIP: Final = 0x08
 """Data flags bit: this fragment's message was aborted by its receiver (NACK ABORTED); the
 packet carries no payload and is taken only to keep the stream's sequence whole."""
-ESTABLISHED = 0x10
+ESTABLISHED: Final = 0x10
 """Data flags bit: the sender has had an acknowledgement of this stream epoch, so its
 receiver must hold the stream's state (none: it lost it; NACK RESET)."""
 
@@ -115,15 +116,15 @@ receiver must hold the stream's state (none: it lost it; NACK RESET)."""
 #   w2  node sending the control (16) | the stream's source LC (16)
 #   w3  node the control goes to (16) | the stream's destination LC (16)
 #   w4  the epoch of the stream answered (16; 0 for PING, PONG, MCAST_ACK) | zero (16)
-CONTROL_HEADER = struct.Struct(">HBBIHHHHHH")
+CONTROL_HEADER: Final = struct.Struct(">HBBIHHHHHH")
 
 # SACK (selective recovery) = the control header (seq = next expected, cumulative) and
 #   w5..w6  bitmap (64): bit i set = the receiver holds seq + 1 + i (out of order)
-SACK_TRAILER = struct.Struct(">Q")
-SACK_BITS = 64
+SACK_TRAILER: Final = struct.Struct(">Q")
+SACK_BITS: Final = 64
 
-CRC = struct.Struct(">I")
-_FIRST_WORD = struct.Struct(">HBB")
+CRC: Final = struct.Struct(">I")
+_FIRST_WORD: Final = struct.Struct(">HBB")
 
 
 class MsgType(IntEnum):
@@ -165,13 +166,13 @@ class MsgType(IntEnum):
         return self in CONTROL_TYPES
 
 
-CONTROL_TYPES = frozenset(
+CONTROL_TYPES: Final = frozenset(
     {MsgType.ACK, MsgType.NACK, MsgType.MCAST_ACK, MsgType.PING, MsgType.PONG, MsgType.SACK}
 )
-SIGNAL_TYPES = frozenset({MsgType.AB_COLL})
+SIGNAL_TYPES: Final = frozenset({MsgType.AB_COLL})
 """Types whose arrival signals a host that enabled signals on its port (DESIGN §5); no other
 traffic ever does."""
-_MSG_TYPES = {int(t): t for t in MsgType}
+_MSG_TYPES: Final = {int(t): t for t in MsgType}
 
 
 class FragFlags(IntFlag):
@@ -183,13 +184,13 @@ class FragFlags(IntFlag):
     ONLY = 0x03  # FIRST | LAST, written out: mypyc compiles no enum member built from others
 
 
-_FRAG_MASK = int(FragFlags.ONLY)
-_DATA_FLAGS_MASK = _FRAG_MASK | ACKED | SKIP | ESTABLISHED
-FRAG_FLAGS = (FragFlags.NONE, FragFlags.FIRST, FragFlags.LAST, FragFlags.ONLY)
+_FRAG_MASK: Final = int(FragFlags.ONLY)
+_DATA_FLAGS_MASK: Final = _FRAG_MASK | ACKED | SKIP | ESTABLISHED
+FRAG_FLAGS: Final = (FragFlags.NONE, FragFlags.FIRST, FragFlags.LAST, FragFlags.ONLY)
 """FragFlags by value: ``FRAG_FLAGS[first | last << 1]``. The fast path tests flags against
 these tables: building an IntFlag, ``|``, ``&`` and ``in`` on one are Python-level calls."""
-HAS_FIRST = frozenset({FragFlags.FIRST, FragFlags.ONLY})
-HAS_LAST = frozenset({FragFlags.LAST, FragFlags.ONLY})
+HAS_FIRST: Final = frozenset({FragFlags.FIRST, FragFlags.ONLY})
+HAS_LAST: Final = frozenset({FragFlags.LAST, FragFlags.ONLY})
 
 
 def fragment_flags(index: int, count: int) -> FragFlags:
@@ -221,7 +222,31 @@ class NackReason(IntEnum):
     ``peer_reset`` at the sender, which starts a new epoch for later sends."""
 
 
-_NACK_REASONS = {int(r): r for r in NackReason}
+_NACK_REASONS: Final = {int(r): r for r in NackReason}
+
+# The decoder's fast path (compiled, docs/dev/build.md): bound methods and tables held in
+# Final names are C statics, where a module global is a dict lookup and ``CRC.unpack_from`` a
+# method lookup by name on every packet.
+_crc32: Final = zlib.crc32
+_unpack_crc: Final = CRC.unpack_from
+_unpack_first_word: Final = _FIRST_WORD.unpack_from
+_unpack_data_header: Final = DATA_HEADER.unpack_from
+_unpack_ack_word: Final = ACK_WORD.unpack_from
+_pack_data_header: Final = DATA_HEADER.pack
+_pack_crc: Final = CRC.pack
+_MIN_FRAME: Final = 1 + _FIRST_WORD.size + CRC.size
+_DATA_HEADER_SIZE: Final = DATA_HEADER.size
+_ACK_WORD_SIZE: Final = ACK_WORD.size
+_unpack_control: Final = CONTROL_HEADER.unpack_from
+_CONTROL_SIZE: Final = CONTROL_HEADER.size
+_SACK_TRAILER_SIZE: Final = SACK_TRAILER.size
+_SACK: Final = MsgType.SACK
+_NACK: Final = MsgType.NACK
+_MSG_TYPE_OF: Final[tuple[MsgType | None, ...]] = tuple(_MSG_TYPES.get(v) for v in range(256))
+"""MsgType by its wire byte (None: not a type)."""
+_IS_CONTROL: Final[tuple[bool, ...]] = tuple(
+    t is not None and t in CONTROL_TYPES for t in _MSG_TYPE_OF
+)
 
 
 @dataclass(slots=True)
@@ -372,7 +397,7 @@ def encode_data(
         flags |= SKIP
     if established or p.established:
         flags |= ESTABLISHED
-    header = DATA_HEADER.pack(
+    header = _pack_data_header(
         GRIM_PACKET_TYPE,
         int(p.msg_type),
         flags,
@@ -393,7 +418,7 @@ def encode_data(
         header += ACK_WORD.pack(ack, ack_epoch, 0)
     if not p.route:  # the usual case, one concatenation less
         framed = b"\x00" + header + p.payload
-        return framed + CRC.pack(zlib.crc32(framed))
+        return framed + _pack_crc(_crc32(framed))
     return _frame(p.route, header + p.payload)
 
 
@@ -427,24 +452,24 @@ def decode_untrusted(buf: bytes | bytearray | memoryview) -> Packet:
     """Decode one datagram; raise only :class:`BadPacket` (with a counter ``reason``)."""
     view = memoryview(buf)
     n = len(view)
-    if n < 1 + _FIRST_WORD.size + CRC.size:
+    if n < _MIN_FRAME:
         raise BadPacket("truncated", f"{n} bytes")
-    (crc,) = CRC.unpack_from(view, n - CRC.size)
-    if zlib.crc32(view[: n - CRC.size]) != crc:
+    end = n - 4  # the CRC's 4 bytes
+    (crc,) = _unpack_crc(view, end)
+    if _crc32(view[:end]) != crc:
         raise BadPacket("crc")
-    route_len = view[0]
+    route_len: int = view[0]
     start = 1 + route_len
-    end = n - CRC.size
-    if end - start < _FIRST_WORD.size:
+    if end - start < 4:  # the first word
         raise BadPacket("truncated", "route longer than the packet")
-    route = bytes(view[1:start])
-    packet_type, raw_type, flags = _FIRST_WORD.unpack_from(view, start)
+    route = bytes(view[1:start]) if route_len else b""
+    packet_type, raw_type, flags = _unpack_first_word(view, start)
     if packet_type != GRIM_PACKET_TYPE:
         raise BadPacket("packet_type", hex(packet_type))
-    msg_type = _MSG_TYPES.get(raw_type)
+    msg_type = _MSG_TYPE_OF[raw_type]
     if msg_type is None:
         raise BadPacket("msg_type", str(raw_type))
-    if msg_type in CONTROL_TYPES:
+    if _IS_CONTROL[raw_type]:
         return _decode_control(view, start, end, msg_type, flags, route)
     return _decode_data(view, start, end, msg_type, flags, route)
 
@@ -452,19 +477,17 @@ def decode_untrusted(buf: bytes | bytearray | memoryview) -> Packet:
 def _decode_control(
     view: memoryview, start: int, end: int, msg_type: MsgType, flags: int, route: bytes
 ) -> ControlPacket:
-    size = CONTROL_HEADER.size + (SACK_TRAILER.size if msg_type is MsgType.SACK else 0)
+    size = _CONTROL_SIZE + (_SACK_TRAILER_SIZE if msg_type is _SACK else 0)
     if end - start != size:
         raise BadPacket("truncated" if end - start < size else "length")
-    _, _, _, seq, from_node, src_port, to_node, dst_port, epoch, zero = CONTROL_HEADER.unpack_from(
-        view, start
-    )
+    _, _, _, seq, from_node, src_port, to_node, dst_port, epoch, zero = _unpack_control(view, start)
     if zero:
         raise BadPacket("reserved", str(zero))
     sack = 0
-    if msg_type is MsgType.SACK:
-        (sack,) = SACK_TRAILER.unpack_from(view, start + CONTROL_HEADER.size)
+    if msg_type is _SACK:
+        (sack,) = SACK_TRAILER.unpack_from(view, start + _CONTROL_SIZE)
     reason: NackReason | None = None
-    if msg_type is MsgType.NACK:
+    if msg_type is _NACK:
         reason = _NACK_REASONS.get(flags)
         if reason is None:
             raise BadPacket("nack_reason", str(flags))
@@ -478,7 +501,7 @@ def _decode_control(
 def _decode_data(
     view: memoryview, start: int, end: int, msg_type: MsgType, flags: int, route: bytes
 ) -> DataPacket:
-    if end - start < DATA_HEADER.size:
+    if end - start < _DATA_HEADER_SIZE:
         raise BadPacket("truncated")
     if flags & ~_DATA_FLAGS_MASK:
         raise BadPacket("flags", str(flags))
@@ -501,17 +524,17 @@ def _decode_data(
         a1,
         a2,
         a3,
-    ) = DATA_HEADER.unpack_from(view, start)
-    payload_start = start + DATA_HEADER.size
+    ) = _unpack_data_header(view, start)
+    payload_start = start + _DATA_HEADER_SIZE
     ack: int | None = None
     ack_epoch = 0
     if flags & ACKED:
-        if end - payload_start < ACK_WORD.size:
+        if end - payload_start < _ACK_WORD_SIZE:
             raise BadPacket("truncated")
-        ack, ack_epoch, zero = ACK_WORD.unpack_from(view, payload_start)
+        ack, ack_epoch, zero = _unpack_ack_word(view, payload_start)
         if zero:
             raise BadPacket("reserved", str(zero))
-        payload_start += ACK_WORD.size
+        payload_start += _ACK_WORD_SIZE
     if end - payload_start != frag_len:
         raise BadPacket("length", f"header says {frag_len}, datagram has {end - payload_start}")
     if offset + frag_len > msg_len:
@@ -558,8 +581,8 @@ def _decode_data(
 # MCAST_ACK, a control packet (its flags byte stays 0):
 #   seq = next sequence number expected (cumulative); from_node = child; to_node = parent;
 #   src_port = group id (16); dst_port = kind (2) | epoch (14).
-MCAST_EPOCH_MASK = 0x3FFF  # an epoch travels as its low 14 bits
-_MCAST_KIND_SHIFT = 14
+MCAST_EPOCH_MASK: Final = 0x3FFF  # an epoch travels as its low 14 bits
+_MCAST_KIND_SHIFT: Final = 14
 
 
 class McastAckKind(IntEnum):
@@ -573,7 +596,7 @@ class McastAckKind(IntEnum):
     """... and ``seq`` was refused (no receive token): alive, retry after the timeout."""
 
 
-_MCAST_ACK_KINDS = {int(k): k for k in McastAckKind}
+_MCAST_ACK_KINDS: Final = {int(k): k for k in McastAckKind}
 
 
 @dataclass(slots=True)
