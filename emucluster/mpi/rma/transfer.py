@@ -19,6 +19,7 @@ import numpy as np
 
 from emucluster.mpi.buffer.spec import EMPTY, MessageSpecError, Msg, as_datatype, message
 from emucluster.mpi.constants import PROC_NULL
+from emucluster.mpi.datatype.datatype import Datatype
 from emucluster.mpi.errors import ERR_ARG, ERR_OP, ERR_RANK, ERR_RMA_RANGE, ERR_TYPE
 from emucluster.mpi.errors import Exception as MPIException
 from emucluster.mpi.rma.constants import LOCK_EXCLUSIVE
@@ -29,7 +30,6 @@ from nicd.contract import ATOMIC_ELEMENT_CODES, AtomicOp, apply_atomic
 if TYPE_CHECKING:
     from emucluster.grim.port import Block, Handle, RmRequest
     from emucluster.mpi.collective.ops import Op
-    from emucluster.mpi.datatype.datatype import Datatype
     from emucluster.mpi.rma.state import WinState
 
 __all__ = ["Transfer"]
@@ -50,10 +50,10 @@ class Transfer:
 
     def put(self, origin: Any, target_rank: int, target: Any = None) -> RmaOp | None:
         """Start a Put (origin bytes to the target window)."""
-        msg = message(origin, writable=False)
         if self._null(target_rank):
-            _parse_target(target, msg)
+            _parse_target(target, _null_origin(origin))
             return None
+        msg = message(origin, writable=False)
         handle, runs = self._runs(target_rank, target, msg)
         ep, tgt, data = self.st.engine.endpoint, self.st.targets[target_rank], msg.view
         mem = self._here(target_rank, atomic=False)
@@ -71,10 +71,10 @@ class Transfer:
 
     def get(self, origin: Any, target_rank: int, target: Any = None) -> RmaOp | None:
         """Start a Get (target bytes into the origin buffer)."""
-        msg = message(origin, writable=True, staged=True)
         if self._null(target_rank):
-            _parse_target(target, msg)
+            _parse_target(target, _null_origin(origin))
             return None
+        msg = message(origin, writable=True, staged=True)
         handle, runs = self._runs(target_rank, target, msg)
         eng, tgt = self.st.engine, self.st.targets[target_rank]
         total = sum(n for _, n in runs)
@@ -148,13 +148,14 @@ class Transfer:
         self, origin: Any, result: Any, target_rank: int, target: Any, op: Op | None
     ) -> RmaOp | None:
         aop = _op_code(op)
+        if self._null(target_rank):
+            spec = result if aop is AtomicOp.NO_OP and result is not None else origin
+            _parse_target(target, spec if isinstance(spec, Msg) else _null_origin(spec))
+            return None
         o = origin if isinstance(origin, Msg) else message(origin, writable=False)
         r = None
         if result is not None:
             r = result if isinstance(result, Msg) else message(result, writable=True, staged=True)
-        if self._null(target_rank):
-            _parse_target(target, r if aop is AtomicOp.NO_OP and r is not None else o)
-            return None
         spec = r if aop is AtomicOp.NO_OP and r is not None and not o.elements else o
         handle, runs = self._runs(target_rank, target, spec)
         datatype = _parse_target(target, spec)[2]
@@ -253,6 +254,14 @@ class Transfer:
             eng.give_back(scratch)
             self.st.tables[target_rank] = table
         return table
+
+
+def _null_origin(origin: Any) -> Msg:
+    """An origin (or result) buffer of an operation on PROC_NULL, as mpi4py takes it: never
+    looked at (``MPI.BOTTOM`` will do), but for the datatype ending a list or tuple spec."""
+    if isinstance(origin, list | tuple) and origin and isinstance(origin[-1], Datatype):
+        return Msg(EMPTY.view, origin[-1], 0, None)
+    return EMPTY
 
 
 def _parse_target(target: Any, msg: Msg | None) -> tuple[int, int, Datatype]:

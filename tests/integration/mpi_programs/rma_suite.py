@@ -10,7 +10,9 @@
    target datatype, checked element by element (a Get sees what a third rank put in the
    epoch before); Get_accumulate and Compare_and_swap.
 4. A dynamic window: memory attached at its address, Put/Accumulate/Get at addresses.
-5. PSCW and the request forms (Rput, Rget, Raccumulate, Rget_accumulate).
+5. PSCW and the request forms (Rput, Rget, Raccumulate, Rget_accumulate); every data movement
+   to PROC_NULL completes at once whatever its origin buffer (``MPI.BOTTOM``), as mpi4py's
+   test_rma_nb has it, and leaves the window as it was.
 """
 
 from __future__ import annotations
@@ -148,6 +150,18 @@ def pscw_and_requests() -> None:
     win.Unlock(target)
     check("rget sees own raccumulate", int(got[rank]), 1000 + rank + 1)
     check("rget_accumulate no_op", int(old[0]), 1000 + rank + 1)
+    win.Lock_all()
+    before = mem.tolist()
+    null = MPI.PROC_NULL
+    reqs = [win.Rput(MPI.BOTTOM, null, None), win.Rget(MPI.BOTTOM, null, None),
+            win.Raccumulate([None, MPI.INT], null, None, MPI.SUM),
+            win.Rget_accumulate([None, MPI.INT], [None, MPI.INT], null, None, MPI.SUM)]  # fmt: skip
+    MPI.Request.Waitall(reqs)
+    check("PROC_NULL requests done", [r == MPI.REQUEST_NULL for r in reqs], [True] * 4)
+    win.Put(MPI.BOTTOM, null)
+    win.Get(MPI.BOTTOM, null)
+    win.Unlock_all()
+    check("PROC_NULL leaves the window", mem.tolist(), before)
     others.Free()
     group.Free()
     world.Barrier()
