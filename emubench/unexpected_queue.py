@@ -54,7 +54,7 @@ def _fill(kind: str, depth: int, sources: int) -> tuple[EnvelopeStore[int], tupl
         store.append(Envelope(CONTEXT, n % sources, n % FILLER_TAGS), n)
     wanted = Envelope(CONTEXT, (depth - 1) % sources, WANTED_TAG)
     store.append(wanted, depth - 1)
-    slot, found_depth = store.find(*wanted)
+    slot, found_depth = store.find(wanted.context, wanted.source, wanted.tag)
     assert slot is not None, "the wanted message must be found"
     assert slot.item == depth - 1, "the wanted message must be the last"
     assert kind == "lhs-grouped" or found_depth == depth, "every entry must be examined"

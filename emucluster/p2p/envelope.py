@@ -58,8 +58,9 @@ Invariants:
 from __future__ import annotations
 
 import heapq
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Final, Generic, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Final, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -102,8 +103,12 @@ _DEAD_BYTE: Final = bytes([_DEAD])
 _SCAN_BYTES: Final = 3584 * ENTRY_BYTES  # longest slice one bytes.find searches (see _scan)
 
 
-class Envelope(NamedTuple):
-    """What MPI matches on. A receive pattern may hold ANY_SOURCE / ANY_TAG; a message never."""
+@dataclass(slots=True, unsafe_hash=True)
+class Envelope:
+    """What MPI matches on. A receive pattern may hold ANY_SOURCE / ANY_TAG; a message never.
+
+    Treated as immutable. A class with its own ``__init__``, not a NamedTuple: compiled, it is
+    built without a Python frame, and every message and posted receive builds one."""
 
     context: int
     """Context id of the communicator; envelopes of different contexts never match."""
@@ -112,9 +117,15 @@ class Envelope(NamedTuple):
     tag: int
     """Message tag (0..MAX_TAG), or ANY_TAG."""
 
+    def __init__(self, context: int, source: int, tag: int) -> None:
+        self.context = context
+        self.source = source
+        self.tag = tag
 
-class Slot(NamedTuple, Generic[T]):
-    """One queued entry, as a store returns it."""
+
+@dataclass(slots=True)
+class Slot(Generic[T]):
+    """One queued entry, as a store returns it (its own ``__init__``, as `Envelope`'s)."""
 
     key: int
     """Arrival number within the store: smaller is earlier."""
@@ -122,6 +133,16 @@ class Slot(NamedTuple, Generic[T]):
     """The envelope (or receive pattern) it was queued with."""
     item: T
     """The caller's opaque payload or receive handle."""
+
+    def __init__(self, key: int, envelope: Envelope, item: T) -> None:
+        self.key = key
+        self.envelope = envelope
+        self.item = item
+
+
+def _arrival(slot: Slot[T]) -> int:
+    """A slot's arrival order (the key stores merge their queues by)."""
+    return slot.key
 
 
 class EnvelopeStore(Protocol[T]):
@@ -249,7 +270,7 @@ class ListStore(Generic[T]):
         return self._len > 0
 
     def __iter__(self) -> Iterator[Slot[T]]:
-        return heapq.merge(*self._queues.values())
+        return heapq.merge(*self._queues.values(), key=_arrival)
 
 
 # -- LHS ---------------------------------------------------------------------------------------
@@ -304,7 +325,7 @@ class LhsStore(Generic[T]):
         return self._len > 0
 
     def __iter__(self) -> Iterator[Slot[T]]:
-        return heapq.merge(*self._queues.values())
+        return heapq.merge(*self._queues.values(), key=_arrival)
 
 
 class GroupedLhsStore(Generic[T]):
@@ -379,7 +400,7 @@ class GroupedLhsStore(Generic[T]):
         return self._len > 0
 
     def __iter__(self) -> Iterator[Slot[T]]:
-        return heapq.merge(*self._arrival.values())
+        return heapq.merge(*self._arrival.values(), key=_arrival)
 
 
 class _PackedQueue(Generic[T]):

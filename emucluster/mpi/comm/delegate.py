@@ -6,6 +6,10 @@ needs of the communicator: its state, or the handle itself) and call its ``Bcast
 keeps the delegate's signature and docstring (``help(MPI.Intracomm.Bcast)``, ``inspect``), mypy
 checks every call against it, and the class body reads as the table of what a communicator
 does and where each call lives, instead of a stack of mixins.
+
+The method carries ``__delegate__ = (role, method)``, so a class decorator that wraps the
+class's methods (``emucluster.mpi.ft.ulfm.guard``) can make one wrapper doing both jobs
+instead of stacking a second frame on every call.
 """
 
 from __future__ import annotations
@@ -33,4 +37,5 @@ def delegate(
     def call(handle: Handle, /, *args: P.args, **kwargs: P.kwargs) -> R:
         return method(role(handle), *args, **kwargs)
 
+    call.__delegate__ = (role, method)  # type: ignore[attr-defined]
     return call

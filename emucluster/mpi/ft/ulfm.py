@@ -255,6 +255,10 @@ def revoked_error() -> MPIException:
 
 
 def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
+    delegated = getattr(method, "__delegate__", None)
+    if delegated is not None:  # one frame for both the check and the delegation
+        return _guarded_delegate(method, *delegated)
+
     @functools.wraps(method)
     def call(handle: Any, /, *args: Any, **kwargs: Any) -> Any:
         st = handle._st
@@ -263,6 +267,23 @@ def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
             if revoked and st.context in revoked:
                 raise revoked_error()
         return method(handle, *args, **kwargs)
+
+    return call
+
+
+def _guarded_delegate(
+    wrapper: Callable[..., Any], role: Callable[[Any], Any], method: Callable[..., Any]
+) -> Callable[..., Any]:
+    """`_guarded` of a `delegate` method: the check, then ``method(role(handle), ...)``."""
+
+    @functools.wraps(wrapper)
+    def call(handle: Any, /, *args: Any, **kwargs: Any) -> Any:
+        st = handle._st
+        if st is not None:
+            revoked = st.runtime.engine.revoked
+            if revoked and st.context in revoked:
+                raise revoked_error()
+        return method(role(handle), *args, **kwargs)
 
     return call
 
