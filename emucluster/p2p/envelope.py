@@ -123,21 +123,22 @@ class Envelope:
         self.tag = tag
 
 
-@dataclass(slots=True)
 class Slot(Generic[T]):
-    """One queued entry, as a store returns it (its own ``__init__``, as `Envelope`'s)."""
+    """One queued entry, as a store returns it (a plain class with its own ``__init__``, as
+    `Envelope`; not a dataclass, which mypyc cannot build for a generic class with slots)."""
 
-    key: int
-    """Arrival number within the store: smaller is earlier."""
-    envelope: Envelope
-    """The envelope (or receive pattern) it was queued with."""
-    item: T
-    """The caller's opaque payload or receive handle."""
+    __slots__ = ("envelope", "item", "key")
 
     def __init__(self, key: int, envelope: Envelope, item: T) -> None:
         self.key = key
+        """Arrival number within the store: smaller is earlier."""
         self.envelope = envelope
+        """The envelope (or receive pattern) it was queued with."""
         self.item = item
+        """The caller's opaque payload or receive handle."""
+
+    def __repr__(self) -> str:
+        return f"Slot(key={self.key!r}, envelope={self.envelope!r}, item={self.item!r})"
 
 
 def _arrival(slot: Slot[T]) -> int:

@@ -130,6 +130,14 @@ class Transmit:
     args: Args
     payload: bytes | bytearray | memoryview
 
+    def __init__(
+        self, dst_node: int, msg_type: int, args: Args, payload: bytes | bytearray | memoryview
+    ) -> None:  # native when compiled (docs/dev/build.md)
+        self.dst_node = dst_node
+        self.msg_type = msg_type
+        self.args = args
+        self.payload = payload
+
 
 @dataclass(slots=True)
 class SendData:
@@ -143,6 +151,16 @@ class SendData:
     payload: memoryview
     op: SendOp
 
+    def __init__(
+        self, dst_node: int, recv_id: int, region: int, offset: int, payload: memoryview, op: SendOp
+    ) -> None:  # native when compiled (docs/dev/build.md)
+        self.dst_node = dst_node
+        self.recv_id = recv_id
+        self.region = region
+        self.offset = offset
+        self.payload = payload
+        self.op = op
+
 
 @dataclass(slots=True)
 class Grant:
@@ -154,12 +172,24 @@ class Grant:
     recv_id: int
     size: int
 
+    def __init__(
+        self, dst_node: int, send_id: int, recv_id: int, size: int
+    ) -> None:  # native when compiled (docs/dev/build.md)
+        self.dst_node = dst_node
+        self.send_id = send_id
+        self.recv_id = recv_id
+        self.size = size
+
 
 @dataclass(slots=True)
 class Release:
     """Receive ``recv_id`` no longer needs the memory granted for it."""
 
     recv_id: int
+
+    # native when compiled (docs/dev/build.md)
+    def __init__(self, recv_id: int) -> None:
+        self.recv_id = recv_id
 
 
 Action = Transmit | SendData | Grant | Release
