@@ -55,6 +55,7 @@ COMPILED = [
     "nicd/link/selective.py",
     "nicd/link/sender.py",
     "nicd/link/wire.py",
+    "nicd/shell/shell.py",
     "emucluster/p2p/envelope.py",
     "emucluster/p2p/matching.py",
     "emucluster/p2p/ops.py",
