@@ -4,8 +4,10 @@ Sockets, the clock, signals, threads and files live here, under a name that says
 other folder of nicd is sans-IO (the purity test checks them folder by folder), and
 ``nicd/__main__.py`` (the command line) hands over to :func:`~nicd.shell.daemon.run`.
 
-* ``daemon.py``: the uvloop event loop: the UDP link, the PCI socket, one timer, signals;
-  every input goes to NicCore with ``now`` and what comes back is carried out.
+* ``daemon.py``: the nicd process around the uvloop event loop: its UDP and PCI sockets,
+  signals, start and stop.
+* ``shell.py``: the loop's callbacks (compiled): every input goes to NicCore with ``now``
+  and what comes back is carried out (the link, the host connections, the one timer).
 * ``hostconn.py``: one host connection's socket state (its queue, the descriptors that came
   with its records, its peer's pid).
 * ``routes.py``: routing tables read from a file and resolved to addresses.
