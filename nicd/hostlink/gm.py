@@ -64,6 +64,11 @@ _OPENED: Final = struct.Struct(">BHHHH")
 _RECV: Final = struct.Struct(">BBHHHH4II")
 # SENT:     op (8) | handle (32)
 _SENT: Final = struct.Struct(">BI")
+# Bound once (compiled, a Final name is a C static; ``_SEND.pack`` looks the method up by name)
+_pack_send: Final = _SEND.pack
+_unpack_send: Final = _SEND.unpack_from
+_pack_recv: Final = _RECV.pack
+_unpack_recv: Final = _RECV.unpack_from
 # SENT_MANY: op (8), then handles (32 each)
 _HANDLE: Final = struct.Struct(">I")
 # ERROR:    op (8) | handle (32) | dst node (16), then the reason in UTF-8
@@ -87,14 +92,16 @@ _OP: Final = struct.Struct(">B")
 
 
 def _encode_send(rec: SendReq) -> list[bytes]:
-    head = _SEND.pack(HostOp.SEND, rec.msg_type, rec.handle, rec.dst_node, rec.dst_port,
-                      rec.am_handler, *rec.args, len(rec.payload))  # fmt: skip
+    a0, a1, a2, a3 = rec.args  # one by one: a starred call builds a list and a tuple
+    head = _pack_send(HostOp.SEND, rec.msg_type, rec.handle, rec.dst_node, rec.dst_port,
+                      rec.am_handler, a0, a1, a2, a3, len(rec.payload))  # fmt: skip
     return chunked(head, rec.payload)
 
 
 def _encode_recv(rec: RecvEvent) -> list[bytes]:
-    head = _RECV.pack(HostOp.RECV, rec.msg_type, rec.src_node, rec.src_port, rec.am_handler,
-                      rec.mcast_group, *rec.args, len(rec.payload))  # fmt: skip
+    a0, a1, a2, a3 = rec.args
+    head = _pack_recv(HostOp.RECV, rec.msg_type, rec.src_node, rec.src_port, rec.am_handler,
+                      rec.mcast_group, a0, a1, a2, a3, len(rec.payload))  # fmt: skip
     return chunked(head, rec.payload)
 
 
@@ -155,13 +162,13 @@ ENCODERS: dict[type, Encoder] = dict(
 
 
 def _decode_send(record: bytes) -> Chunked[SendReq]:
-    m, handle, node, port, am, a0, a1, a2, a3, total = _SEND.unpack_from(record)[1:]
+    _, m, handle, node, port, am, a0, a1, a2, a3, total = _unpack_send(record)
     head = SendReq(handle, node, port, b"", m, am, (a0, a1, a2, a3))
     return Chunked(head, total, memoryview(record)[_SEND.size :])
 
 
 def _decode_recv(record: bytes) -> Chunked[RecvEvent]:
-    m, node, port, am, group, a0, a1, a2, a3, total = _RECV.unpack_from(record)[1:]
+    _, m, node, port, am, group, a0, a1, a2, a3, total = _unpack_recv(record)
     head = RecvEvent(node, port, b"", m, am, (a0, a1, a2, a3), group)
     return Chunked(head, total, memoryview(record)[_RECV.size :])
 

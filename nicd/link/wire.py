@@ -234,6 +234,12 @@ _unpack_data_header: Final = DATA_HEADER.unpack_from
 _unpack_ack_word: Final = ACK_WORD.unpack_from
 _pack_data_header: Final = DATA_HEADER.pack
 _pack_crc: Final = CRC.pack
+_pack_frame_head: Final = struct.Struct(">B" + DATA_HEADER.format[1:]).pack
+"""An empty route's length byte and the data header (``encode_data``'s usual case)."""
+_pack_frame_head_acked: Final = struct.Struct(
+    ">B" + DATA_HEADER.format[1:] + ACK_WORD.format[1:]
+).pack
+"""... and the piggy-backed ACK word."""
 _MIN_FRAME: Final = 1 + _FIRST_WORD.size + CRC.size
 _DATA_HEADER_SIZE: Final = DATA_HEADER.size
 _ACK_WORD_SIZE: Final = ACK_WORD.size
@@ -397,29 +403,31 @@ def encode_data(
         flags |= SKIP
     if established or p.established:
         flags |= ESTABLISHED
+    a0, a1, a2, a3 = p.args  # passed one by one: a starred call builds a list and a tuple
+    payload = p.payload
+    if not p.route:  # the usual case: route length, header and ACK word in one pack
+        if ack is None:
+            head = _pack_frame_head(
+                0, GRIM_PACKET_TYPE, int(p.msg_type), flags, p.token, p.mcast_group, p.seq,
+                p.src_node, p.src_port, p.dst_node, p.dst_port, p.am_handler, len(payload),
+                p.msg_len, p.offset, a0, a1, a2, a3,
+            )  # fmt: skip
+        else:
+            head = _pack_frame_head_acked(
+                0, GRIM_PACKET_TYPE, int(p.msg_type), flags, p.token, p.mcast_group, p.seq,
+                p.src_node, p.src_port, p.dst_node, p.dst_port, p.am_handler, len(payload),
+                p.msg_len, p.offset, a0, a1, a2, a3, ack, ack_epoch, 0,
+            )  # fmt: skip
+        framed = head + payload
+        return framed + _pack_crc(_crc32(framed))
     header = _pack_data_header(
-        GRIM_PACKET_TYPE,
-        int(p.msg_type),
-        flags,
-        p.token,
-        p.mcast_group,
-        p.seq,
-        p.src_node,
-        p.src_port,
-        p.dst_node,
-        p.dst_port,
-        p.am_handler,
-        len(p.payload),
-        p.msg_len,
-        p.offset,
-        *p.args,
-    )
+        GRIM_PACKET_TYPE, int(p.msg_type), flags, p.token, p.mcast_group, p.seq, p.src_node,
+        p.src_port, p.dst_node, p.dst_port, p.am_handler, len(payload), p.msg_len, p.offset,
+        a0, a1, a2, a3,
+    )  # fmt: skip
     if ack is not None:
         header += ACK_WORD.pack(ack, ack_epoch, 0)
-    if not p.route:  # the usual case, one concatenation less
-        framed = b"\x00" + header + p.payload
-        return framed + _pack_crc(_crc32(framed))
-    return _frame(p.route, header + p.payload)
+    return _frame(p.route, header + payload)
 
 
 def encode_control(p: ControlPacket) -> bytes:
