@@ -254,36 +254,19 @@ def revoked_error() -> MPIException:
     return MPIException(ERR_REVOKED, "the communicator was revoked")
 
 
-def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
-    delegated = getattr(method, "__delegate__", None)
-    if delegated is not None:  # one frame for both the check and the delegation
-        return _guarded_delegate(method, *delegated)
+def _guarded(function: Callable[..., Any]) -> Callable[..., Any]:
+    # A `delegate` method is unwrapped: one frame does the check and the delegation (its
+    # locals `handle` and `method` are what tests/unit/mpisim.py names a parked call by).
+    role, method = getattr(function, "__delegate__", (None, function))
 
-    @functools.wraps(method)
+    @functools.wraps(function)
     def call(handle: Any, /, *args: Any, **kwargs: Any) -> Any:
         st = handle._st
         if st is not None:
             revoked = st.runtime.engine.revoked
             if revoked and st.context in revoked:
                 raise revoked_error()
-        return method(handle, *args, **kwargs)
-
-    return call
-
-
-def _guarded_delegate(
-    wrapper: Callable[..., Any], role: Callable[[Any], Any], method: Callable[..., Any]
-) -> Callable[..., Any]:
-    """`_guarded` of a `delegate` method: the check, then ``method(role(handle), ...)``."""
-
-    @functools.wraps(wrapper)
-    def call(handle: Any, /, *args: Any, **kwargs: Any) -> Any:
-        st = handle._st
-        if st is not None:
-            revoked = st.runtime.engine.revoked
-            if revoked and st.context in revoked:
-                raise revoked_error()
-        return method(role(handle), *args, **kwargs)
+        return method(handle if role is None else role(handle), *args, **kwargs)
 
     return call
 
