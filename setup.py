@@ -55,11 +55,13 @@ COMPILED = [
     "nicd/link/selective.py",
     "nicd/link/sender.py",
     "nicd/link/wire.py",
+    "nicd/shell/hostconn.py",
     "nicd/shell/shell.py",
     "emucluster/p2p/envelope.py",
     "emucluster/p2p/matching.py",
     "emucluster/p2p/ops.py",
     "emucluster/p2p/protocol.py",
+    "emucluster/port/progress.py",
     "emucluster/port/state.py",
 ]
 

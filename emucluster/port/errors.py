@@ -1,13 +1,22 @@
-"""The exceptions of a port's bookkeeping, kept out of the compiled `state` module.
+"""The exceptions of a port's bookkeeping and of the progress engine, kept out of the compiled
+`state` and `progress` modules.
 
-`emucluster.port.state` is compiled with mypyc where a C compiler works (docs/dev/build.md),
-and a compiled class has no docstring: the exceptions a caller catches live here, interpreted,
-so ``help()`` still says who raises them. `state` re-exports them.
+`emucluster.port.state` and `emucluster.port.progress` are compiled with mypyc where a C
+compiler works (docs/dev/build.md), and a compiled class has no docstring: the exceptions a
+caller catches live here, interpreted, so ``help()`` still says who raises them. `state` and
+`progress` re-export them.
 """
 
 from __future__ import annotations
 
-__all__ = ["RecordRefused", "UnexpectedRecord"]
+from emucluster.errors import EmuclusterError
+
+__all__ = ["DeadlockError", "RecordRefused", "UnexpectedRecord"]
+
+
+class DeadlockError(RuntimeError, EmuclusterError):
+    """A wait that nothing can ever satisfy (a singleton rank without a NIC waits for a
+    message from nobody). The MPI layer turns it into MPI.Exception."""
 
 
 class RecordRefused(Exception):

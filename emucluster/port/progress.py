@@ -17,38 +17,39 @@ messages instead: see `Progress._send_data`, the one place that chooses.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Sequence
+from typing import Final, Protocol
 
-from emucluster.errors import EmuclusterError
-from emucluster.p2p.control import PING
-from emucluster.p2p.protocol import P2P, Grant, Release, SendData, Transmit, cts_args
+from emucluster.p2p.control import PING, ControlLedger
+from emucluster.p2p.protocol import (
+    P2P,
+    Action,
+    Grant,
+    ProbeInfo,
+    RecvOp,
+    Release,
+    SendData,
+    SendOp,
+    Transmit,
+    cts_args,
+)
 from emucluster.port.client import (
     ErrorEvent,
     McastErrorEvent,
     Port,
     RecvEvent,
+    Region,
     RmWriteEvent,
     SentEvent,
 )
+from emucluster.port.errors import DeadlockError
 from nicd.contract import MsgType
-
-if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-
-    from emucluster.p2p.control import ControlLedger
-    from emucluster.p2p.protocol import Action, ProbeInfo, RecvOp, SendOp
-    from emucluster.port.client import Region
 
 __all__ = ["MPI_PORT", "Advancing", "DeadlockError", "Progress", "RegionPool"]
 
-MPI_PORT = 2  # the GM port every rank's MPI library opens (node id == rank in COMM_WORLD)
-REGION_MIN_BYTES = 1 << 16  # smallest registered region handed out for a rendezvous
-REGION_KEEP_BYTES = 64 << 20  # free registered memory kept for reuse beyond which it is freed
-
-
-class DeadlockError(RuntimeError, EmuclusterError):
-    """A wait that nothing can ever satisfy (a singleton rank without a NIC waits for a
-    message from nobody). The MPI layer turns it into MPI.Exception."""
+MPI_PORT: Final = 2  # the GM port every rank's MPI library opens (node id == rank in COMM_WORLD)
+REGION_MIN_BYTES: Final = 1 << 16  # smallest registered region handed out for a rendezvous
+REGION_KEEP_BYTES: Final = 64 << 20  # free registered memory kept for reuse; beyond it, freed
 
 
 class Advancing(Protocol):

@@ -21,13 +21,15 @@ import socket
 import struct
 import sys
 from collections import deque
+from typing import Final
 
 from nicd import hostlink as hl
 
 __all__ = ["FD_SPACE", "HostConn", "fds_of", "peer_pid", "peer_pidfd"]
 
-_PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
-FD_SPACE = socket.CMSG_LEN(struct.calcsize("i"))  # one descriptor a record chunk, as recv_fds(1)
+_PEERCRED: Final = struct.Struct("3i")  # struct ucred: pid, uid, gid
+# one descriptor a record chunk, as recv_fds(1)
+FD_SPACE: Final = socket.CMSG_LEN(struct.calcsize("i"))
 
 
 def peer_pid(sock: socket.socket) -> int | None:
@@ -43,8 +45,8 @@ def peer_pid(sock: socket.socket) -> int | None:
     return pid or None
 
 
-_SO_PEERPIDFD = 77  # Linux 6.5: a pidfd of the peer as it connected (not in Python 3.11)
-_NO_PEERPIDFD = (errno.ENOPROTOOPT, errno.EINVAL, errno.EOPNOTSUPP)  # an older kernel
+_SO_PEERPIDFD: Final = 77  # Linux 6.5: a pidfd of the peer as it connected (not in Python 3.11)
+_NO_PEERPIDFD: Final = (errno.ENOPROTOOPT, errno.EINVAL, errno.EOPNOTSUPP)  # an older kernel
 
 
 def peer_pidfd(sock: socket.socket, pid: int | None) -> int | None:
