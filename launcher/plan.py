@@ -233,8 +233,9 @@ def resolve_program(
 
 
 def nicd_argv(plan: LaunchPlan, node: int, run_dir: str) -> list[str]:
-    """The command line of node ``node``'s nicd."""
-    argv = [plan.python, "-m", "nicd", "--node-id", str(node), "--run-dir", run_dir]
+    """The command line of node ``node``'s nicd: ``-P``, so the NIC's firmware is the installed
+    ``nicd`` (what ``emurun --version`` reports), never one in the working directory."""
+    argv = [plan.python, "-P", "-m", "nicd", "--node-id", str(node), "--run-dir", run_dir]
     argv += ["--listen", f"{plan.listen_host}:0"]
     if plan.stats_dir is not None:
         argv += ["--stats", f"{plan.stats_dir}/nic{node}.json"]

@@ -7,7 +7,7 @@ the rank:
 
 1. connects to the process manager and says ``init`` (``emucluster.pmi.channel``), asks for
    the limits and the key-value space's name;
-2. starts its node's nicd as emurun does (``python -m nicd --node-id RANK --run-dir DIR
+2. starts its node's nicd as emurun does (``python -P -m nicd --node-id RANK --run-dir DIR
    --listen HOST:0``, every fault flag explicit from ``EMU_LOSS`` ... with the node's own seed,
    ``--stats`` when ``EMU_STATS_DIR`` is set, extra flags from ``EMU_NICD_ARGS``) on a
    lifeline: the rank holds the pipe's only write end, so if the rank dies however it dies,
@@ -302,7 +302,7 @@ def _start_nicd(
         faults = FaultConfig.from_values({}, environ)
     except NicdError as exc:  # a UsageError naming the variable
         raise BootstrapError(f"rank {rank}: {exc}") from None
-    argv = [sys.executable, "-m", "nicd", "--node-id", str(rank), "--run-dir", run_dir]
+    argv = [sys.executable, "-P", "-m", "nicd", "--node-id", str(rank), "--run-dir", run_dir]
     argv += ["--listen", f"{host}:0"]
     stats = environ.get(config.ENV_STATS_DIR)
     if stats:

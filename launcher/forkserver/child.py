@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from importlib.machinery import BuiltinImporter, SourceFileLoader
 from typing import TYPE_CHECKING, NoReturn
 
-from launcher.forkserver.launch import PyLaunch, python_launch
+from launcher.forkserver.launch import PyLaunch, first_path_entry, python_launch
 
 if TYPE_CHECKING:
     from launcher.forkserver.records import Request
@@ -230,18 +230,20 @@ def _prepare(launch: PyLaunch, req: Request, main: types.ModuleType) -> types.Co
     """Set ``sys.argv``, ``sys.path`` and ``main`` as the interpreter would; return the code
     to run in ``main`` (None for ``-m``, which runpy runs)."""
     extra = [p for p in req.env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    first = [] if first_path_entry(launch, req.cwd, req.env) is None else [""]
     if launch.mode == "module":
         sys.argv[:] = ["-m", *launch.args]
-        sys.path[:] = [os.getcwd(), *extra, *_base_path]
+        sys.path[:] = [os.getcwd() for _ in first] + [*extra, *_base_path]
         return None
     if launch.mode == "command":
         sys.argv[:] = ["-c", *launch.args]
-        sys.path[:] = ["", *extra, *_base_path]
+        sys.path[:] = [*first, *extra, *_base_path]
         main.__dict__["__loader__"] = BuiltinImporter
         return compile(launch.target, "<string>", "exec", dont_inherit=True)
     path = launch.target
     sys.argv[:] = [path, *launch.args]
-    sys.path[:] = [os.path.dirname(os.path.realpath(path)), *extra, *_base_path]
+    script_dir = [os.path.dirname(os.path.realpath(path)) for _ in first]
+    sys.path[:] = [*script_dir, *extra, *_base_path]
     try:
         with open(path, "rb") as f:
             source = f.read()

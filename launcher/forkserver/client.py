@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from launcher.forkserver.launch import env_blockers, python_launch, same_interpreter
+from launcher.forkserver.launch import (
+    env_blockers,
+    first_path_entry,
+    python_launch,
+    same_interpreter,
+)
 from launcher.forkserver.records import (
     MAX_RECORD,
     BadRecord,
@@ -137,20 +142,21 @@ class ForkServer:
         """Whether a fork runs ``argv`` with ``env`` exactly as a fresh interpreter would."""
         if not argv or not same_interpreter(argv[0], self.hello.executable):
             return False
-        if python_launch([self.hello.executable, *argv[1:]], self.hello.executable) is None:
+        launch = python_launch([self.hello.executable, *argv[1:]], self.hello.executable)
+        if launch is None:
             return False
         if env_blockers(env, self.hello.env):
             return False
         tops = set(self.hello.tops)
         zygote_paths = {*self.hello.path, *self.hello.pythonpath}
-        for entry in env.get("PYTHONPATH", "").split(os.pathsep):
-            if not entry or entry in zygote_paths:
-                continue
-            with contextlib.suppress(OSError):
-                names = (n.partition(".")[0] for n in os.listdir(entry) if n[:2] != "__")
-                if any(name in tops for name in names):
-                    return False  # it would shadow a module the zygote already imported
-        return True
+        # what a fresh interpreter puts before the zygote's path: the child's first entry (its
+        # working directory or its script's) and its PYTHONPATH; one that holds a module the
+        # zygote already imported would shadow it
+        first = first_path_entry(launch, os.getcwd(), env)
+        entries = [first, *env.get("PYTHONPATH", "").split(os.pathsep)]
+        return not any(
+            entry and entry not in zygote_paths and _holds_any(entry, tops) for entry in entries
+        )
 
     async def spawn(
         self,
@@ -230,3 +236,13 @@ def _close(*fds: int) -> None:
         if fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def _holds_any(entry: str, names: set[str]) -> bool:
+    """Whether directory ``entry`` of a search path holds a top-level module or package named in
+    ``names`` (``x.py``, ``x/``, ``x.cpython-311-....so``); an unreadable one holds nothing."""
+    try:
+        found = os.listdir(entry)
+    except OSError:
+        return False
+    return any(name.partition(".")[0] in names for name in found if name[:2] != "__")

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-__all__ = ["PyLaunch", "env_blockers", "python_launch", "same_interpreter", "sensitive_env"]
+__all__ = [
+    "PyLaunch",
+    "env_blockers",
+    "first_path_entry",
+    "python_launch",
+    "same_interpreter",
+    "sensitive_env",
+]
 
 _ALWAYS_FREE = frozenset({"PYTHONPATH", "PYTHONUNBUFFERED"})  # a fork applies these itself
 _SENSITIVE_PREFIXES = ("PYTHON", "LC_")
@@ -37,17 +44,25 @@ class PyLaunch:
     """``sys.argv[1:]``."""
     unbuffered: bool
     """``-u`` was given."""
+    safe_path: bool = False
+    """``-P`` was given: nothing is put before ``PYTHONPATH`` on ``sys.path`` (neither the
+    working directory nor the script's)."""
 
 
 def python_launch(argv: Sequence[str], executable: str) -> PyLaunch | None:
     """``argv`` as the interpreter ``executable`` would read it, if a fork of it can run it
-    alike: ``PYTHON [-u] (SCRIPT | -m MODULE | -c COMMAND) [ARGS]``; None otherwise (other
-    programs, other interpreters, other interpreter options, a script on stdin)."""
+    alike: ``PYTHON [-u] [-P] (SCRIPT | -m MODULE | -c COMMAND) [ARGS]`` (``-u`` and ``-P`` in
+    any order); None otherwise (other programs, other interpreters, other interpreter options,
+    a script on stdin)."""
     if not argv or argv[0] != executable:
         return None
-    i, unbuffered = 1, False
-    while i < len(argv) and argv[i] == "-u":
-        unbuffered, i = True, i + 1
+    i, unbuffered, safe_path = 1, False, False
+    while i < len(argv) and argv[i] in ("-u", "-P"):
+        if argv[i] == "-u":
+            unbuffered = True
+        else:
+            safe_path = True
+        i += 1
     if i >= len(argv):
         return None
     word = argv[i]
@@ -55,10 +70,21 @@ def python_launch(argv: Sequence[str], executable: str) -> PyLaunch | None:
         if i + 1 >= len(argv) or not argv[i + 1]:
             return None
         mode = "module" if word == "-m" else "command"
-        return PyLaunch(mode, argv[i + 1], list(argv[i + 2 :]), unbuffered)
+        return PyLaunch(mode, argv[i + 1], list(argv[i + 2 :]), unbuffered, safe_path)
     if word.startswith("-") or not word:
         return None
-    return PyLaunch("file", word, list(argv[i + 1 :]), unbuffered)
+    return PyLaunch("file", word, list(argv[i + 1 :]), unbuffered, safe_path)
+
+
+def first_path_entry(launch: PyLaunch, cwd: str, env: Mapping[str, str]) -> str | None:
+    """What a fresh interpreter puts before ``PYTHONPATH`` on ``sys.path`` for ``launch`` run
+    in ``cwd`` with environment ``env``: the working directory for ``-m`` and ``-c``, the
+    script's real directory for a script, nothing under ``-P`` or ``PYTHONSAFEPATH``."""
+    if launch.safe_path or env.get("PYTHONSAFEPATH"):
+        return None
+    if launch.mode == "file":
+        return os.path.dirname(os.path.realpath(os.path.join(cwd, launch.target)))
+    return cwd
 
 
 def same_interpreter(path: str, executable: str) -> bool:

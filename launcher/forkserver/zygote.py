@@ -270,8 +270,14 @@ def main() -> None:
     where FD is its end of the control socket (inherited)."""
 
     ctl = socket.socket(fileno=int(sys.argv[1]))
+    if not sys.flags.safe_path:
+        # ``-c`` put the launcher's working directory first: what is preloaded must come from
+        # where every child finds it (PYTHONPATH and the interpreter's own path), never from
+        # one child's first entry (`client.ForkServer.can_run` refuses a child whose first
+        # entry would shadow a preloaded module)
+        del sys.path[0]
     zygote_paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    base_path = [p for p in sys.path[1:] if p not in zygote_paths]
+    base_path = [p for p in sys.path if p not in zygote_paths]
     record_startup(base_path)
     _say_missed(preload(nested=PRELOAD_ALL))
     gc.freeze()  # the collector never scans (so never writes to) what every fork shares

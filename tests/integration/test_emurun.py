@@ -58,6 +58,8 @@ class Job:
         self.tmpdir = tempfile.mkdtemp(prefix="emut-", dir="/tmp")  # short: socket paths
         self.env = {**os.environ, "TMPDIR": self.tmpdir}
         self.proc: subprocess.Popen[bytes] | None = None
+        self.cwd: str | None = None
+        """emurun's working directory (None: the test's)."""
         self._out = b""
         self._err = b""
 
@@ -70,6 +72,7 @@ class Job:
         done = subprocess.run(
             self.argv(list(args)),
             env=self.env,
+            cwd=self.cwd,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=timeout,
@@ -84,6 +87,7 @@ class Job:
         self.proc = subprocess.Popen(
             self.argv(list(args)),
             env=self.env,
+            cwd=self.cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

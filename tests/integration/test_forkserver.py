@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import psutil  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
+import emucluster
 from tests.integration.test_emurun import WAIT_S, Job
 
 if TYPE_CHECKING:
@@ -88,14 +89,62 @@ def test_a_module_program(job: Job) -> None:
     job.env["PYTHONPATH"] = os.pathsep.join(
         [str(Path(FORK_HOST).parent), job.env.get("PYTHONPATH", "")]
     )
+    job.cwd = job.tmpdir  # a directory that holds none of the zygote's modules (a checkout does)
     r = job.run("-np", "2", "-m", "fork_host", "info")
     assert r.code == 0, r.err
     got = infos(r.out)
     assert sorted(got) == [0, 1]
     for doc in got.values():
         assert doc["argv"] == [FORK_HOST, "info"]  # runpy sets argv[0] to the file, as -m does
-        assert doc["path0"] == os.getcwd()
+        assert doc["path0"] == job.tmpdir
         assert doc["forked"] is forked(job)
+    job.assert_clean()
+
+
+def _shadowing_cwd(job: Job) -> str:
+    """A working directory holding an ``emucluster`` (the real one, by a symlink) that a fresh
+    interpreter imports only where that directory comes first on its path (``-m``, ``-c``), as
+    a source checkout does beside an installed build."""
+    cwd = Path(job.tmpdir, "checkout")
+    cwd.mkdir()
+    (cwd / "emucluster").symlink_to(Path(emucluster.__file__).parent)
+    job.cwd = str(cwd)
+    return str(cwd)
+
+
+def test_a_script_imports_what_a_fresh_interpreter_would_not_the_launchers_directory(
+    job: Job,
+) -> None:
+    """The fork server's zygote once preloaded from the launcher's working directory: run from
+    a checkout, a script got the checkout's modules where a fresh interpreter imports the
+    installed ones (a benchmark ran the checkout's pure Python under a compiled install)."""
+    cwd = _shadowing_cwd(job)
+    r = job.run("-np", "2", FORK_HOST, "info")
+    assert r.code == 0, r.err
+    got = infos(r.out)
+    assert sorted(got) == [0, 1]
+    for doc in got.values():
+        assert doc["forked"] is forked(job)  # the script's directory shadows nothing
+        assert not str(doc["emucluster"]).startswith(cwd + os.sep), doc["emucluster"]
+    job.assert_clean()
+
+
+def test_a_module_program_whose_directory_shadows_a_preloaded_module_starts_afresh(
+    job: Job,
+) -> None:
+    """``-m`` puts the working directory first: where it holds a module the zygote imported,
+    only a fresh interpreter imports what the program would, so the launcher spawns one."""
+    cwd = _shadowing_cwd(job)
+    job.env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(FORK_HOST).parent), job.env.get("PYTHONPATH", "")]
+    )
+    r = job.run("-np", "2", "-m", "fork_host", "info")
+    assert r.code == 0, r.err
+    got = infos(r.out)
+    assert sorted(got) == [0, 1]
+    for doc in got.values():
+        assert doc["forked"] is False
+        assert str(doc["emucluster"]).startswith(cwd + os.sep), doc["emucluster"]
     job.assert_clean()
 
 

@@ -1,7 +1,8 @@
 """Host program for the fork-server tests; argv[1] picks the behaviour.
 
 info             print one JSON line: rank, argv, __name__, __file__, sys.path[0], whether
-                 the parent is the fork server, a random number, stdin, signal handlers
+                 the parent is the fork server, a random number, stdin, signal handlers,
+                 where ``import emucluster`` found the package
 kill R SIG       rank R kills itself with signal SIG; the others wait forever
 raise R          rank R raises an uncaught ValueError; the others wait forever
 interrupt R      rank R raises KeyboardInterrupt; the others wait forever
@@ -22,6 +23,13 @@ import time
 
 RANK = int(os.environ["EMU_RANK"])
 TIMEOUT_S = 60.0
+
+
+def emucluster_file() -> str:
+    """Where ``import emucluster`` finds the package in this process."""
+    import emucluster  # asked only here: the other commands must not import it
+
+    return str(emucluster.__file__)
 
 
 def parent_cmdline() -> str:
@@ -61,6 +69,7 @@ def main() -> None:
             "sigchld": signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL,
             "pgid": os.getpgid(0) == os.getpid(),
             "executable": sys.executable,
+            "emucluster": emucluster_file(),
         }
         print(json.dumps(doc), flush=True)
         print(f"stderr of {RANK}", file=sys.stderr)

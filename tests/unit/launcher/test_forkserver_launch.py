@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from launcher.forkserver.launch import PyLaunch, env_blockers, python_launch, same_interpreter
+from launcher.forkserver.launch import (
+    PyLaunch,
+    env_blockers,
+    first_path_entry,
+    python_launch,
+    same_interpreter,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -26,6 +32,9 @@ PY = "/opt/py/bin/python"
         ([PY, "-c", "print(1)", "x"], PyLaunch("command", "print(1)", ["x"], False)),
         ([PY, "-u", "app.py"], PyLaunch("file", "app.py", [], True)),
         ([PY, "-u", "-u", "-m", "pkg"], PyLaunch("module", "pkg", [], True)),
+        ([PY, "-P", "-m", "nicd"], PyLaunch("module", "nicd", [], False, True)),
+        ([PY, "-P", "-u", "app.py", "-P"], PyLaunch("file", "app.py", ["-P"], True, True)),
+        ([PY, "-P"], None),
         (["/usr/bin/python3", "app.py"], None),  # another interpreter
         (["./a.out", "app.py"], None),
         ([PY, "-O", "app.py"], None),  # an option a fork cannot apply
@@ -40,6 +49,21 @@ PY = "/opt/py/bin/python"
 )
 def test_python_launch(argv: list[str], expected: PyLaunch | None) -> None:
     assert python_launch(argv, PY) == expected
+
+
+def test_first_path_entry_is_what_a_fresh_interpreter_puts_first(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    cwd = str(tmp_path)
+    assert first_path_entry(PyLaunch("module", "pkg", [], False), cwd, {}) == cwd
+    assert first_path_entry(PyLaunch("command", "pass", [], False), cwd, {}) == cwd
+    script = PyLaunch("file", "link/app.py", [], False)
+    assert first_path_entry(script, cwd, {}) == str(real)  # relative to cwd, links resolved
+    absolute = PyLaunch("file", str(real / "app.py"), [], False)
+    assert first_path_entry(absolute, "/elsewhere", {}) == str(real)
+    assert first_path_entry(PyLaunch("module", "pkg", [], False, True), cwd, {}) is None
+    assert first_path_entry(script, cwd, {"PYTHONSAFEPATH": "1"}) is None
 
 
 def test_env_blockers_name_the_start_up_variables_that_differ() -> None:

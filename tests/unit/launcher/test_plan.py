@@ -115,8 +115,8 @@ def test_nicd_argv_carries_node_run_dir_stats_and_faults() -> None:
         nicd_args=("--mtu", "1024"),
     )
     argv = nicd_argv(plan, 2, "/run/x")
-    assert argv[:3] == [PY, "-m", "nicd"]
-    opts = dict(zip(argv[3:-2:2], argv[4:-2:2], strict=True))
+    assert argv[:4] == [PY, "-P", "-m", "nicd"]  # the installed nicd, never the cwd's
+    opts = dict(zip(argv[4:-2:2], argv[5:-2:2], strict=True))
     assert opts["--node-id"] == "2"
     assert opts["--run-dir"] == "/run/x"
     assert opts["--listen"] == "127.0.0.1:0"
@@ -132,7 +132,7 @@ def test_nicd_parses_the_argv_emurun_gives_it(monkeypatch: pytest.MonkeyPatch) -
     faults = FaultConfig(loss=0.2, dup=0.05, reorder=0.1, corrupt=0.01, delay_ms=1.5, seed=3)
     plan = make_plan(faults=faults, stats_dir="/out")
     argv = nicd_argv(plan, 2, "/run/x")
-    config = config_from_args(build_parser().parse_args(argv[3:]))
+    config = config_from_args(build_parser().parse_args(argv[4:]))
     assert config.node_id == 2
     assert config.run_dir == "/run/x"
     assert config.stats_file == "/out/nic2.json"

@@ -18,7 +18,8 @@ def test_emurun_recovery_is_forwarded_to_nicd(tmp_path: Path) -> None:
     plan = plan_from_argv(["-n", "2", "--recovery", "selective", str(app)], {})
     assert plan.recovery == "selective"
     argv = nicd_argv(plan, 1, "/r")
-    assert config_from_args(build_parser().parse_args(argv[3:])).transport.recovery == "selective"
+    nicd_args = argv[argv.index("nicd") + 1 :]
+    assert config_from_args(build_parser().parse_args(nicd_args)).transport.recovery == "selective"
 
 
 def test_without_the_flag_nicd_keeps_its_default(tmp_path: Path) -> None:
