@@ -135,8 +135,11 @@ def environment(
     """What decides a run's timings: interpreter, machine, CPUs, the machine's load before
     (``load_before``, taken with `load_average` when the run started) and now, the wait policy
     (default: ``EMU_WAIT`` or emucluster's default, hybrid), nicd's priority, the git commit and
-    the build (`launcher.build.build_info`: the modules compiled with mypyc, or pure Python),
-    and, once this process ran emurun jobs, their fidelity gauge (``run_delay``, `jobs_gauge`).
+    the build (`launcher.build.build_info`: the modules compiled with mypyc, or pure Python)
+    the ranks import (they run as ``python -m``, the working directory first: a source
+    checkout's packages, if it is one) and the nicds' (``python -P -m nicd``: the installed
+    one), and, once this process ran emurun jobs, their fidelity gauge (``run_delay``,
+    `jobs_gauge`).
     ``extra`` adds the benchmark's own keys (they win over these)."""
     gauge = jobs_gauge()
     return {
@@ -152,7 +155,8 @@ def environment(
         "wait_policy": wait_policy or os.environ.get("EMU_WAIT", "hybrid"),
         "nicd_priority": nicd_priority or "emurun default (SCHED_FIFO where permitted)",
         "git_commit": git_commit(),
-        "build": build_info(),
+        "build": build_info(first=os.getcwd()),
+        "nicd_build": build_info(),
         **({"run_delay": gauge} if gauge is not None else {}),
         **extra,
     }

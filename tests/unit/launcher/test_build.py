@@ -77,3 +77,18 @@ def test_emurun_version_prints_the_build_without_needing_np(capsys) -> None:
 
 def test_every_figure_environment_names_the_build() -> None:
     assert environment()["build"] == build.build_info()
+    assert environment()["nicd_build"] == build.build_info()
+
+
+def test_the_build_a_program_imports_with_a_checkout_first(tmp_path: Path) -> None:
+    """A ``python -m`` rank run in a source checkout imports its packages, not the installed
+    ones: the figure's JSON says that build, not the one emubench itself imported."""
+    for package in ("nicd", "emucluster"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    assert build.build_info(first=str(tmp_path)) == {
+        "build": build.PURE,
+        "compiled": [],
+        "native": [],
+    }
+    assert build.build_info(first=str(tmp_path / "nothing-here")) == build.build_info()
