@@ -9,8 +9,9 @@ forks every nicd and host process of a job on request, and the launcher's client
 
 Imports flow one way: records and launch import nothing of the package; child imports them;
 zygote imports child; client imports records and launch. This ``__init__`` imports none of
-them, so the zygote (started as ``python -c 'from launcher.forkserver.zygote import main;
-main()' FD``) loads no trio and its children inherit only what they need.
+them, so the zygote (started as ``python -c '...; from launcher.forkserver.zygote import
+main; main()' FD``, see `client._ZYGOTE_CODE`) loads no trio and its children inherit only
+what they need.
 """
 
 from __future__ import annotations

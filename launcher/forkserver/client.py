@@ -49,7 +49,12 @@ START_TIMEOUT_S = 60.0  # the zygote imports nicd and the host library first
 REPLY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 CMDLINE_ROOM = 4096  # bytes of argument area each child rewrites with its own argv (ps)
-_ZYGOTE_CODE = "from launcher.forkserver.zygote import main; main()"
+# ``-c`` puts the working directory first on sys.path (unless -P or PYTHONSAFEPATH): drop it
+# before anything is imported, the zygote's own code included
+_ZYGOTE_CODE = (
+    "import sys; sys.flags.safe_path or sys.path.pop(0); "
+    "from launcher.forkserver.zygote import main; main()"
+)
 
 
 class ForkServerError(Exception):

@@ -266,16 +266,14 @@ def _say_missed(names: list[str]) -> None:
 
 
 def main() -> None:
-    """The zygote's entry: ``python -c 'from launcher.forkserver.zygote import main; main()' FD``
-    where FD is its end of the control socket (inherited)."""
+    """The zygote's entry: ``python -c CODE FD`` (`client._ZYGOTE_CODE`: drop the working
+    directory ``-c`` put first on ``sys.path``, import this module, call this) where FD is its
+    end of the control socket (inherited). What the zygote imports, itself included, comes from
+    where every child finds it (``PYTHONPATH`` and the interpreter's own path), never from one
+    child's first entry (`client.ForkServer.can_run` refuses a child whose first entry would
+    shadow a module imported here)."""
 
     ctl = socket.socket(fileno=int(sys.argv[1]))
-    if not sys.flags.safe_path:
-        # ``-c`` put the launcher's working directory first: what is preloaded must come from
-        # where every child finds it (PYTHONPATH and the interpreter's own path), never from
-        # one child's first entry (`client.ForkServer.can_run` refuses a child whose first
-        # entry would shadow a preloaded module)
-        del sys.path[0]
     zygote_paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     base_path = [p for p in sys.path if p not in zygote_paths]
     record_startup(base_path)
