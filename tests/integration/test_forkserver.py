@@ -101,11 +101,11 @@ def test_a_module_program(job: Job) -> None:
     job.assert_clean()
 
 
-def _shadowing_cwd(job: Job) -> str:
+def _shadowing_cwd(job: Job, tmp_path: Path) -> str:
     """A working directory holding an ``emucluster`` (the real one, by a symlink) that a fresh
     interpreter imports only where that directory comes first on its path (``-m``, ``-c``), as
     a source checkout does beside an installed build."""
-    cwd = Path(job.tmpdir, "checkout")
+    cwd = tmp_path / "checkout"  # not in the job's TMPDIR, which must end empty
     cwd.mkdir()
     (cwd / "emucluster").symlink_to(Path(emucluster.__file__).parent)
     job.cwd = str(cwd)
@@ -113,12 +113,12 @@ def _shadowing_cwd(job: Job) -> str:
 
 
 def test_a_script_imports_what_a_fresh_interpreter_would_not_the_launchers_directory(
-    job: Job,
+    job: Job, tmp_path: Path
 ) -> None:
     """The fork server's zygote once preloaded from the launcher's working directory: run from
     a checkout, a script got the checkout's modules where a fresh interpreter imports the
     installed ones (a benchmark ran the checkout's pure Python under a compiled install)."""
-    cwd = _shadowing_cwd(job)
+    cwd = _shadowing_cwd(job, tmp_path)
     r = job.run("-np", "2", FORK_HOST, "info")
     assert r.code == 0, r.err
     got = infos(r.out)
@@ -130,13 +130,14 @@ def test_a_script_imports_what_a_fresh_interpreter_would_not_the_launchers_direc
 
 
 def test_a_module_program_whose_directory_shadows_a_preloaded_module_starts_afresh(
-    job: Job,
+    job: Job, tmp_path: Path
 ) -> None:
     """``-m`` puts the working directory first: where it holds a module the zygote imported,
     only a fresh interpreter imports what the program would, so the launcher spawns one."""
-    cwd = _shadowing_cwd(job)
+    cwd = _shadowing_cwd(job, tmp_path)
+    # no empty entry: Python reads one as the working directory, which the zygote then has too
     job.env["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(FORK_HOST).parent), job.env.get("PYTHONPATH", "")]
+        p for p in (str(Path(FORK_HOST).parent), job.env.get("PYTHONPATH")) if p
     )
     r = job.run("-np", "2", "-m", "fork_host", "info")
     assert r.code == 0, r.err
