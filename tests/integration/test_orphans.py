@@ -86,6 +86,7 @@ def test_kill_9_emurun_ends_every_process_of_the_job(
 def test_without_its_warden_the_fork_server_still_ends_its_children(job: Job) -> None:
     """The warden killed first: the fork server sees its control socket close when emurun
     dies and kills its children (hosts that never watch the lifeline), then exits."""
+    job.cwd = job.tmpdir  # ``-c`` puts the cwd first: a checkout's would not be forked
     job.start("-np", str(NP), sys.executable, "-c", PROGRAMS["sleeping"])
     hosts = job.wait_ready(NP)
     assert job.proc is not None
