@@ -230,20 +230,20 @@ def _prepare(launch: PyLaunch, req: Request, main: types.ModuleType) -> types.Co
     """Set ``sys.argv``, ``sys.path`` and ``main`` as the interpreter would; return the code
     to run in ``main`` (None for ``-m``, which runpy runs)."""
     extra = [p for p in req.env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    first = [] if first_path_entry(launch, req.cwd, req.env) is None else [""]
+    # the cwd (``-m``; ``""`` for ``-c``, as Python writes it) or the script's directory, or
+    # nothing under -P (``sys.flags`` stay the zygote's: only the path can differ)
+    first = first_path_entry(launch, req.cwd, req.env)
+    head = [] if first is None else ["" if launch.mode == "command" else first]
+    sys.path[:] = [*head, *extra, *_base_path]
     if launch.mode == "module":
         sys.argv[:] = ["-m", *launch.args]
-        sys.path[:] = [os.getcwd() for _ in first] + [*extra, *_base_path]
         return None
     if launch.mode == "command":
         sys.argv[:] = ["-c", *launch.args]
-        sys.path[:] = [*first, *extra, *_base_path]
         main.__dict__["__loader__"] = BuiltinImporter
         return compile(launch.target, "<string>", "exec", dont_inherit=True)
     path = launch.target
     sys.argv[:] = [path, *launch.args]
-    script_dir = [os.path.dirname(os.path.realpath(path)) for _ in first]
-    sys.path[:] = [*script_dir, *extra, *_base_path]
     try:
         with open(path, "rb") as f:
             source = f.read()
