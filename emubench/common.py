@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from emucluster import hosttime
-from launcher.build import build_info
 from launcher.cpugauge import ENV_GAUGE_OUT, summarise
 
 if TYPE_CHECKING:
@@ -64,6 +63,8 @@ LOAD_WARN_PER_CPU = 1.0
 the machine was not idle: the run's absolute numbers are suspect (ratios less so)."""
 EMURUN_TIMEOUT_S = 900
 """emurun's own ``--timeout`` for one benchmark job unless the benchmark asks for another."""
+BUILD_QUERY_S = 60.0
+"""`build_seen_by`: how long an interpreter may take to import launcher.build and scan."""
 
 
 # -- numbers ------------------------------------------------------------------------------------
@@ -136,10 +137,8 @@ def environment(
     (``load_before``, taken with `load_average` when the run started) and now, the wait policy
     (default: ``EMU_WAIT`` or emucluster's default, hybrid), nicd's priority, the git commit and
     the build (`launcher.build.build_info`: the modules compiled with mypyc, or pure Python)
-    the ranks import (they run as ``python -m``, the working directory first: a source
-    checkout's packages, if it is one) and the nicds' (``python -P -m nicd``: the installed
-    one), and, once this process ran emurun jobs, their fidelity gauge (``run_delay``,
-    `jobs_gauge`).
+    the ranks import and the nicds' (`build_seen_by`), and, once this process ran emurun jobs,
+    their fidelity gauge (``run_delay``, `jobs_gauge`).
     ``extra`` adds the benchmark's own keys (they win over these)."""
     gauge = jobs_gauge()
     return {
@@ -155,11 +154,26 @@ def environment(
         "wait_policy": wait_policy or os.environ.get("EMU_WAIT", "hybrid"),
         "nicd_priority": nicd_priority or "emurun default (SCHED_FIFO where permitted)",
         "git_commit": git_commit(),
-        "build": build_info(first=os.getcwd()),
-        "nicd_build": build_info(),
+        "build": build_seen_by(),
+        "nicd_build": build_seen_by("-P"),
         **({"run_delay": gauge} if gauge is not None else {}),
         **extra,
     }
+
+
+def build_seen_by(*flags: str) -> dict[str, object]:
+    """`launcher.build.build_info` as an interpreter started here with ``flags`` finds the
+    packages: without flags as a benchmark's rank (``python -m``: the working directory first,
+    so a source checkout's packages), with ``-P`` as a nicd (``python -P -m nicd``: the
+    installed ones). ``{"build": "unknown", "why": ...}`` if that interpreter cannot say."""
+    code = "import json; from launcher.build import build_info; print(json.dumps(build_info()))"
+    try:
+        done = subprocess.run([sys.executable, *flags, "-c", code], capture_output=True,
+                              text=True, timeout=BUILD_QUERY_S, check=True)  # fmt: skip
+        info = json.loads(done.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        return {"build": "unknown", "why": f"{type(exc).__name__}: {exc}"[:200]}
+    return info if isinstance(info, dict) else {"build": "unknown", "why": repr(info)[:200]}
 
 
 _GAUGE_FILES: list[str] = []

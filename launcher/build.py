@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib.util
 import platform
 from importlib import metadata
-from importlib.machinery import EXTENSION_SUFFIXES, PathFinder
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 __all__ = [
@@ -62,38 +62,31 @@ def scan(package: str, base: Path) -> set[str]:
     return found
 
 
-def _extension_modules(first: str | None = None) -> set[str]:
-    """Every extension file of nicd and emucluster, as a module name; with ``first``, of the
-    packages an interpreter finds with that directory first on its path (where it holds them)."""
+def _extension_modules() -> set[str]:
+    """Every extension file of nicd and emucluster, as a module name."""
     found: set[str] = set()
     for package in _PACKAGES:
-        spec = None if first is None else PathFinder.find_spec(package, [first])
-        if spec is None:
-            spec = importlib.util.find_spec(package)
+        spec = importlib.util.find_spec(package)
         for root in (spec.submodule_search_locations or []) if spec is not None else []:
             found |= scan(package, Path(root))
     return found
 
 
-def compiled_modules(first: str | None = None) -> list[str]:
-    """The modules of nicd and emucluster compiled with mypyc (extension files), sorted; for
-    ``first``, see `build_info`."""
-    return sorted(_extension_modules(first) - NATIVE.keys())
+def compiled_modules() -> list[str]:
+    """The modules of nicd and emucluster compiled with mypyc (extension files), sorted."""
+    return sorted(_extension_modules() - NATIVE.keys())
 
 
-def native_modules(first: str | None = None) -> list[str]:
+def native_modules() -> list[str]:
     """The hand-written C extensions (`NATIVE`) that are built here, sorted."""
-    return sorted(_extension_modules(first) & NATIVE.keys())
+    return sorted(_extension_modules() & NATIVE.keys())
 
 
-def build_info(first: str | None = None) -> dict[str, object]:
+def build_info() -> dict[str, object]:
     """The build for a figure's JSON: ``{"build": "mypyc" | "pure Python", "compiled": [...],
-    "native": [...]}``. With ``first``, the build a program imports that has that directory
-    first on its path (``python -m`` run there: a source checkout's packages come before an
-    installed build)."""
-    modules = compiled_modules(first)
-    build = "mypyc" if modules else PURE
-    return {"build": build, "compiled": modules, "native": native_modules(first)}
+    "native": [...]}``."""
+    modules = compiled_modules()
+    return {"build": "mypyc" if modules else PURE, "compiled": modules, "native": native_modules()}
 
 
 def describe(modules: list[str] | None = None, native: list[str] | None = None) -> str:
