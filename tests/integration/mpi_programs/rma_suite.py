@@ -150,6 +150,7 @@ def pscw_and_requests() -> None:
     win.Unlock(target)
     check("rget sees own raccumulate", int(got[rank]), 1000 + rank + 1)
     check("rget_accumulate no_op", int(old[0]), 1000 + rank + 1)
+    world.Barrier()  # the left neighbour's accumulate into this window is done before `before`
     win.Lock_all()
     before = mem.tolist()
     null = MPI.PROC_NULL
